@@ -1,0 +1,5 @@
+"""Allow `python -m course`."""
+
+from course.cli import main
+
+main()
