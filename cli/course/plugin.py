@@ -86,12 +86,20 @@ class Grading:
         """List the expected checks and sign them before any learner code runs."""
         for item in session.items:
             self.checks[item.name] = report.Check(
-                id=item.name, title=_title(item), max_score=_points(item), status="error",
+                id=item.name,
+                title=_title(item),
+                max_score=_points(item),
+                status="error",
                 message="the check did not run to the end",
             )
-        report.write_signed(report.manifest_path(self.report_path), self.key, {
-            "checks": list(self.checks), "collect_errors": self.collect_errors,
-        })
+        report.write_signed(
+            report.manifest_path(self.report_path),
+            self.key,
+            {
+                "checks": [{"id": c.id, "title": c.title, "max_score": c.max_score} for c in self.checks.values()],
+                "collect_errors": self.collect_errors,
+            },
+        )
         self.guard = report.Guard.snapshot([getattr(i, "module", None) for i in session.items])
 
     @pytest.hookimpl(wrapper=True)
@@ -112,13 +120,17 @@ class Grading:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write the signed final report, noting any tampering with the grading machinery."""
-        report.write_signed(self.report_path, self.key, {
-            "seed": self.seed,
-            "checks": [c.to_dict() for c in self.checks.values()],
-            "collect_errors": self.collect_errors,
-            "tampered": self.guard.changed() if self.guard else [],
-            "pytest_exit": int(exitstatus),
-        })
+        report.write_signed(
+            self.report_path,
+            self.key,
+            {
+                "seed": self.seed,
+                "checks": [c.to_dict() for c in self.checks.values()],
+                "collect_errors": self.collect_errors,
+                "tampered": self.guard.changed() if self.guard else [],
+                "pytest_exit": int(exitstatus),
+            },
+        )
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -145,9 +157,7 @@ def _points(item: pytest.Item) -> float:
     return float(marker.args[0]) if marker and marker.args else 1.0
 
 
-def _describe(
-    excinfo: pytest.ExceptionInfo[BaseException], path: Path | None, when: str
-) -> tuple[str, str]:
+def _describe(excinfo: pytest.ExceptionInfo[BaseException], path: Path | None, when: str) -> tuple[str, str]:
     """Classify an exception: the learner's mistake (failed), a skip, or the grader's own bug (error)."""
     exc = excinfo.value
     if isinstance(exc, submission.SubmissionError):
@@ -158,8 +168,10 @@ def _describe(
         return "failed", str(exc)
     where = submission.learner_location(excinfo.tb, path)
     if isinstance(exc, SystemExit):
-        return "failed", (f"your code called sys.exit({exc.code!r}) during the check{where}; "
-                          "a function must return its result, not end the program")
+        return "failed", (
+            f"your code called sys.exit({exc.code!r}) during the check{where}; "
+            "a function must return its result, not end the program"
+        )
     if when != "call" and not where:
         return "error", f"the grader failed while {_PHASES[when]}: {excinfo.exconly()}"
     if isinstance(exc, AssertionError) and not where:

@@ -1,0 +1,136 @@
+"""Where the course and the learner's files are: finding them, making a workspace, restoring stubs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from course.errors import UsageError
+from course.registry import COURSE_FILE, Course, Exercise, load_course
+
+MARKER = Path(".course") / "workspace.toml"
+
+
+@dataclass
+class Context:
+    """The course being taken and the workspace holding the learner's files."""
+
+    course: Course
+    workspace: Path
+
+    def submission(self, exercise: Exercise) -> Path:
+        """The learner's file for `exercise` in this workspace."""
+        return self.workspace / exercise.stub_rel
+
+
+def resolve(course_dir: Path | None = None, workspace_dir: Path | None = None, cwd: Path | None = None) -> Context:
+    """Find the course and workspace in the order SPEC §4 gives."""
+    cwd = (cwd or Path.cwd()).resolve()
+    workspace_dir = workspace_dir or _env_path("COURSE_WORKSPACE") or _marked_workspace(cwd)
+    root = _find_course(course_dir or _env_path("COURSE_ROOT"), cwd, workspace_dir)
+    course = load_course(root)
+    workspace = (workspace_dir or root).resolve()
+    if not workspace.is_dir():
+        raise UsageError(f"the workspace {workspace} does not exist; `course init {workspace}` makes one.")
+    return Context(course=course, workspace=workspace)
+
+
+def _env_path(name: str) -> Path | None:
+    """A path from an environment variable, if set."""
+    value = os.environ.get(name)
+    return Path(value) if value else None
+
+
+def _marked_workspace(cwd: Path) -> Path | None:
+    """The nearest folder upward made by `course init`."""
+    for folder in (cwd, *cwd.parents):
+        if (folder / MARKER).is_file():
+            return folder
+    return None
+
+
+def _find_course(explicit: Path | None, cwd: Path, workspace: Path | None) -> Path:
+    """--course, then the nearest course.toml upward, then the workspace's record, then the install."""
+    if explicit is not None:
+        if not (explicit / COURSE_FILE).is_file():
+            raise UsageError(f"{explicit} holds no {COURSE_FILE}; pass the folder of the course with --course.")
+        return explicit.resolve()
+    for folder in (cwd, *cwd.parents):
+        if (folder / COURSE_FILE).is_file():
+            return folder
+    recorded = _recorded_course(workspace)
+    if recorded is not None:
+        return recorded
+    installed = Path(__file__).resolve().parents[2]
+    if (installed / COURSE_FILE).is_file():
+        return installed
+    raise UsageError(f"no {COURSE_FILE} found here or above; run `course` inside the course, or pass --course DIR.")
+
+
+def _recorded_course(workspace: Path | None) -> Path | None:
+    """The course a workspace was made from, as `course init` recorded it."""
+    if workspace is None or not (workspace / MARKER).is_file():
+        return None
+    try:
+        data = tomllib.loads((workspace / MARKER).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    path = Path(str(data.get("course", "")))
+    return path if (path / COURSE_FILE).is_file() else None
+
+
+def init(course: Course, target: Path) -> list[Path]:
+    """Make `target` a workspace holding the stubs; existing files are never overwritten."""
+    target = target.resolve()
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} is a file; give `course init` a folder.")
+    made = []
+    for exercise in course.exercises:
+        dest = target / exercise.stub_rel
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(pristine_stub(exercise))
+            made.append(dest)
+    (target / MARKER).parent.mkdir(parents=True, exist_ok=True)
+    (target / MARKER).write_text(f'course = "{course.root.as_posix()}"\n', encoding="utf-8")
+    return made
+
+
+def reset(context: Context, exercise: Exercise) -> Path | None:
+    """Restore the stub; the learner's differing file is first copied to `.course/backups/`."""
+    dest = context.submission(exercise)
+    stub = pristine_stub(exercise)
+    backup = None
+    if dest.exists() and dest.read_bytes() != stub:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        backup = context.workspace / ".course" / "backups" / f"{exercise.name}.{stamp}.py"
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(dest, backup)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.reset.tmp")
+    tmp.write_bytes(stub)
+    os.replace(tmp, dest)
+    return backup
+
+
+def pristine_stub(exercise: Exercise) -> bytes:
+    """The stub as the course shipped it: from git when the course is a checkout, since a learner
+    working in the course folder edits the stub in place; otherwise the file itself."""
+    rel = exercise.stub_rel.as_posix()
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(exercise.root), "show", f"HEAD:./{rel}"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        done = None
+    if done is not None and done.returncode == 0:
+        return done.stdout
+    return exercise.stub_path.read_bytes()
