@@ -164,13 +164,16 @@ def _environment(exercise: Exercise) -> dict[str, str]:
 def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome) -> ExerciseResult:
     """Decide the result from the signed manifest and report, and how the process ended."""
     base = ExerciseResult(name=exercise.name, status="failed", output=outcome.output)
+    manifest, problem = None, "missing"
     try:
         manifest = report.read_signed(report.manifest_path(report_path), key)
-    except report.ReportError:
-        manifest = None
+    except report.ReportError as exc:
+        problem = str(exc)
     if outcome.timed_out or outcome.killed_for:
         reason = _limit_message(exercise, outcome)
         return _all_failed(base, manifest, reason, "timeout" if outcome.timed_out else "failed")
+    if manifest is None and problem != "missing":
+        return _all_failed(base, None, _report_message(problem, outcome), "failed")
     if manifest is None:
         base.status, base.message = "error", _no_start_message(outcome)
         return base
@@ -258,13 +261,21 @@ def _limit_message(exercise: Exercise, outcome: Outcome) -> str:
 def _report_message(problem: str, outcome: Outcome) -> str:
     """Explain a missing or untrustworthy report in terms of what the learner's code probably did."""
     if problem == "forged":
-        return "the grading report was altered or forged, so it cannot be trusted; did your code write files it should not?"
+        return (
+            "the grading report was altered or forged, so it cannot be trusted; "
+            "did your code write files it should not?"
+        )
     if problem == "unreadable":
-        return "the grading report was damaged, so it cannot be trusted; did your code write files it should not?"
+        return (
+            "the grading report was damaged, so it cannot be trusted; did your code write files it should not?"
+        )
     code = outcome.returncode
     if code is not None and code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-        return f"the grading process was killed by {name} before reporting; did your code crash Python or kill its process?"
+        return (
+            f"the grading process was killed by {name} before reporting; "
+            "did your code crash Python or kill its own process?"
+        )
     return (
         "the grading process ended before reporting; does your code call `sys.exit` or `os._exit`, "
         "or close its standard output?"

@@ -94,7 +94,8 @@ def init(course: Course, target: Path) -> list[Path]:
         dest = target / exercise.stub_rel
         if not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(pristine_stub(exercise))
+            stub = pristine_stub(exercise)
+            dest.write_bytes(stub if stub is not None else exercise.stub_path.read_bytes())
             made.append(dest)
     (target / MARKER).parent.mkdir(parents=True, exist_ok=True)
     (target / MARKER).write_text(f'course = "{course.root.as_posix()}"\n', encoding="utf-8")
@@ -105,6 +106,12 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
     """Restore the stub; the learner's differing file is first copied to `.course/backups/`."""
     dest = context.submission(exercise)
     stub = pristine_stub(exercise)
+    if stub is None and dest.resolve() == exercise.stub_path.resolve():
+        raise UsageError(
+            f"the original stub of `{exercise.name}` cannot be found: the course folder is not a git checkout "
+            "and you edit its files in place; restore it from your copy of the course."
+        )
+    stub = stub if stub is not None else exercise.stub_path.read_bytes()
     backup = None
     if dest.exists() and dest.read_bytes() != stub:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -118,9 +125,9 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
     return backup
 
 
-def pristine_stub(exercise: Exercise) -> bytes:
-    """The stub as the course shipped it: from git when the course is a checkout, since a learner
-    working in the course folder edits the stub in place; otherwise the file itself."""
+def pristine_stub(exercise: Exercise) -> bytes | None:
+    """The stub as the course shipped it, from git: a learner working in the course folder edits
+    the stub in place, so the file itself may be theirs. None when the course is no checkout."""
     rel = exercise.stub_rel.as_posix()
     try:
         done = subprocess.run(
@@ -133,4 +140,4 @@ def pristine_stub(exercise: Exercise) -> bytes:
         done = None
     if done is not None and done.returncode == 0:
         return done.stdout
-    return exercise.stub_path.read_bytes()
+    return None

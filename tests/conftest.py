@@ -1,0 +1,47 @@
+"""Shared fixtures: a private copy of the fixture mini-course, and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytest_plugins = ["pytester"]
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def mini_course(tmp_path: Path) -> Path:
+    """A writable copy of the mini-course (one exercise per outcome)."""
+    dest = tmp_path / "mini_course"
+    shutil.copytree(FIXTURES / "mini_course", dest, ignore=shutil.ignore_patterns("__pycache__", ".course"))
+    git_commit(dest)
+    return dest
+
+
+def git_commit(folder: Path) -> None:
+    """Make `folder` a git checkout with one commit, as a cloned course is."""
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "course"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, env=env, capture_output=True)
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    """A typer CliRunner with a clean environment for `course`."""
+    for name in ("COURSE_ROOT", "COURSE_WORKSPACE", "COURSE_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COURSE_NO_PROGRESS", "1")
+    return CliRunner()

@@ -1,0 +1,119 @@
+"""The plugin inside a grading process, driven with pytester."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from course import report
+
+GRADER = '''
+import pytest
+from course.grading import fail
+
+def test_value(submission, rng):
+    """The value is right."""
+    x = int(rng.integers(1, 100))
+    if submission.f(x) != x + 1:
+        fail(f"f({x}) should be {x + 1}")
+
+@pytest.mark.points(3)
+def test_rule(submission):
+    """A rule holds."""
+    submission.g()
+
+def test_skipped():
+    """Skipped on purpose."""
+    pytest.skip("not today")
+'''
+
+
+def _run(pytester: pytest.Pytester, source: str, *extra: str) -> tuple[dict, dict]:
+    """Run the grader on a learner file with `source`; return (manifest, report)."""
+    pytester.makepyfile(test_grader=GRADER)
+    learner = pytester.path / "learner" / "sub.py"
+    learner.parent.mkdir()
+    learner.write_text(source)
+    out = pytester.path / "report.json"
+    pytester.runpytest_subprocess(
+        "-p",
+        "course.plugin",
+        "--course-report",
+        str(out),
+        "--course-submission",
+        str(learner),
+        "--course-seed",
+        "5",
+        *extra,
+    )
+    return report.read_signed(report.manifest_path(out), b""), report.read_signed(out, b"")
+
+
+def _by_id(final: dict) -> dict:
+    """Checks of a report keyed by id."""
+    return {c["id"]: c for c in final["checks"]}
+
+
+def test_titles_points_and_statuses(pytester: pytest.Pytester) -> None:
+    """Titles come from docstrings, points from the marker; pass, fail and skip are told apart."""
+    manifest, final = _run(pytester, "def f(x):\n    return x + 1\n\ndef g():\n    raise ValueError('nope')\n")
+    assert [c["title"] for c in manifest["checks"]] == ["The value is right.", "A rule holds.", "Skipped on purpose."]
+    checks = _by_id(final)
+    assert checks["test_value"]["status"] == "passed" and checks["test_value"]["score"] == 1
+    assert checks["test_rule"]["status"] == "failed" and checks["test_rule"]["max_score"] == 3
+    assert "your code raised ValueError: nope at sub.py line 5" in checks["test_rule"]["message"]
+    assert checks["test_skipped"]["status"] == "skipped"
+    assert final["tampered"] == [] and final["seed"] == 5
+
+
+def test_grader_message_is_shown_as_written(pytester: pytest.Pytester) -> None:
+    """A `fail()` message reaches the learner without pytest's noise."""
+    _, final = _run(pytester, "def f(x):\n    return x\n\ndef g():\n    pass\n")
+    assert (
+        _by_id(final)["test_value"]["message"].startswith("f(")
+        and "should be" in _by_id(final)["test_value"]["message"]
+    )
+
+
+def test_import_error_fails_every_learner_check(pytester: pytest.Pytester) -> None:
+    """An exception at import fails each check that uses the submission, with the learner's traceback."""
+    _, final = _run(pytester, "x = 1\nraise RuntimeError('broken at import')\n")
+    checks = _by_id(final)
+    for name in ("test_value", "test_rule"):
+        assert checks[name]["status"] == "failed"
+        assert "RuntimeError: broken at import while being imported" in checks[name]["message"]
+        assert 'sub.py", line 2' in checks[name]["message"]
+
+
+def test_sys_exit_inside_function(pytester: pytest.Pytester) -> None:
+    """sys.exit inside the function fails that check, in plain words."""
+    _, final = _run(pytester, "import sys\ndef f(x):\n    sys.exit(3)\n\ndef g():\n    pass\n")
+    assert "called sys.exit(3) during the check at sub.py line 3" in _by_id(final)["test_value"]["message"]
+
+
+def test_replacing_grading_machinery_is_noticed(pytester: pytest.Pytester) -> None:
+    """A learner file that patches pytest's reporting at import is reported as tampering."""
+    source = (
+        "import _pytest.runner\n_pytest.runner.call_and_report = lambda *a, **k: None\ndef f(x):\n    return x + 1\n"
+    )
+    _, final = _run(pytester, source + "def g():\n    pass\n")
+    assert "_pytest.runner.call_and_report" in final["tampered"]
+
+
+def test_learner_file_read_once(pytester: pytest.Pytester) -> None:
+    """The source is read at start-up: a file that rewrites itself changes nothing for later checks."""
+    source = (
+        "import pathlib\npathlib.Path(__file__).write_text('def f(x):\\n    return 0\\n')\n"
+        "def f(x):\n    return x + 1\ndef g():\n    pass\n"
+    )
+    _, final = _run(pytester, source)
+    assert _by_id(final)["test_value"]["status"] == "passed" and _by_id(final)["test_rule"]["status"] == "passed"
+
+
+def test_idle_without_options(pytester: pytest.Pytester) -> None:
+    """Without --course-report the plugin does nothing and writes nothing."""
+    pytester.makepyfile(test_plain="def test_ok():\n    assert True is not False\n")
+    result = pytester.runpytest("-p", "course.plugin")
+    result.assert_outcomes(passed=1)
+    assert not list(Path(pytester.path).glob("*.manifest"))

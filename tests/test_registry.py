@@ -1,0 +1,86 @@
+"""The registry: valid files load, bad ones give one sentence naming the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from course.errors import RegistryError, UnknownExercise
+from course.registry import load_course
+
+
+def test_loads_course_and_derives_paths(mini_course: Path) -> None:
+    """Exercises load in order with their metadata and derived paths."""
+    course = load_course(mini_course)
+    first = course.exercises[0]
+    assert [e.name for e in course.exercises][:3] == ["ex_pass", "ex_fail", "ex_syntax"]
+    assert first.folder == "01_ex_pass"
+    assert first.stub_rel == Path("exercises/01_ex_pass/ex_pass.py")
+    assert first.grader_path == mini_course / "graders/01_ex_pass/test_ex_pass.py"
+    assert first.solution_path == mini_course / "solutions/01_ex_pass/ex_pass.py"
+    assert first.meta.timeout_s == 20 and first.meta.devices == 1
+    assert first.meta.hints[0] == "Look at the task."
+
+
+def test_unknown_exercise_is_named(mini_course: Path) -> None:
+    """Asking for a name not in course.toml raises UnknownExercise naming it."""
+    with pytest.raises(UnknownExercise, match="nope"):
+        load_course(mini_course).get("nope")
+
+
+def test_extra_field_names_file_and_field(mini_course: Path) -> None:
+    """An unknown field in exercise.toml is refused, naming the file and the field."""
+    meta = mini_course / "exercises/01_ex_pass/exercise.toml"
+    meta.write_text(meta.read_text() + 'colour = "blue"\n')
+    with pytest.raises(RegistryError) as info:
+        _ = load_course(mini_course).exercises
+    assert "exercise.toml" in str(info.value) and "`colour`" in str(info.value)
+
+
+def test_wrong_type_names_field(mini_course: Path) -> None:
+    """A field of the wrong type is refused with its name."""
+    meta = mini_course / "exercises/02_ex_fail/exercise.toml"
+    meta.write_text(meta.read_text().replace("timeout_s = 20", 'timeout_s = "soon"'))
+    with pytest.raises(RegistryError, match="`timeout_s`"):
+        _ = load_course(mini_course).exercises
+
+
+def test_broken_toml_is_one_sentence(mini_course: Path) -> None:
+    """Malformed TOML names the file."""
+    (mini_course / "course.toml").write_text("title = [unclosed\n")
+    with pytest.raises(RegistryError, match="course.toml is not valid TOML"):
+        load_course(mini_course)
+
+
+@pytest.mark.parametrize(
+    ("names", "needle"),
+    [('["Bad-Name"]', "not a valid name"), ('["a", "a"]', "listed twice"), ('["' + "x" * 41 + '"]', "not a valid")],
+)
+def test_bad_names_are_refused(mini_course: Path, names: str, needle: str) -> None:
+    """Names are unique, lower-case [a-z0-9_] and at most 40 characters."""
+    (mini_course / "course.toml").write_text(f'title = "t"\nexercises = {names}\n')
+    with pytest.raises(RegistryError, match=needle):
+        load_course(mini_course)
+
+
+def test_missing_exercise_toml(mini_course: Path) -> None:
+    """A listed exercise without exercise.toml is a RegistryError naming the path."""
+    (mini_course / "exercises/03_ex_syntax/exercise.toml").unlink()
+    with pytest.raises(RegistryError, match="03_ex_syntax/exercise.toml is missing"):
+        _ = load_course(mini_course).exercises
+
+
+def test_newer_format_asks_for_upgrade(mini_course: Path) -> None:
+    """A course.toml from a newer format stops with 'upgrade'."""
+    (mini_course / "course.toml").write_text('format_version = 9\ntitle = "t"\nexercises = []\n')
+    with pytest.raises(RegistryError, match="upgrade"):
+        load_course(mini_course)
+
+
+def test_grader_hash_changes_with_grader(mini_course: Path) -> None:
+    """Editing the grader changes the hash that progress records."""
+    exercise = load_course(mini_course).exercises[0]
+    before = exercise.grader_hash()
+    exercise.grader_path.write_text(exercise.grader_path.read_text() + "\n# changed\n")
+    assert exercise.grader_hash() != before

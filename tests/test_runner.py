@@ -1,0 +1,117 @@
+"""The runner on the mini-course: one outcome per exercise, verdicts only from signed reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from course import report
+from course.limits import Outcome
+from course.registry import load_course
+from course.runner import grade, grade_many, verdict
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Grade every mini-course exercise once, two at a time."""
+    import shutil
+
+    from conftest import FIXTURES
+
+    root = tmp_path_factory.mktemp("runner") / "mini"
+    shutil.copytree(FIXTURES / "mini_course", root)
+    course = load_course(root)
+    pairs = [(e, root / e.stub_rel) for e in course.exercises]
+    return {r.name: r for r in grade_many(pairs, jobs=2, seed=7)}
+
+
+def test_pass(results: dict) -> None:
+    """A correct file passes every check with full points."""
+    r = results["ex_pass"]
+    assert r.status == "passed" and r.score == r.max_score == 3
+    assert [c.title for c in r.checks] == ["double returns twice its input.", "double(0) is 0."]
+
+
+def test_fail_names_the_rule(results: dict) -> None:
+    """A wrong value fails with the grader's message."""
+    r = results["ex_fail"]
+    assert r.status == "failed" and r.score == 0
+    assert "should be" in r.checks[0].message
+
+
+def test_syntax_error_fails_every_check(results: dict) -> None:
+    """A syntax error fails every check with the learner's line."""
+    r = results["ex_syntax"]
+    assert r.status == "failed"
+    assert all("syntax error" in c.message and "line 1" in c.message for c in r.checks)
+
+
+def test_loop_times_out(results: dict) -> None:
+    """An endless loop ends as a timeout within the limit, every check failed."""
+    r = results["ex_loop"]
+    assert r.status == "timeout" and "3 s limit" in r.message
+    assert r.duration_s < 3 + 5 and len(r.checks) == 2
+
+
+def test_exit_at_import(results: dict) -> None:
+    """sys.exit at import fails every check and says so."""
+    r = results["ex_exit_import"]
+    assert r.status == "failed" and "sys.exit(0) while being imported" in r.checks[0].message
+
+
+def test_os_exit_in_function(results: dict) -> None:
+    """os._exit inside the function ends the process: no report, a failure naming the likely cause."""
+    r = results["ex_os_exit"]
+    assert r.status == "failed" and "os._exit" in r.message
+
+
+def test_no_checks_is_platform_error(results: dict) -> None:
+    """A grader that collects no checks is the course's failure (status error)."""
+    r = results["ex_no_tests"]
+    assert r.status == "error" and "course validate" in r.message
+
+
+def test_missing_file_is_not_tried(mini_course: Path) -> None:
+    """A workspace without the file is 'not tried', never a crash."""
+    exercise = load_course(mini_course).exercises[0]
+    r = grade(exercise, mini_course / "nowhere" / "ex_pass.py")
+    assert r.not_tried and r.status == "failed" and "not tried" in r.message
+
+
+def _signed(tmp_path: Path, key: bytes, checks: list[dict]) -> Path:
+    """Write a manifest for two checks and a final report with `checks`."""
+    path = tmp_path / "r.json"
+    manifest = [{"id": i, "title": i, "max_score": 1.0} for i in ("test_a", "test_b")]
+    report.write_signed(report.manifest_path(path), key, {"checks": manifest, "collect_errors": []})
+    report.write_signed(path, key, {"checks": checks, "collect_errors": [], "tampered": []})
+    return path
+
+
+def test_missing_check_in_report_fails(mini_course: Path, tmp_path: Path) -> None:
+    """A verified report lacking an expected check cannot pass."""
+    exercise = load_course(mini_course).exercises[0]
+    path = _signed(tmp_path, b"k", [{"id": "test_a", "status": "passed", "title": "a"}])
+    r = verdict(exercise, path, b"k", Outcome(returncode=0))
+    assert r.status == "failed" and r.checks[1].message == "this check did not report a result"
+
+
+def test_forged_report_fails(mini_course: Path, tmp_path: Path) -> None:
+    """A report not signed with the parent's key is refused."""
+    exercise = load_course(mini_course).exercises[0]
+    passed = [{"id": i, "status": "passed", "title": i} for i in ("test_a", "test_b")]
+    path = _signed(tmp_path, b"k", passed)
+    outer = json.loads(path.read_text())
+    outer["body"] = outer["body"].replace("tampered", "tampered_")
+    path.write_text(json.dumps(outer))
+    r = verdict(exercise, path, b"k", Outcome(returncode=0))
+    assert r.status == "failed" and "forged" in r.message
+    assert verdict(exercise, _signed(tmp_path, b"other", passed), b"k", Outcome(0)).status == "failed"
+
+
+def test_signed_report_passes(mini_course: Path, tmp_path: Path) -> None:
+    """The same report, correctly signed and complete, passes: the checks above can fail."""
+    exercise = load_course(mini_course).exercises[0]
+    passed = [{"id": i, "status": "passed", "title": i} for i in ("test_a", "test_b")]
+    assert verdict(exercise, _signed(tmp_path, b"k", passed), b"k", Outcome(0)).status == "passed"
