@@ -20,17 +20,17 @@ import json
 import os
 import secrets
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ValidationError
-
 VERSION = 1
 
 
-class Entry(BaseModel):
-    """One exercise's last graded result."""
+@dataclass
+class Entry:
+    """One exercise's last graded result (schema: `course.schema.EntryFile`)."""
 
     status: Literal["passed", "failed"]
     score: float
@@ -39,16 +39,21 @@ class Entry(BaseModel):
     grader_hash: str
     signature: str = ""
 
+    def __post_init__(self) -> None:
+        """Hold scores as floats, so the signed text is the same before and after a round trip."""
+        self.score, self.max_score = float(self.score), float(self.max_score)
+
     def payload(self, name: str) -> bytes:
         """The bytes the signature covers."""
         return f"{name}|{self.status}|{self.score}|{self.max_score}|{self.last_checked}|{self.grader_hash}".encode()
 
 
-class Progress(BaseModel):
-    """All stored results of a workspace."""
+@dataclass
+class Progress:
+    """All stored results of a workspace (schema: `course.schema.ProgressFile`)."""
 
     version: int = VERSION
-    exercises: dict[str, Entry] = {}
+    exercises: dict[str, Entry] = field(default_factory=dict)
 
 
 class ProgressStore:
@@ -69,8 +74,8 @@ class ProgressStore:
             self.warnings.append(f"could not read {self.path} ({exc.strerror}); starting fresh")
             return Progress()
         try:
-            progress = Progress.model_validate(json.loads(raw))
-        except (ValueError, ValidationError):
+            progress = _parse(raw)
+        except ValueError:
             backup = self.path.with_name("progress.json.bak")
             with contextlib.suppress(OSError):
                 os.replace(self.path, backup)
@@ -108,7 +113,7 @@ class ProgressStore:
         """Write to a temporary file in the same folder, fsync, then rename over the old file."""
         tmp = self.path.with_name(f".progress.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(progress.model_dump_json(indent=2))
+            fh.write(_dump(progress))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
@@ -136,6 +141,33 @@ class ProgressStore:
         with os.fdopen(fd, "wb") as fh:
             fh.write(key)
         return key
+
+
+def _parse(raw: str) -> Progress:
+    """Parse progress.json; ValueError when it is not the documented shape.
+
+    Only the shape is checked here: an entry's fields are trusted only when its signature
+    verifies, which proves `course` wrote them after validating them with the schema.
+    """
+    data = json.loads(raw)
+    if not isinstance(data, dict) or not isinstance(data.get("exercises"), dict):
+        raise ValueError("not a progress file")
+    entries = {}
+    for name, item in data["exercises"].items():
+        if not isinstance(item, dict) or set(item) != _ENTRY_FIELDS:
+            raise ValueError(f"bad entry {name!r}")
+        entries[name] = Entry(**item)
+    return Progress(version=int(data.get("version", VERSION)), exercises=entries)
+
+
+def _dump(progress: Progress) -> str:
+    """Validate with the pydantic schema, then serialize."""
+    from course.schema import ProgressFile  # imported only when writing, after a grading run
+
+    return ProgressFile.model_validate(asdict(progress)).model_dump_json(indent=2)
+
+
+_ENTRY_FIELDS = {"status", "score", "max_score", "last_checked", "grader_hash", "signature"}
 
 
 def _sign(key: bytes, payload: bytes) -> str:

@@ -1,70 +1,54 @@
-"""The course registry: `course.toml` and each `exercise.toml`, validated; every path derived from a name."""
+"""The course registry: `course.toml` and each `exercise.toml`, validated; every path derived from a name.
+
+Validation is pydantic's (`course.schema`); its result is memoized in `.course/registry.json`
+under a hash of the files' bytes, so commands that only read (`course list`) skip importing
+pydantic until a file changes.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import re
+import json
+import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import Any
 
 from course.errors import RegistryError, UnknownExercise
+from course.schema_names import NAME_RE
 
 FORMAT_VERSION = 1
-NAME_RE = re.compile(r"^[a-z0-9_]{1,40}$")
 COURSE_FILE = "course.toml"
+CACHE_FILE = Path(".course") / "registry.json"
+# The schema's own source is part of the hash, so changing a default or a rule invalidates the memo.
+_SCHEMA_TAG = (Path(__file__).with_name("schema.py")).read_bytes()
+
+__all__ = ["COURSE_FILE", "NAME_RE", "Course", "CourseMeta", "Exercise", "ExerciseMeta", "load_course", "load_toml"]
 
 
-class CourseMeta(BaseModel):
-    """`course.toml`: the course's title, its ordered exercises and its messages."""
+@dataclass(frozen=True)
+class CourseMeta:
+    """`course.toml` after validation."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    format_version: int = FORMAT_VERSION
-    """Version of this file's layout; a newer one needs a newer `course`."""
-    title: str = Field(min_length=1)
-    """The course's title, shown at the top of `course list`."""
+    title: str
     exercises: list[str]
-    """Exercise names in the order learners meet them; `NN` in folder names is the position."""
+    format_version: int = FORMAT_VERSION
     welcome: str = ""
-    """Shown once by `course` before the first check."""
     final: str = ""
-    """Shown when every exercise has passed."""
-
-    @field_validator("exercises")
-    @classmethod
-    def _names(cls, names: list[str]) -> list[str]:
-        """Names are unique, `[a-z0-9_]`, at most 40 characters."""
-        for name in names:
-            if not NAME_RE.match(name):
-                raise ValueError(f"`{name}` is not a valid name (use a-z, 0-9 and _, at most 40)")
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"`{dupes[0]}` is listed twice")
-        return names
 
 
-class ExerciseMeta(BaseModel):
-    """`exercises/NN_name/exercise.toml`: what the learner sees and how the grader runs."""
+@dataclass(frozen=True)
+class ExerciseMeta:
+    """An `exercise.toml` after validation (fields documented in `course.schema.ExerciseFile`)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    title: str = Field(min_length=1)
-    """One line naming the exercise's idea."""
-    topic: str = Field(min_length=1)
-    """Short topic shown in `course list` (e.g. `donation`)."""
-    hints: list[str] = []
-    """Hints from a nudge to nearly the answer, shown one level at a time."""
-    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60
-    """Wall-clock limit for the whole grading process."""
-    devices: Annotated[int, Field(ge=1, le=64)] = 1
-    """CPU devices the grader needs (`--xla_force_host_platform_device_count`)."""
-    memory_mb: Annotated[int, Field(ge=256, le=65536)] = 4096
-    """Limit on the grading process's memory, in MiB."""
+    title: str
+    topic: str
+    hints: list[str] = field(default_factory=list)
+    timeout_s: float = 60
+    devices: int = 1
+    memory_mb: int = 4096
 
 
 @dataclass(frozen=True)
@@ -130,17 +114,15 @@ class Course:
 
     root: Path
     meta: CourseMeta
+    exercise_metas: dict[str, ExerciseMeta]
 
     @cached_property
     def exercises(self) -> list[Exercise]:
-        """All exercises, in course order, each with its validated metadata."""
-        return [self._load(i, name) for i, name in enumerate(self.meta.exercises, start=1)]
-
-    def _load(self, position: int, name: str) -> Exercise:
-        """Load one exercise's metadata; a missing or bad file is a RegistryError."""
-        path = self.root / "exercises" / f"{position:02d}_{name}" / "exercise.toml"
-        meta = _validate(ExerciseMeta, load_toml(path), path)
-        return Exercise(name=name, position=position, meta=meta, root=self.root)
+        """All exercises, in course order."""
+        return [
+            Exercise(name=name, position=i, meta=self.exercise_metas[name], root=self.root)
+            for i, name in enumerate(self.meta.exercises, start=1)
+        ]
 
     def get(self, name: str) -> Exercise:
         """The exercise called `name`, or UnknownExercise."""
@@ -158,31 +140,97 @@ class Course:
 def load_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; a missing or malformed one is a RegistryError naming it."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise RegistryError(f"{path} is missing; every exercise in course.toml needs one.") from None
-    except tomllib.TOMLDecodeError as exc:
+        return tomllib.loads(_read(path).decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise RegistryError(f"{path} is not valid TOML ({exc}); fix the file and try again.") from None
 
 
-def _validate(model: type[BaseModel], data: dict[str, Any], path: Path) -> Any:
-    """Validate `data` against `model`; the first problem becomes one sentence naming file and field."""
+def _read(path: Path) -> bytes:
+    """A registry file's bytes; a missing one is a RegistryError naming it."""
     try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        reason = err["msg"][0].lower() + err["msg"][1:]
-        if err["type"] == "extra_forbidden":
-            reason = "is not a known field"
-        raise RegistryError(f"{path}: field `{field}` {reason}; fix it and try again.") from None
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise RegistryError(f"{path} is missing; every exercise in course.toml needs one.") from None
+    except OSError as exc:
+        raise RegistryError(f"{path} cannot be read ({exc.strerror}).") from None
+
+
+def _read_or_empty(path: Path) -> bytes:
+    """A file's bytes for hashing; a missing file hashes as empty and fails validation later."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _meta_path(root: Path, position: int, name: str) -> Path:
+    """Where exercise `name` at `position` keeps its exercise.toml."""
+    return root / "exercises" / f"{position:02d}_{name}" / "exercise.toml"
 
 
 def load_course(root: Path) -> Course:
-    """Load `course.toml` at `root` (exercise metadata is loaded when first needed)."""
+    """Load and validate `course.toml` and every listed `exercise.toml` at `root`."""
+    course_bytes = _read(root / COURSE_FILE)
+    names = _listed_names(root, course_bytes)
+    digest = hashlib.sha256(_SCHEMA_TAG)
+    for part in [course_bytes, *(_read_or_empty(_meta_path(root, i, n)) for i, n in enumerate(names, start=1))]:
+        digest.update(hashlib.sha256(part).digest())
+    cached = _cache_read(root, digest.hexdigest())
+    if cached is None:
+        cached = _validate_all(root)
+        _cache_write(root, digest.hexdigest(), cached)
+    course_meta = CourseMeta(**cached["course"])
+    metas = {name: ExerciseMeta(**data) for name, data in cached["exercises"].items()}
+    return Course(root=root, meta=course_meta, exercise_metas=metas)
+
+
+def _listed_names(root: Path, course_bytes: bytes) -> list[str]:
+    """The exercise names course.toml lists, if it parses well enough to say."""
+    try:
+        names = tomllib.loads(course_bytes.decode("utf-8")).get("exercises", [])
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return []
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
+def _validate_all(root: Path) -> dict[str, Any]:
+    """Validate every registry file with pydantic; the first problem is a RegistryError."""
+    from course import schema
+
     path = root / COURSE_FILE
-    meta = _validate(CourseMeta, load_toml(path), path)
-    if meta.format_version > FORMAT_VERSION:
-        raise RegistryError(f"{path} needs a newer `course` (format {meta.format_version}); upgrade it.")
-    return Course(root=root, meta=meta)
+    course = schema.validate(schema.CourseFile, load_toml(path), str(path))
+    if course["format_version"] > FORMAT_VERSION:
+        raise RegistryError(f"{path} needs a newer `course` (format {course['format_version']}); upgrade it.")
+    exercises = {}
+    for i, name in enumerate(course["exercises"], start=1):
+        meta_path = _meta_path(root, i, name)
+        exercises[name] = schema.validate(schema.ExerciseFile, load_toml(meta_path), str(meta_path))
+    return {"course": course, "exercises": exercises}
+
+
+def _cache_read(root: Path, digest: str) -> dict[str, Any] | None:
+    """Validated data for exactly these files' bytes, if memoized."""
+    try:
+        data = json.loads((root / CACHE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("digest") != digest:
+        return None
+    return data.get("validated")
+
+
+def _cache_write(root: Path, digest: str, validated: dict[str, Any]) -> None:
+    """Memoize validated data; a read-only course simply goes without."""
+    path = root / CACHE_FILE
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f".registry.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"digest": digest, "validated": validated}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def meta_as_dict(meta: ExerciseMeta) -> dict[str, Any]:
+    """An exercise's metadata as a plain dict."""
+    return asdict(meta)

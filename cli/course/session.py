@@ -9,13 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from course import ui, workspace
 from course.errors import UsageError
 from course.progress import Entry, Progress, ProgressStore, current, now_iso, status_of
 from course.registry import Exercise
-from course.runner import ExerciseResult, grade_many
+
+if TYPE_CHECKING:  # the runner is imported when grading, so `course list` stays light
+    from course.runner import ExerciseResult
+    from course.worker import Worker
 
 
 @dataclass
@@ -79,13 +82,29 @@ def render_list(state: Session, *, with_next: bool) -> None:
 
 
 def check(
-    state: Session, names: list[str], *, all_: bool, jobs: int, seed: int | None, quiet: bool
+    state: Session,
+    names: list[str],
+    *,
+    all_: bool,
+    jobs: int,
+    seed: int | None,
+    quiet: bool,
+    worker: Worker | None = None,
 ) -> list[ExerciseResult]:
     """Grade the selected exercises (default: the current one) and record verified results."""
+    from course.runner import grade_many, start_worker
+
     exercises = _select(state, names, all_)
     pairs = [(e, state.ctx.submission(e)) for e in exercises]
-    with ui.progress_bar(len(pairs), "grading", enabled=not quiet) as advance:
-        results = grade_many(pairs, jobs=jobs, seed=seed, on_result=lambda r: advance(r.name))
+    # Several exercises share one warm worker, which saves each but the first JAX's import;
+    # one exercise alone gains nothing from it (benchmarks/README.md has the figures).
+    own = start_worker() if worker is None and len(pairs) > 1 else None
+    try:
+        with ui.progress_bar(len(pairs), "grading", enabled=not quiet) as advance:
+            results = grade_many(pairs, jobs=jobs, seed=seed, on_result=lambda r: advance(r.name), worker=worker or own)
+    finally:
+        if own is not None:
+            own.close()
     _record(state, exercises, results)
     return results
 

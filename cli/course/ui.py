@@ -12,8 +12,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.markdown import Markdown
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -124,6 +122,8 @@ def _indent(text: str, n: int) -> str:
 
 def lesson(markdown: str) -> None:
     """Render a lesson written in Markdown."""
+    from rich.markdown import Markdown  # imported here: markdown-it is slow to load and `list` never needs it
+
     out.print(Markdown(markdown))
 
 
@@ -133,6 +133,8 @@ def progress_bar(total: int, label: str, enabled: bool = True) -> Iterator[Any]:
     if not enabled or total <= 1 or not err.is_terminal or os.environ.get("COURSE_NO_PROGRESS"):
         yield lambda _text="": None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as progress:
         task = progress.add_task(label, total=total)

@@ -1,0 +1,97 @@
+"""The pydantic schemas of the files `course` reads and writes: course.toml, exercise.toml, progress.json.
+
+Validation happens here and nowhere else. The rest of the engine works with the plain
+dataclasses in `registry` and `progress`, so commands that only read validated data (`course
+list`) need not import pydantic: the registry memoizes validation by content hash, and progress
+entries carry signatures that prove they were written, already validated, by `course` itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from course.errors import RegistryError
+from course.schema_names import NAME_RE
+
+
+class CourseFile(BaseModel):
+    """`course.toml`: the course's title, its ordered exercises and its messages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = 1
+    """Version of this file's layout; a newer one needs a newer `course`."""
+    title: str = Field(min_length=1)
+    """The course's title, shown at the top of `course list`."""
+    exercises: list[str]
+    """Exercise names in the order learners meet them; `NN` in folder names is the position."""
+    welcome: str = ""
+    """Shown by `course` before the first check."""
+    final: str = ""
+    """Shown when every exercise has passed."""
+
+    @field_validator("exercises")
+    @classmethod
+    def _names(cls, names: list[str]) -> list[str]:
+        """Names are unique, `[a-z0-9_]`, at most 40 characters."""
+        for name in names:
+            if not NAME_RE.match(name):
+                raise ValueError(f"`{name}` is not a valid name (use a-z, 0-9 and _, at most 40)")
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"`{dupes[0]}` is listed twice")
+        return names
+
+
+class ExerciseFile(BaseModel):
+    """`exercises/NN_name/exercise.toml`: what the learner sees and how the grader runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(min_length=1)
+    """One line naming the exercise's idea."""
+    topic: str = Field(min_length=1)
+    """Short topic shown in `course list` (e.g. `donation`)."""
+    hints: list[str] = []
+    """Hints from a nudge to nearly the answer, shown one level at a time."""
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60
+    """Wall-clock limit for the whole grading process, in seconds."""
+    devices: Annotated[int, Field(ge=1, le=64)] = 1
+    """CPU devices the grader needs (`--xla_force_host_platform_device_count`)."""
+    memory_mb: Annotated[int, Field(ge=256, le=65536)] = 4096
+    """Limit on the grading process's resident memory, in MiB."""
+
+
+class EntryFile(BaseModel):
+    """One exercise's last graded result in progress.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["passed", "failed"]
+    score: float
+    max_score: float
+    last_checked: str
+    grader_hash: str
+    signature: str = ""
+
+
+class ProgressFile(BaseModel):
+    """`.course/progress.json`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    exercises: dict[str, EntryFile] = {}
+
+
+def validate(model: type[BaseModel], data: Any, where: str) -> dict[str, Any]:
+    """Validate `data`; the first problem becomes one sentence naming the file and the field."""
+    try:
+        return model.model_validate(data).model_dump()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        reason = "is not a known field" if err["type"] == "extra_forbidden" else err["msg"][0].lower() + err["msg"][1:]
+        raise RegistryError(f"{where}: field `{field}` {reason}; fix it and try again.") from None
