@@ -210,6 +210,48 @@ def init(
     ui.line(f"Next: cd {directory} && course check")
 
 
+@app.command()
+@guarded
+def new(
+    name: Annotated[str, typer.Argument(help="The new exercise's name: a-z, 0-9 and _, at most 40 characters.")],
+    topic: Annotated[str, typer.Option("--topic", "-t", help="Short topic shown in `course list`, e.g. donation.")],
+    course: CourseOpt = None,
+) -> None:
+    """Scaffold an exercise, its grader, solution and wrong/ folder, and add it to course.toml."""
+    # Imported here: instructor commands should cost the learner's commands nothing at start-up.
+    from course import scaffold, workspace
+
+    found = workspace.resolve(course).course
+    made = scaffold.new_exercise(found, name, topic)
+    ui.line(f"Made `{name}` at position {len(found.meta.exercises) + 1}:", style="bold")
+    for path in made:
+        ui.line(f"  {path.relative_to(found.root)}")
+    ui.line(f"Next: fill in every TODO (docs/authoring.md shows how), then `course validate {name}`.")
+
+
+@app.command()
+@guarded
+def validate(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Exercises to validate (default: all).", show_default=False)
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Gradings run at once (default: number of cores).", min=0)
+    ] = 0,
+    course: CourseOpt = None,
+) -> None:
+    """Prove exercises sound: stubs fail, solutions pass, every wrong variant is caught."""
+    # Imported here: instructor commands should cost the learner's commands nothing at start-up.
+    from course import validate as soundness
+    from course import workspace
+
+    found = workspace.resolve(course).course
+    with ui.progress_bar(len(soundness.plan(found, names or [])), "validating") as advance:
+        report = soundness.validate(found, names or [], jobs=jobs, on_progress=advance)
+    soundness.render(report)
+    raise typer.Exit(report.exit_code)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
