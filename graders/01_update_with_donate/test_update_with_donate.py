@@ -1,0 +1,207 @@
+"""Grader for `update_with_donate`: values, dtype and shape, donation, aliasing, compiles, buffer lifetime."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+
+from course.grading import (
+    CompileRecorder,
+    assert_array,
+    assert_is_array,
+    call_recording_warnings,
+    donation_info,
+    fail,
+    is_consumed,
+    is_deleted_error,
+    jitted_functions,
+    own_function_names,
+)
+from course.submission import describe_exception, learner_location
+
+LARGE = 100_003
+TOL = {"rtol": 1e-6, "atol": 1e-6}
+
+
+def _inputs(rng: np.random.Generator, n: int) -> tuple[jax.Array, jax.Array, np.ndarray, np.ndarray]:
+    """Random float32 `state` and `delta` of length n: two distinct jax.Arrays and their NumPy copies."""
+    s = (rng.standard_normal(n) * 8).astype(np.float32)
+    d = rng.standard_normal(n).astype(np.float32)
+    # device_put of a NumPy array copies it, so each argument has its own buffer.
+    return jax.device_put(s), jax.device_put(d), s, d
+
+
+def _call(sub: types.ModuleType, path: Path, state: jax.Array, delta: jax.Array) -> Any:
+    """Call the learner's function, explaining in plain words a use of a donated array."""
+    try:
+        return sub.update_with_donate(state, delta)
+    except (RuntimeError, ValueError) as exc:
+        if not is_deleted_error(exc):
+            raise
+        where = learner_location(exc.__traceback__, path)
+        which = "`delta`" if is_consumed(delta) and not is_consumed(state) else "`state`"
+        fail(f"your code used {which} after donating it{where}. Once an array is passed to a "
+             "donating jitted call, its buffer belongs to the result and the old array is "
+             f"deleted, so reading it or passing it again raises `{describe_exception(exc)}`. "
+             "Use the value the call returns instead.")
+
+
+def _odd_length(rng: np.random.Generator) -> int:
+    """A random odd length between 3 and 999."""
+    return int(2 * rng.integers(1, 500) + 1)
+
+
+def _helpers(sub: types.ModuleType, n: int) -> dict[str, Any]:
+    """Donation facts of each module-level jitted function that accepts (state, delta) of length n."""
+    spec = jax.ShapeDtypeStruct((n,), np.float32)
+    infos: dict[str, Any] = {}
+    for name, fn in jitted_functions(sub).items():
+        try:
+            infos[name] = donation_info(fn, spec, spec)
+        except Exception:  # noqa: BLE001, S112 - another jitted function with another signature
+            continue
+    return infos
+
+
+@pytest.mark.points(1)
+def test_values(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+    """Returns state + delta for lengths 0, 1, odd, 32, 64 and large."""
+    for n in (0, 1, _odd_length(rng), 32, 64, LARGE):
+        state, delta, s, d = _inputs(rng, n)
+        out = _call(submission, submission_path, state, delta)
+        assert_array(out, s + d, name=f"the result for length {n}", **TOL)
+
+
+@pytest.mark.points(1)
+def test_dtype_and_shape(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+    """Keeps the float32 dtype and the shape of state."""
+    for n in (0, _odd_length(rng)):
+        state, delta, _, _ = _inputs(rng, n)
+        out = assert_is_array(_call(submission, submission_path, state, delta), f"the result for length {n}")
+        if out.dtype != np.float32:
+            fail(f"for float32[{n}] inputs the result has dtype {out.dtype}; it must stay float32. "
+                 "A result of another dtype also cannot reuse `state`'s buffer.")
+        if tuple(out.shape) != (n,):
+            fail(f"for float32[{n}] inputs the result has shape {tuple(out.shape)}; it must keep "
+                 f"the shape ({n},) of `state`.")
+
+
+@pytest.mark.points(1)
+def test_state_consumed(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+    """Consumes state and leaves delta alive."""
+    state, delta, _, _ = _inputs(rng, _odd_length(rng))
+    _call(submission, submission_path, state, delta)
+    state_gone, delta_gone = is_consumed(state), is_consumed(delta)
+    if delta_gone and not state_gone:
+        fail("`delta` was consumed and `state` survived: you donated the second argument. "
+             "Use donate_argnums=(0,) so that `state` is the buffer given to the result.")
+    if delta_gone:
+        fail("`delta` was consumed as well as `state`: the caller still needs `delta`, so donate "
+             "only `state` (donate_argnums=(0,)).")
+    if not state_gone:
+        fail("`state` is still alive after the call: its buffer was not donated. Build the helper "
+             "with jax.jit(..., donate_argnums=(0,)), pass `state` itself (not a copy), and keep "
+             "the result float32 so it can take over `state`'s buffer.")
+
+
+@pytest.mark.points(1)
+def test_helper_aliases_state(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+    """The compiled helper writes its result into state's buffer, with no unusable donation."""
+    jax.clear_caches()  # JAX warns about unusable donations only when it compiles afresh
+    n = _odd_length(rng)
+    state, delta, _, _ = _inputs(rng, n)
+    call = call_recording_warnings(_call, submission, submission_path, state, delta)
+    if not jitted_functions(submission):
+        fail("found no function made by jax.jit at module scope. Build the donating helper once, "
+             "at the top level of your file, and call it from `update_with_donate`.")
+    infos = _helpers(submission, n)
+    if not infos:
+        fail(f"none of your module-level jitted functions accepts two float32[{n}] arrays "
+             "(state, delta); the helper should take exactly those.")
+    if call.not_usable:
+        fail(f"JAX warned \"{call.not_usable[0]}\": a donated buffer that no output can reuse "
+             "is wasted. Donate `state` only (donate_argnums=(0,)), not `delta` too.")
+    if not any(info.alias_bytes > 0 for info in infos.values()):
+        name, info = next(iter(infos.items()))
+        fail(_no_alias_message(name, info, n))
+
+
+def _no_alias_message(name: str, info: Any, n: int) -> str:
+    """Why the compiled helper reuses no buffer, from what it asked for and what it returns."""
+    head = f"`{name}` compiles with alias_size_in_bytes = 0: its result does not reuse `state`'s buffer. "
+    if not info.donate_argnums:
+        return head + "It donates nothing; build it with jax.jit(..., donate_argnums=(0,))."
+    if 0 not in info.donate_argnums:
+        return head + (f"It donates argument(s) {list(info.donate_argnums)}, not `state` "
+                       "(argument 0); use donate_argnums=(0,).")
+    outs = [f"{o.dtype}{list(o.shape)}" for o in jax.tree_util.tree_leaves(info.out_info)]
+    return head + (f"It asks to donate `state` (float32[{n}]) but returns {', '.join(outs) or 'nothing'}; "
+                   "only an output of the same dtype and shape can take a donated buffer, so XLA "
+                   "dropped the donation without a warning. Keep the result float32.")
+
+
+@pytest.mark.points(1)
+def test_helper_built_once(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+    """Compiles once per shape, not once per call."""
+    if not jitted_functions(submission):
+        fail("found no function made by jax.jit at module scope: a jax.jit(...) built inside "
+             "`update_with_donate` is a new wrapper on every call. Build it once, at the top "
+             "level of your file, and call it from the function.")
+    jax.clear_caches()  # earlier checks may have compiled these shapes through shared caches
+    names = own_function_names(submission)
+    total = 0
+    for n in (32, 64):
+        inputs = [_inputs(rng, n)[:2] for _ in range(3)]  # made before counting starts
+        per_call = []
+        for state, delta in inputs:
+            with CompileRecorder(names) as rec:
+                _call(submission, submission_path, state, delta)
+            per_call.append(rec.count())
+        if any(per_call[1:]):
+            fail(f"three calls with float32[{n}] inputs compiled {per_call} times: a repeated "
+                 "call of the same shape compiled again, so the jitted helper is rebuilt on each "
+                 "call. Create it once at module scope and reuse it.")
+        total += per_call[0]
+    if total == 0:
+        fail("no compile of your jitted helper was seen while calling `update_with_donate`: "
+             "does it call the donating helper you built with jax.jit?")
+    if total > 2:
+        fail(f"lengths 32 and 64 compiled {total} times in all; one compile per shape, twice in "
+             "all, is expected.")
+
+
+@pytest.mark.points(1)
+def test_no_read_after_donate(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+    """Does not read state after donating it."""
+    n = _odd_length(rng)
+    state = _inputs(rng, n)[0]
+    for _ in range(3):  # the way a training loop uses it: each result is the next state
+        delta = _inputs(rng, n)[1]  # a fresh delta each step, so only `state` is in question
+        out = _call(submission, submission_path, state, delta)
+        if out is state or is_consumed(out):
+            fail("`update_with_donate` returned `state` (or another array whose buffer was "
+                 "donated). After the donating call that array is deleted: donation does not "
+                 "update `state` in place, it hands its buffer to the result. Return the result.")
+        state = out
+
+
+@pytest.mark.points(1)
+def test_no_copy_before_donate(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+    """Donates state itself, not a copy of it."""
+    n = _odd_length(rng)
+    state, delta, _, _ = _inputs(rng, n)
+    _call(submission, submission_path, state, delta)
+    if is_consumed(state):
+        return
+    donors = [name for name, info in _helpers(submission, n).items()
+              if 0 in info.donate_argnums and info.alias_bytes > 0]
+    if donors:
+        fail(f"`state` is still alive after the call, although `{donors[0]}` donates its first "
+             "argument and reuses that buffer: so what it received was not `state` but a copy of it "
+             "(such as jnp.array(state), state.copy() or state + 0). The copy needs a new "
+             "buffer, which is what donation should save; pass `state` itself.")

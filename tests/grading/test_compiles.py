@@ -1,0 +1,107 @@
+"""Tests of `course.grading.compiles`: compile events from `jax.monitoring`, filtered by name."""
+
+from __future__ import annotations
+
+import textwrap
+import types
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from course.grading.compiles import CompileRecorder, own_function_names, record_compiles
+
+
+def _fresh(n: int) -> jax.Array:
+    """An input of a length no other test uses, made without compiling anything."""
+    return jax.device_put(np.ones(n, np.float32))
+
+
+def test_counts_one_compile_per_new_shape() -> None:
+    """A module-level jit compiles once per shape, and not again on repeated calls."""
+
+    def triple(x):
+        """Made fresh here, so no cache can already hold it."""
+        return x * 3
+
+    f = jax.jit(triple)
+    with CompileRecorder(["triple"]) as rec:
+        for n in (101, 101, 102, 101):
+            f(_fresh(n))
+    assert rec.count() == 2
+    assert rec.fun_names() == ["jit(triple)", "jit(triple)"]
+
+
+def test_jit_built_per_call_compiles_every_time() -> None:
+    """A jit of a new lambda on every call is what the count must expose."""
+    with record_compiles(["<lambda>"]) as rec:
+        for _ in range(3):
+            jax.jit(lambda x: x + 1)(_fresh(103))
+    assert rec.count() == 3
+
+
+def test_name_filter_leaves_out_eager_helper_compiles() -> None:
+    """`jnp.full` compiles `jit(broadcast_in_dim)` eagerly; a name filter ignores it."""
+    jax.clear_caches()  # so the eager helper compiles here even if another test ran it first
+    with CompileRecorder() as everything, CompileRecorder(["mine"]) as mine:
+        jnp.full((107,), 2.0)
+    assert any("broadcast_in_dim" in name for name in everything.fun_names())
+    assert mine.count() == 0
+    assert everything.count(["broadcast_in_dim"]) >= 1
+
+
+def test_recorders_stop_at_exit_and_nest() -> None:
+    """A recorder sees only what happens while it is active; several may be active at once."""
+
+    def square(x):
+        """A fresh function to compile."""
+        return x * x
+
+    g = jax.jit(square)
+    with CompileRecorder(["square"]) as outer:
+        g(_fresh(109))
+        with CompileRecorder(["square"]) as inner:
+            g(_fresh(110))
+    g(_fresh(111))
+    assert (outer.count(), inner.count()) == (2, 1)
+
+
+def _module(tmp_path: Path, source: str) -> types.ModuleType:
+    """A module executed from a file, as the plugin loads a learner's submission."""
+    path = tmp_path / "learner.py"
+    path.write_text(textwrap.dedent(source))
+    module = types.ModuleType("learner")
+    module.__file__ = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)  # noqa: S102
+    return module
+
+
+def test_own_function_names_finds_defs_lambdas_inner_and_wrapped(tmp_path: Path) -> None:
+    """Names come from the learner's code objects and from what module-level jits wrap."""
+    module = _module(tmp_path, """
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+        add = jax.jit(jnp.add, donate_argnums=0)
+        lam = jax.jit(lambda s, d: s + d)
+
+        @functools.partial(jax.jit, donate_argnums=(0,))
+        def step(s, d):
+            return s + d
+
+        def outer(s, d):
+            def inner(a, b):
+                return a + b
+            return jax.jit(inner)(s, d)
+    """)
+    names = own_function_names(module)
+    assert {"add", "<lambda>", "step", "outer", "inner"} <= names
+    assert "jit" not in names and "partial" not in names
+
+
+def test_own_function_names_ignores_imported_functions(tmp_path: Path) -> None:
+    """Plain functions imported from elsewhere are not the learner's."""
+    module = _module(tmp_path, "from textwrap import dedent\n")
+    assert own_function_names(module) == set()

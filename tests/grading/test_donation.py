@@ -1,0 +1,114 @@
+"""Tests of `course.grading.donation`: consumed inputs, jitted functions, aliasing, warnings."""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course.grading import CheckFailed
+from course.grading.donation import (
+    alias_bytes,
+    assert_consumed,
+    assert_not_consumed,
+    call_recording_warnings,
+    donation_info,
+    is_consumed,
+    is_deleted_error,
+    jitted_functions,
+)
+
+SPEC = jax.ShapeDtypeStruct((8,), jnp.float32)
+
+
+def _arr(n: int = 8) -> jax.Array:
+    """A fresh float32 array in its own buffer."""
+    return jax.device_put(np.arange(n, dtype=np.float32))
+
+
+def test_donated_input_is_consumed_and_other_is_not() -> None:
+    """Only the donated argument is deleted by the call."""
+    state, delta = _arr(), _arr()
+    jax.jit(lambda s, d: s + d, donate_argnums=(0,))(state, delta)
+    assert is_consumed(state) and not is_consumed(delta)
+    assert_consumed(state, "state")
+    assert_not_consumed(delta, "delta")
+    with pytest.raises(CheckFailed, match="`delta` was consumed"):
+        assert_not_consumed(state, "delta")
+
+
+def test_undonated_input_fails_assert_consumed() -> None:
+    """Without donation the input survives and the message says it was not donated."""
+    state = _arr()
+    jax.jit(lambda s: s + 1)(state)
+    with pytest.raises(CheckFailed, match="`state` is still alive after the call"):
+        assert_consumed(state, "state")
+
+
+def test_non_arrays_are_never_consumed() -> None:
+    """NumPy arrays and Python values are not consumed by anything."""
+    assert not is_consumed(np.ones(3))
+    assert not is_consumed([1.0])
+
+
+def test_deleted_errors_are_recognised() -> None:
+    """Reading a donated array, or passing it again, raises errors that are recognised."""
+    f = jax.jit(lambda s: s * 2, donate_argnums=(0,))
+    x = _arr()
+    f(x)
+    with pytest.raises(RuntimeError) as read:
+        np.asarray(x)
+    with pytest.raises(ValueError) as again:
+        f(x)
+    assert is_deleted_error(read.value) and is_deleted_error(again.value)
+    assert not is_deleted_error(RuntimeError("something else"))
+
+
+def test_jitted_functions_finds_every_style() -> None:
+    """Assignment, decorator and functools.partial decorator are found; plain functions are not."""
+    module = types.ModuleType("learner")
+
+    @functools.partial(jax.jit, donate_argnums=(0,))
+    def deco(s, d):
+        """Decorated with partial(jax.jit, ...)."""
+        return s + d
+
+    module.deco = deco
+    module.assigned = jax.jit(jnp.add, donate_argnums=0)
+    module.bare = jax.jit(lambda s: s)
+    module.plain = lambda s: s
+    module.np = np
+    assert list(jitted_functions(module)) == ["deco", "assigned", "bare"]
+
+
+def test_alias_bytes_measures_real_reuse() -> None:
+    """Same-dtype output reuses the buffer; float16 output and no donation reuse nothing."""
+    assert alias_bytes(jax.jit(lambda s: s * 2, donate_argnums=(0,)), SPEC) == 32
+    assert alias_bytes(jax.jit(lambda s: (s * 2).astype(jnp.float16), donate_argnums=(0,)), SPEC) == 0
+    assert alias_bytes(jax.jit(lambda s: s * 2), SPEC) == 0
+    x = _arr()
+    assert alias_bytes(jax.jit(lambda s: s - 1, donate_argnums=(0,)), x) == 32
+    assert not x.is_deleted()  # lowering with a real array does not consume it
+
+
+def test_donation_info_reports_request_and_outcome() -> None:
+    """The requested argnums, the real alias bytes and the output's dtype."""
+    info = donation_info(jax.jit(lambda s, d: (s + d).astype(jnp.float16), donate_argnums=(0,)), SPEC, SPEC)
+    assert info.donate_argnums == (0,)
+    assert info.alias_bytes == 0
+    assert info.out_info.dtype == jnp.float16
+
+
+def test_not_usable_warning_is_recorded() -> None:
+    """Donating both inputs to a one-output function warns; donating one does not."""
+    both = jax.jit(lambda s, d: s + d - 1, donate_argnums=(0, 1))
+    call = call_recording_warnings(both, _arr(13), _arr(13))
+    assert call.not_usable == ["Some donated buffers were not usable: float32[13]."]
+    one = jax.jit(lambda s, d: s + d - 2, donate_argnums=(0,))
+    result = call_recording_warnings(one, _arr(13), _arr(13))
+    assert result.not_usable == []
+    assert result.result.shape == (13,)
