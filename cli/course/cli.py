@@ -252,6 +252,15 @@ def validate(
     raise typer.Exit(report.exit_code)
 
 
+@app.command()
+@guarded
+def watch(course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
+    """Re-grade the current exercise each time you save its file; keys for next, hint, list, reset, quit."""
+    from course import watch as watching  # imported here: only this command needs file events
+
+    watching.run(session.open_session(course, workspace))
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

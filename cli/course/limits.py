@@ -18,11 +18,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 OUTPUT_KEEP = 64 * 1024
 OUTPUT_LIMIT = 32 * 1024 * 1024
 POLL_S = 0.05
 _PR_SET_CHILD_SUBREAPER = 36
+SWEEP_ROUNDS = 20
+GRADING_MARKER = "COURSE_GRADING=1"
 _active: set[int] = set()
 _active_lock = threading.Lock()
 
@@ -51,27 +54,36 @@ def run_isolated(
     env: dict[str, str],
     timeout_s: float,
     memory_mb: int,
+    launcher: Launcher | None = None,
 ) -> Outcome:
-    """Run `command` (with `{keyfd}` replaced by a pipe carrying `key`) under the limits."""
+    """Run `command` (with `{keyfd}` replaced by a pipe carrying `key`) under the limits.
+
+    With a `launcher` (the warm worker) the process is forked from it instead of started cold;
+    when it cannot, the command starts cold. Either way the limits below are ours to enforce.
+    """
     _become_subreaper()
     read_fd, write_fd = os.pipe()
     os.write(write_fd, key)
     os.close(write_fd)
     argv = [a.replace("{keyfd}", str(read_fd)) for a in command]
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        pass_fds=(read_fd,),
-    )
-    os.close(read_fd)
+    # Start and register under the lock: another thread's sweep must never take a child that
+    # exists but is not yet registered for an orphan (it would kill and reap it).
     with _active_lock:
+        proc = launcher.launch(command, key_fd=read_fd, cwd=cwd, env=env, memory_mb=memory_mb) if launcher else None
+        proc = proc or subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=(read_fd,),
+        )
         _active.add(proc.pid)
-    _cap_memory(proc.pid, memory_mb)
+    os.close(read_fd)
+    born = _start_ticks(proc.pid)
+    cap_memory(proc.pid, memory_mb)
     sink = _OutputSink(proc)
     outcome = Outcome(returncode=None)
     try:
@@ -80,7 +92,7 @@ def run_isolated(
         _kill_group(proc)
         with _active_lock:
             _active.discard(proc.pid)
-        _sweep_orphans()
+        _sweep_orphans(born)
     sink.join()
     outcome.returncode = proc.returncode
     outcome.output = sink.text()
@@ -92,7 +104,7 @@ def run_isolated(
     return outcome
 
 
-def _cap_memory(pid: int, memory_mb: int) -> None:
+def cap_memory(pid: int, memory_mb: int) -> None:
     """Cap the child's address space (twice the resident limit: JAX reserves more than it uses)."""
     limit = memory_mb * 2 * 2**20
     with contextlib.suppress(OSError, ValueError):
@@ -136,33 +148,94 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(Exception):
         proc.kill()
     proc.wait()
+    # A warm worker's child stays a zombie (its pid, hence its group id, cannot be reused)
+    # until we have killed the group; only then may the worker reap it.
+    release = getattr(proc, "release", None)
+    if release is not None:
+        release()
 
 
-def _sweep_orphans() -> None:
-    """Kill and reap processes that were re-parented to us but are no grading process we run."""
-    me = os.getpid()
+class Launcher(Protocol):
+    """Starts a grading process some other way (the warm worker); None means start it cold.
+
+    The object returned acts like a `Popen`: `pid` (also its process group), `stdout`,
+    `wait(timeout)`, `kill()`, `returncode`, and `release()` once its group has been killed.
+    """
+
+    def launch(self, command: list[str], *, key_fd: int, cwd: Path, env: dict[str, str], memory_mb: int) -> Any: ...
+
+
+def start_helper(argv: list[str], **popen_kwargs: Any) -> subprocess.Popen[bytes]:
+    """Start a long-lived helper of ours (the warm worker), registered so that no sweep takes it."""
     with _active_lock:
-        active = set(_active)
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        pid = int(stat.parent.name)
-        if int(fields[1]) == me and pid not in active and _is_orphan_of_grading(pid):
+        proc = subprocess.Popen(argv, **popen_kwargs)
+        _active.add(proc.pid)
+    return proc
+
+
+def forget_helper(pid: int) -> None:
+    """The helper `pid` has ended; a later process with its pid is no longer ours."""
+    with _active_lock:
+        _active.discard(pid)
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When `pid` started, in clock ticks since boot; None when it cannot be read."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields else None
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _sweep_orphans(born: int | None) -> None:
+    """Kill and reap processes re-parented to us that descend from grading, until none is left.
+
+    An escaped process comes back to us only once its parent has died, which happens just after
+    the group is killed, so sweep a few rounds until one finds nothing.
+    """
+    for _ in range(SWEEP_ROUNDS):
+        if not _sweep_once(born):
+            return
+        time.sleep(POLL_S / 5)
+
+
+def _sweep_once(born: int | None) -> bool:
+    """One pass over /proc; True when something was killed or reaped."""
+    me, found = os.getpid(), False
+    # Hold the lock so no grading process is started (and not yet registered) meanwhile.
+    with _active_lock:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            pid = int(stat.parent.name)
+            fields = _stat_fields(pid)
+            if not fields or int(fields[1]) != me or pid in _active:
+                continue
+            if not _is_orphan_of_grading(pid, fields, born):
+                continue
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
+            found = True
+    return found
 
 
-def _is_orphan_of_grading(pid: int) -> bool:
-    """True for processes whose environment shows they descend from a grading process."""
+def _is_orphan_of_grading(pid: int, fields: list[str], born: int | None) -> bool:
+    """True for a child of ours that no thread of ours started: one born during this grading
+    run (grading is all this process starts meanwhile, and an escapee may scrub its
+    environment), or one whose environment shows it descends from a grading process."""
+    if born is not None and int(fields[19]) >= born:
+        return True
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return False
-    return b"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1" in environ and b"JAX_PLATFORMS=cpu" in environ
+    return GRADING_MARKER.encode() in environ
 
 
 class _OutputSink:

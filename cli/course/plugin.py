@@ -75,7 +75,12 @@ class Grading:
     hard_exit: bool
     checks: dict[str, report.Check] = field(default_factory=dict)
     collect_errors: list[str] = field(default_factory=list)
-    guard: report.Guard | None = None
+    tampered: set[str] = field(default_factory=set)
+    # Bound before learner code runs, so replacing `report.write_signed` or `Guard.changed`
+    # afterwards cannot rewrite the report or blind the guard.
+    write: Any = report.write_signed
+    changed: Any = None
+    stdio: tuple[int, int] | None = None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Remember a grader that cannot be collected: that is the platform's failure."""
@@ -90,10 +95,10 @@ class Grading:
                 id=item.name,
                 title=_title(item),
                 max_score=_points(item),
-                status="error",
-                message="the check did not run to the end",
+                status="failed",
+                message=UNFINISHED,
             )
-        report.write_signed(
+        self.write(
             report.manifest_path(self.report_path),
             self.key,
             {
@@ -101,19 +106,27 @@ class Grading:
                 "collect_errors": self.collect_errors,
             },
         )
-        self.guard = report.Guard.snapshot([getattr(i, "module", None) for i in session.items])
+        self.changed = report.Guard.snapshot([getattr(i, "module", None) for i in session.items]).changed
+        self.stdio = _save_stdio()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """Turn each phase's outcome into the check's status and a learner-facing message."""
         rep = yield
+        _restore_stdio(self.stdio)
+        if self.changed is not None and call.when == "teardown":
+            # Checked after every check (once fixtures have undone their own patches), so a
+            # patch that is undone before the end is still seen.
+            self.tampered.update(self.changed())
         check = self.checks.get(item.name)
         if check is None:
             return rep
-        if call.when == "setup":
-            check.status, check.message = "passed", ""
-        if call.excinfo is not None and check.status == "passed":
+        undecided = check.message == UNFINISHED
+        if call.excinfo is not None and (undecided or (call.when == "teardown" and check.status == "passed")):
             check.status, check.message = _describe(call.excinfo, self.submission_path, call.when)
+        elif call.when == "call" and undecided:
+            # A check passes only once its body has run to the end: skipping the call phase is no pass.
+            check.status, check.message = "passed", ""
         if call.when == "call":
             check.duration_s = round(call.duration, 4)
         check.score = check.max_score if check.status == "passed" else 0.0
@@ -121,14 +134,16 @@ class Grading:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write the signed final report, noting any tampering with the grading machinery."""
-        report.write_signed(
+        if self.changed is not None:
+            self.tampered.update(self.changed())
+        self.write(
             self.report_path,
             self.key,
             {
                 "seed": self.seed,
                 "checks": [c.to_dict() for c in self.checks.values()],
                 "collect_errors": self.collect_errors,
-                "tampered": self.guard.changed() if self.guard else [],
+                "tampered": sorted(self.tampered),
                 "pytest_exit": int(exitstatus),
             },
         )
@@ -166,6 +181,11 @@ def _describe(excinfo: pytest.ExceptionInfo[BaseException], path: Path | None, w
     if isinstance(exc, CheckFailed):
         return "failed", str(exc)
     where = submission.learner_location(excinfo.tb, path)
+    if isinstance(exc, MemoryError):
+        return "failed", (
+            f"your code ran out of memory{where}: it asked for more than this exercise allows; "
+            "is an array far larger than the task needs?"
+        )
     if isinstance(exc, SystemExit):
         return "failed", (
             f"your code called sys.exit({exc.code!r}) during the check{where}; "
@@ -179,6 +199,31 @@ def _describe(excinfo: pytest.ExceptionInfo[BaseException], path: Path | None, w
 
 
 _PHASES = {"setup": "preparing the check", "teardown": "cleaning up after the check"}
+UNFINISHED = (
+    "this check did not run to the end: the grading session stopped before it finished "
+    "(did your code close standard output, raise KeyboardInterrupt, or break the process?)"
+)
+
+
+def _save_stdio() -> tuple[int, int] | None:
+    """Duplicates of the standard output and error descriptors, taken before learner code runs."""
+    try:
+        return os.dup(1), os.dup(2)
+    except OSError:
+        return None
+
+
+def _restore_stdio(saved: tuple[int, int] | None) -> None:
+    """Put back standard output or error if learner code closed them, so pytest can go on."""
+    if saved is None:
+        return
+    for fd, copy in zip((1, 2), saved, strict=True):
+        try:
+            os.fstat(fd)
+        except OSError:
+            # If the copy is gone too, the checks left unfinished say what happened.
+            with contextlib.suppress(OSError):
+                os.dup2(copy, fd)
 
 
 def _session(config: pytest.Config) -> Grading | None:

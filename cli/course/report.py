@@ -46,21 +46,30 @@ def manifest_path(report_path: Path) -> Path:
     return report_path.with_name(report_path.name + ".manifest")
 
 
-def _sign(key: bytes, body: bytes) -> str:
+# The signing path binds what it calls when this module is imported (before any learner code
+# runs), so replacing `json.dumps` or `hmac.new` later cannot rewrite or capture a report.
+def _sign(key: bytes, body: bytes, _new: Any = hmac.new, _sha256: Any = hashlib.sha256) -> str:
     """Hex HMAC-SHA256 of `body`."""
-    return hmac.new(key, body, hashlib.sha256).hexdigest()
+    return _new(key, body, _sha256).hexdigest()
 
 
-def write_signed(path: Path, key: bytes, payload: dict[str, Any]) -> None:
+def write_signed(
+    path: Path,
+    key: bytes,
+    payload: dict[str, Any],
+    _dumps: Any = json.dumps,
+    _sign: Any = _sign,
+    _replace: Any = os.replace,
+) -> None:
     """Write `payload` with its signature, atomically (temporary file, then rename)."""
-    body = json.dumps({"format": FORMAT, **payload}, sort_keys=True)
-    data = json.dumps({"body": body, "signature": _sign(key, body.encode())})
+    body = _dumps({"format": FORMAT, **payload}, sort_keys=True)
+    data = _dumps({"body": body, "signature": _sign(key, body.encode())})
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    _replace(tmp, path)
 
 
 def read_signed(path: Path, key: bytes) -> dict[str, Any]:
@@ -84,7 +93,60 @@ def read_signed(path: Path, key: bytes) -> dict[str, Any]:
 
 # Modules whose functions and classes decide verdicts; replacing any of them is tampering.
 _GUARDED_PREFIXES = ("course", "_pytest", "pytest", "pluggy")
-_GUARDED_CLASSES = ("_pytest.reports.TestReport", "_pytest.runner.CallInfo", "_pytest.python.Function")
+# Single modules whose functions graders and the report rely on (not their submodules: JAX and
+# NumPy keep internal state in theirs).
+_GUARDED_MODULES = ("builtins", "json", "hmac", "hashlib", "numpy", "jax", "jax.numpy")
+_GUARDED_CLASSES = (
+    "_pytest.reports.BaseReport",
+    "_pytest.reports.TestReport",
+    "_pytest.runner.CallInfo",
+    "_pytest.python.Function",
+    "_pytest.main.Session",
+    "pluggy._hooks.HookCaller",
+    "pluggy._manager.PluginManager",
+)
+
+
+def _guarded_modules() -> list[types.ModuleType]:
+    """The loaded modules whose callables the guard watches."""
+    modules = []
+    for name, module in list(sys.modules.items()):
+        if isinstance(module, types.ModuleType) and (
+            name.split(".")[0] in _GUARDED_PREFIXES or name in _GUARDED_MODULES
+        ):
+            modules.append(module)
+    return modules
+
+
+def _identities(extra_modules: list[types.ModuleType]) -> dict[str, object]:
+    """Map 'module.attr' (and 'module.Class.attr' for our own classes) to the object it names.
+
+    The objects themselves are kept, not their id()s: a replaced and freed function's id could
+    be reused by its replacement.
+    """
+    seen: dict[str, object] = {}
+    for module in [*_guarded_modules(), *extra_modules]:
+        mod_name = getattr(module, "__name__", "?")
+        for attr, value in list(vars(module).items()):
+            if not callable(value) or attr.startswith("__"):
+                continue
+            seen[f"{mod_name}.{attr}"] = value
+            # A class of the platform's own: replacing one of its methods is tampering too.
+            if isinstance(value, type) and mod_name.split(".")[0] == "course" and value.__module__ == mod_name:
+                _class_identities(seen, f"{mod_name}.{attr}", value)
+    for dotted in _GUARDED_CLASSES:
+        mod_name, _, cls_name = dotted.rpartition(".")
+        cls = getattr(sys.modules.get(mod_name), cls_name, None)
+        if isinstance(cls, type):
+            _class_identities(seen, dotted, cls)
+    return seen
+
+
+def _class_identities(seen: dict[str, object], prefix: str, cls: type) -> None:
+    """Add the identity of each attribute defined on `cls` itself."""
+    for attr, value in list(vars(cls).items()):
+        if attr not in ("__dict__", "__weakref__", "__doc__"):
+            seen[f"{prefix}.{attr}"] = value
 
 
 class Guard:
@@ -99,24 +161,12 @@ class Guard:
         """Record every function and class of the guarded modules and of the graders."""
         return cls(extra_modules)
 
-    def changed(self) -> list[str]:
-        """Names whose object was replaced or removed since the snapshot."""
+    def changed(self, _identities: Any = _identities) -> list[str]:
+        """Names whose object was replaced or removed since the snapshot.
+
+        `_identities` is bound when the class is made, before learner code runs, so replacing
+        the module's function cannot blind the guard.
+        """
         now = _identities(self._extra)
-        return sorted(name for name, ident in self._seen.items() if now.get(name) != ident)
-
-
-def _identities(extra_modules: list[types.ModuleType]) -> dict[str, int]:
-    """Map 'module.attr' to id() for the callables that matter."""
-    seen: dict[str, int] = {}
-    modules = [m for name, m in list(sys.modules.items()) if name.split(".")[0] in _GUARDED_PREFIXES]
-    modules += extra_modules
-    for module in modules:
-        for attr, value in list(vars(module).items()):
-            if callable(value) and not attr.startswith("__"):
-                seen[f"{module.__name__}.{attr}"] = id(value)
-    for dotted in _GUARDED_CLASSES:
-        mod_name, _, cls_name = dotted.rpartition(".")
-        cls = getattr(sys.modules.get(mod_name), cls_name, None)
-        for attr, value in vars(cls).items() if cls is not None else ():
-            seen[f"{dotted}.{attr}"] = id(value)
-    return seen
+        missing = object()
+        return sorted(name for name, value in self._seen.items() if now.get(name, missing) is not value)

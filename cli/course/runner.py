@@ -18,10 +18,14 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from course import limits, report
-from course.limits import Outcome
+from course.limits import Launcher, Outcome
 from course.registry import Exercise
+
+if TYPE_CHECKING:
+    from course.worker import Worker
 
 CHECK_STATUSES = ("passed", "failed", "error", "skipped")
 
@@ -81,8 +85,10 @@ class ExerciseResult:
         }
 
 
-def grade(exercise: Exercise, submission: Path, *, seed: int | None = None) -> ExerciseResult:
-    """Grade `submission` against `exercise`'s grader in a fresh process."""
+def grade(
+    exercise: Exercise, submission: Path, *, seed: int | None = None, worker: Launcher | None = None
+) -> ExerciseResult:
+    """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given)."""
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not submission.is_file():
         return ExerciseResult(
@@ -104,6 +110,7 @@ def grade(exercise: Exercise, submission: Path, *, seed: int | None = None) -> E
             env=_environment(exercise),
             timeout_s=exercise.meta.timeout_s,
             memory_mb=exercise.meta.memory_mb,
+            launcher=worker,
         )
         result = verdict(exercise, report_path, key, outcome)
     finally:
@@ -148,13 +155,19 @@ def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int)
 
 def _environment(exercise: Exercise) -> dict[str, str]:
     """A small, clean environment: CPU JAX with the device count the grader needs."""
+    return {**base_environment(), "XLA_FLAGS": f"--xla_force_host_platform_device_count={exercise.meta.devices}"}
+
+
+def base_environment() -> dict[str, str]:
+    """The grading environment without the device count, which a warm worker sets per grading."""
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "TZ")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(
         {
             "JAX_PLATFORMS": "cpu",
-            "XLA_FLAGS": f"--xla_force_host_platform_device_count={exercise.meta.devices}",
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            # Inherited by every descendant: lets the sweep recognise an escaped one.
+            "COURSE_GRADING": "1",
             "TF_CPP_MIN_LOG_LEVEL": "2",
         }
     )
@@ -298,12 +311,13 @@ def grade_many(
     jobs: int = 1,
     seed: int | None = None,
     on_result: Callable[[ExerciseResult], None] | None = None,
+    worker: Launcher | None = None,
 ) -> list[ExerciseResult]:
     """Grade several exercises, `jobs` at a time; results come back in the order given."""
     pairs = list(items)
 
     def one(pair: tuple[Exercise, Path]) -> ExerciseResult:
-        result = grade(pair[0], pair[1], seed=seed)
+        result = grade(pair[0], pair[1], seed=seed, worker=worker)
         if on_result is not None:
             on_result(result)
         return result
@@ -312,3 +326,10 @@ def grade_many(
         return [one(p) for p in pairs]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(one, pairs))
+
+
+def start_worker() -> Worker:
+    """A warm worker for gradings that follow one another (watch, several exercises); close it after."""
+    from course.worker import Worker
+
+    return Worker(base_environment())

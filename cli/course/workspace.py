@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from course.errors import UsageError
+from course.errors import CourseError, UsageError
 from course.registry import COURSE_FILE, Course, Exercise, load_course
 
 MARKER = Path(".course") / "workspace.toml"
@@ -114,14 +114,33 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
     stub = stub if stub is not None else exercise.stub_path.read_bytes()
     backup = None
     if dest.exists() and dest.read_bytes() != stub:
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        backup = context.workspace / ".course" / "backups" / f"{exercise.name}.{stamp}.py"
-        backup.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(dest, backup)
+        backup = _keep_backup(context.workspace, exercise.name, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.reset.tmp")
     tmp.write_bytes(stub)
     os.replace(tmp, dest)
+    return backup
+
+
+def _keep_backup(workspace: Path, name: str, source: Path) -> Path:
+    """Copy the learner's file to `.course/backups/` and make sure it is on disk before the stub
+    replaces it; if that fails, the learner's file is left as it is."""
+    data = source.read_bytes()
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    backup = workspace / ".course" / "backups" / f"{name}.{stamp}.py"
+    try:
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        # "x": never overwrite an earlier backup.
+        with open(backup, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise CourseError(
+            f"could not keep a backup of your file in {backup.parent} ({exc.strerror or exc}), so it was "
+            "left unchanged; fix that folder, or copy your file elsewhere, then reset again."
+        ) from None
+    shutil.copystat(source, backup)
     return backup
 
 

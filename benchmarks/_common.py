@@ -1,0 +1,92 @@
+"""Shared helpers for the benchmarks: a solved workspace, median timings, and one line per figure."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+COURSE = [str(BIN / "course")]
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+
+
+def solved_workspace() -> Path:
+    """A fresh workspace (`course init`) holding the reference solution of every exercise that has one."""
+    from course.registry import load_course
+
+    target = Path(tempfile.mkdtemp(prefix="bench-ws-"))
+    subprocess.run([*COURSE, "--course", str(ROOT), "init", str(target)], check=True, capture_output=True)
+    for exercise in load_course(ROOT).exercises:
+        if exercise.solution_path.is_file():
+            shutil.copy(exercise.solution_path, target / exercise.stub_rel)
+    return target
+
+
+def solved_names() -> list[str]:
+    """Exercises that have a reference solution (the course may still be in the making)."""
+    from course.registry import load_course
+
+    return [e.name for e in load_course(ROOT).exercises if e.solution_path.is_file()]
+
+
+def timed(command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
+    """Wall time of one run of `command` (its output discarded)."""
+    start = time.perf_counter()
+    subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def bare_pytest(exercise_name: str, workspace: Path) -> list[str]:
+    """`python -m pytest <grader>` with only the plugin options needed to load the same solution."""
+    from course.registry import load_course
+
+    exercise = load_course(ROOT).get(exercise_name)
+    report = Path(tempfile.mkdtemp(prefix="bench-report-")) / "report.json"
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(exercise.grader_path),
+        "-p",
+        "course.plugin",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--course-report",
+        str(report),
+        "--course-submission",
+        str(workspace / exercise.stub_rel),
+    ]
+
+
+def grading_env() -> dict[str, str]:
+    """The environment a bare pytest run gets: CPU JAX, like a graded run."""
+    return {**os.environ, "JAX_PLATFORMS": "cpu"}
+
+
+def interleaved(commands: dict[str, list[str]], env: dict[str, str] | None = None) -> dict[str, float]:
+    """Median wall time of each command, runs interleaved so machine noise hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for command in commands.values():  # one warm-up each: bytecode and page caches
+        timed(command, env=env)
+    for _ in range(RUNS):
+        for name, command in commands.items():
+            times[name].append(timed(command, env=env))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def report(figure: str, measured: float, baseline: float, goal: float, unit: str = "s") -> None:
+    """One line: the figure, both medians, the ratio, and whether it meets the goal."""
+    ratio = measured / baseline
+    verdict = "meets" if ratio <= goal else "misses"
+    print(
+        f"{figure}: {measured:.3f} {unit} vs {baseline:.3f} {unit} -> {ratio:.2f}x "
+        f"(goal <= {goal}x: {verdict}; median of {RUNS})"
+    )

@@ -1,0 +1,275 @@
+"""The fork server inside a warm worker: imports what graders need, then forks one grading per request.
+
+Forking is safe only while no JAX backend has started here (the child of a process with live
+JAX threads deadlocks), so this process never runs JAX code: it imports, then waits. Each
+grading child becomes what a cold `python -I -m pytest` run is: its own session and process
+group, a folder the learner does not control, the grading environment (the device count is
+read when the child's backend starts), the memory cap, stdout and stderr on the output pipe,
+the key on fd 3; then `pytest.main` with the cold command's arguments. `course.worker` is the
+course side and describes the protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from course import limits
+
+KEY_FD = 3
+MAX_MESSAGE = 1 << 20
+POLL_S = 0.01
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+# What a grader needs; importing them is most of a cold run's start-up. None starts a backend.
+WARM_MODULES = (
+    "numpy",
+    "pytest",
+    "jax",
+    "jax.numpy",
+    "jax.experimental.pallas",
+    "jax.experimental.pallas.tpu",
+    "course.plugin",
+    "course.grading",
+)
+
+
+def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    """One JSON message; a peer that has gone away is not our problem here."""
+    with contextlib.suppress(OSError):
+        sock.send(json.dumps(message).encode())
+
+
+@dataclass
+class _Grading:
+    """One forked grading process and the socket its `course` thread waits on."""
+
+    pid: int
+    sock: socket.socket
+    reported: bool = False
+
+
+def serve(ctl_fd: int) -> None:
+    """The worker's life: import, report ready, then fork gradings until the control socket closes."""
+    ctl = socket.socket(fileno=ctl_fd)
+    reason = _warm_up()
+    send(ctl, {"ready": not reason, "reason": reason, "pid": os.getpid()})
+    if reason:
+        return
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # escaped grandchildren come back to us to be killed
+    gradings: dict[int, _Grading] = {}
+    sel = selectors.DefaultSelector()
+    sel.register(ctl, selectors.EVENT_READ)
+    try:
+        while True:
+            for key, _ in sel.select(POLL_S if gradings else None):
+                if key.fileobj is not ctl:
+                    _finish(key.data, sel, gradings)  # "release", or its `course` thread is gone
+                elif not _on_control(ctl, sel, gradings):
+                    return
+            _report_exits(gradings)
+    finally:
+        for grading in list(gradings.values()):
+            _finish(grading, sel, gradings)
+
+
+def _warm_up() -> str:
+    """Import what graders need; the reason the worker cannot serve, or ''."""
+    import importlib
+
+    try:
+        for name in WARM_MODULES:
+            importlib.import_module(name)
+        from _pytest.config import default_plugins
+
+        for name in default_plugins:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(f"_pytest.{name}")
+    except Exception as exc:  # any failure means: grade cold
+        return f"importing failed ({type(exc).__name__}: {exc})"
+    return _unsafe()
+
+
+def _unsafe() -> str:
+    """Why forking now would be unsafe (a started JAX backend, threads), or ''."""
+    from jax._src import xla_bridge
+
+    if getattr(xla_bridge, "_backends", None):
+        return "a JAX backend has started in the worker"
+    if threading.active_count() != 1:
+        return "the worker runs Python threads"
+    return ""
+
+
+def _on_control(ctl: socket.socket, sel: selectors.BaseSelector, gradings: dict[int, _Grading]) -> bool:
+    """Serve one control message; False when `course` has closed the socket."""
+    try:
+        data, fds, _flags, _addr = socket.recv_fds(ctl, MAX_MESSAGE, 3)
+    except OSError:
+        return False
+    request = json.loads(data) if data else {}
+    if request.get("op") == "launch" and len(fds) == 3:
+        _launch(request, fds, sel, gradings)
+        return True
+    for fd in fds:
+        os.close(fd)
+    if request.get("op") == "status":
+        from jax._src import xla_bridge
+
+        backends = sorted(getattr(xla_bridge, "_backends", {}))
+        send(ctl, {"pid": os.getpid(), "backends": backends, "threads": threading.active_count()})
+    return bool(data)
+
+
+def _launch(request: dict[str, Any], fds: list[int], sel: selectors.BaseSelector, gradings: dict) -> None:
+    """Fork one grading and tell its `course` thread the pid (or why not)."""
+    sock_fd, out_fd, key_fd = fds
+    sock = socket.socket(fileno=sock_fd)
+    unsafe = _unsafe()
+    problem = unsafe or _env_problem(request.get("env", {}))
+    pid = 0
+    if not problem:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(request, out_fd, key_fd)
+    os.close(out_fd)
+    os.close(key_fd)
+    if problem:
+        send(sock, {"error": problem, "fatal": bool(unsafe)})
+        sock.close()
+        return
+    gradings[pid] = _Grading(pid, sock)
+    sel.register(sock, selectors.EVENT_READ, gradings[pid])
+    send(sock, {"pid": pid})
+
+
+def _env_problem(env: dict[str, str]) -> str:
+    """JAX reads JAX_* variables at import, so a grading that wants others must run cold."""
+    names = {k for k in (*env, *os.environ) if k.startswith("JAX_")}
+    differ = sorted(k for k in names if env.get(k) != os.environ.get(k))
+    return f"the grading needs other JAX settings ({', '.join(differ)})" if differ else ""
+
+
+def _child(request: dict[str, Any], out_fd: int, key_fd: int) -> NoReturn:
+    """In the forked child: become a cold grading process, run pytest, and never return."""
+    code = 70
+    try:
+        parent = os.getppid()
+        os.setsid()
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the worker died before the line above took effect
+            os._exit(code)
+        _wire_fds(out_fd, key_fd)
+        limits.cap_memory(os.getpid(), int(request["memory_mb"]))
+        os.chdir(request["cwd"])
+        os.environ.clear()  # XLA reads XLA_FLAGS (the device count) when the backend starts
+        os.environ.update(request["env"])
+        _reseed()
+        import pytest
+
+        args = [a.replace("{keyfd}", str(KEY_FD)) for a in request["args"]]
+        sys.argv = [str(Path(pytest.__file__).with_name("__main__.py")), *args]
+        code = int(pytest.main(args))
+    except BaseException:  # noqa: B036 - whatever happens, this process must end here
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def _wire_fds(out_fd: int, key_fd: int) -> None:
+    """stdin from /dev/null, stdout and stderr to the output pipe, the key on KEY_FD, nothing else."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    # Move everything above the target numbers first, so no dup2 overwrites a source.
+    src_in, src_out, src_key = (fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (devnull, out_fd, key_fd))
+    for src, dest in ((src_in, 0), (src_out, 1), (src_out, 2), (src_key, KEY_FD)):
+        os.dup2(src, dest)
+    # Other gradings' pipes and the control socket must not leak into learner code.
+    os.closerange(KEY_FD + 1, os.sysconf("SC_OPEN_MAX"))
+
+
+def _reseed() -> None:
+    """Forked children would share the worker's random state; a cold process draws its own."""
+    import random
+
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+def _report_exits(gradings: dict[int, _Grading]) -> None:
+    """Tell each waiting `course` thread its child's exit code; keep the zombie until released."""
+    for grading in gradings.values():
+        if grading.reported:
+            continue
+        try:
+            info = os.waitid(os.P_PID, grading.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            info = None
+            grading.reported = True
+        if info is not None:
+            grading.reported = True
+            code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+            send(grading.sock, {"exit": code})
+
+
+def _finish(grading: _Grading, sel: selectors.BaseSelector, gradings: dict[int, _Grading]) -> None:
+    """Kill the grading's group, reap the child, and kill anything that escaped it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(grading.pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(grading.pid, 0)
+    sel.unregister(grading.sock)
+    grading.sock.close()
+    del gradings[grading.pid]
+    for _ in range(limits.SWEEP_ROUNDS):
+        if not _sweep(set(gradings)):
+            break
+        time.sleep(POLL_S)
+
+
+def _sweep(active: set[int]) -> bool:
+    """Kill and reap our children that are no running grading: the worker starts nothing else."""
+    me, found = os.getpid(), False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        pid = int(stat.parent.name)
+        if ppid == me and pid not in active:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            found = True
+    return found
+
+
+def _prctl(option: int, value: int) -> None:
+    """Linux prctl(2); a no-op where it is missing."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))

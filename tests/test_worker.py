@@ -1,0 +1,204 @@
+"""The warm worker: same verdicts as a cold run, nothing left behind, and it never starts a JAX backend."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from course.registry import Course, load_course
+from course.runner import grade, start_worker
+from course.worker import Worker
+
+MINI = Path(__file__).parent / "fixtures" / "mini_course"
+EXPECTED = {
+    "ex_pass": "passed",
+    "ex_fail": "failed",
+    "ex_syntax": "failed",
+    "ex_loop": "timeout",
+    "ex_exit_import": "failed",
+    "ex_os_exit": "failed",
+    "ex_no_tests": "error",
+}
+
+
+@pytest.fixture(scope="module")
+def worker() -> Iterator[Worker]:
+    """One warm worker for the module (it takes a second or two to import JAX)."""
+    started = start_worker()
+    assert started.ready(), started.reason
+    yield started
+    started.close()
+
+
+@pytest.fixture(scope="module")
+def mini() -> Course:
+    """The fixture course, one exercise per outcome."""
+    return load_course(MINI.resolve())
+
+
+class Recording:
+    """A launcher that forwards to the worker and remembers the pids of the gradings it started."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker, self.pids = worker, []
+
+    def launch(self, command: list[str], **kwargs: Any) -> Any:
+        """Launch through the worker and note the child's pid."""
+        child = self.worker.launch(command, **kwargs)
+        assert child is not None, "the worker refused to launch"
+        self.pids.append(child.pid)
+        return child
+
+
+def gone(pid: int) -> bool:
+    """True when `pid` no longer runs (absent, or a zombie waiting to be reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+def comparable(result: Any) -> dict[str, Any]:
+    """A result's JSON without the one field that differs between runs."""
+    data = result.to_json()
+    data.pop("duration_s")
+    return data
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_warm_and_cold_give_the_same_verdict(name: str, mini: Course, worker: Worker) -> None:
+    """Each mini-course outcome is graded identically, check by check and message by message."""
+    exercise = mini.get(name)
+    recording = Recording(worker)
+    warm = grade(exercise, exercise.stub_path, seed=1234, worker=recording)
+    cold = grade(exercise, exercise.stub_path, seed=1234)
+    assert recording.pids, "the warm path did not go through the worker"
+    assert warm.status == EXPECTED[name], warm.message
+    assert comparable(warm) == comparable(cold)
+    assert all(gone(pid) for pid in recording.pids)
+
+
+def test_timeout_kills_the_group_and_escaped_processes(tmp_path: Path, mini: Course, worker: Worker) -> None:
+    """A loop past the limit, with a child in the group and one that left it, leaves nothing running."""
+    pid_file = tmp_path / "pids"
+    stub = tmp_path / "ex_loop.py"
+    stub.write_text(
+        textwrap.dedent(f"""
+        import subprocess, pathlib
+        def double(x):
+            a = subprocess.Popen(["sleep", "300"])
+            b = subprocess.Popen(["sleep", "300"], start_new_session=True)
+            pathlib.Path({str(pid_file)!r}).write_text(f"{{a.pid}} {{b.pid}}")
+            while True:
+                pass
+        """)
+    )
+    recording = Recording(worker)
+    result = grade(mini.get("ex_loop"), stub, worker=recording)
+    assert result.status == "timeout"
+    spawned = [int(p) for p in pid_file.read_text().split()]
+    assert len(spawned) == 2
+    assert all(gone(pid) for pid in [*recording.pids, *spawned])
+
+
+def test_backends_start_in_the_child_only(tmp_path: Path, worker: Worker) -> None:
+    """A grader using JAX gets its device count in the child; the worker stays fork-safe throughout."""
+    course = _jax_course(tmp_path)
+    exercise = course.get("ex_jax")
+    for _ in range(2):  # a second fork after a child used JAX must work as well
+        recording = Recording(worker)
+        result = grade(exercise, exercise.stub_path, worker=recording)
+        assert result.status == "passed", result.message + result.output
+    status = worker.status()
+    assert status["pid"] == worker.pid
+    assert status["backends"] == []
+    assert status["threads"] == 1
+
+
+def test_ctrl_c_leaves_no_process_behind(tmp_path: Path) -> None:
+    """SIGINT to `course` mid-grading ends the grading, the worker and itself."""
+    script = tmp_path / "grade_loop.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        from pathlib import Path
+        from course.registry import load_course
+        from course.runner import grade, start_worker
+        exercise = load_course(Path({str(MINI.resolve())!r})).get("ex_loop")
+        worker = start_worker()
+        assert worker.ready(), worker.reason
+        print(worker.pid, flush=True)
+        grade(exercise, exercise.stub_path, worker=worker)
+        """)
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    worker_pid = int(proc.stdout.readline())
+    grading = _wait_for_child(worker_pid)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) != 0
+    deadline = time.monotonic() + 10
+    while not (gone(worker_pid) and gone(grading)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(worker_pid)
+    assert gone(grading)
+
+
+def _wait_for_child(parent: int) -> int:
+    """The pid of the first child of `parent` (the grading it forked), waiting for it to appear."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                    return int(stat.parent.name)
+            except (OSError, IndexError, ValueError):
+                continue
+        time.sleep(0.05)
+    raise AssertionError("the worker never forked a grading")
+
+
+def _jax_course(root: Path) -> Course:
+    """A one-exercise course whose grader needs two CPU devices and a jitted call."""
+    (root / "course.toml").write_text('format_version = 1\ntitle = "jax"\nexercises = ["ex_jax"]\n')
+    folder = root / "exercises" / "01_ex_jax"
+    folder.mkdir(parents=True)
+    (folder / "exercise.toml").write_text('title = "jax"\ntopic = "fixture"\ndevices = 2\n')
+    (folder / "ex_jax.py").write_text("def double(x):\n    return 2 * x\n")
+    grader = root / "graders" / "01_ex_jax"
+    grader.mkdir(parents=True)
+    (grader / "test_ex_jax.py").write_text(
+        textwrap.dedent('''
+        """Needs two CPU devices."""
+        from course.grading import check
+
+        def test_devices(submission):
+            """Two CPU devices, and a jitted call works."""
+            import jax
+            import jax.numpy as jnp
+
+            check(jax.device_count() == 2, f"{jax.device_count()} devices, not 2")
+            check(float(jax.jit(submission.double)(jnp.float32(3))) == 6.0, "jit gave the wrong value")
+        ''')
+    )
+    return load_course(root)
+
+
+def test_worker_refuses_other_jax_settings(mini: Course, worker: Worker) -> None:
+    """A grading that needs other JAX_* variables than the worker imported with runs cold instead."""
+    exercise = mini.get("ex_pass")
+    env = {**os.environ, "JAX_ENABLE_X64": "1"}
+    child = worker.launch(
+        [sys.executable, "-I", "-m", "pytest", "x"], key_fd=0, cwd=MINI, env=env, memory_mb=exercise.meta.memory_mb
+    )
+    assert child is None
+    assert "JAX_ENABLE_X64" in worker.reason
