@@ -1,0 +1,324 @@
+"""Kernel jaxprs: the `pallas_call`s inside a function, their arguments, loads, stores and primitives.
+
+A grader traces the learner's function with `jax.make_jaxpr`, finds each `pallas_call` (walking
+`jit`, `scan`, `cond` and `run_scoped` through the public `jax.extend.core.jaxprs_in_params`),
+and asks how often each kernel argument is loaded or stored, and on which of the learner's lines.
+Counts are static: a loop body counts once, whatever its trip count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.extend as jex
+from jax import tree_util
+
+__all__ = [
+    "Access", "KernelCall", "pallas_calls", "kernel_call", "primitive_counts",
+    "has_primitive", "nested_primitive_counts", "learner_line", "describe_lines",
+]
+
+LOADS = frozenset({"get", "masked_load"})
+STORES = frozenset({"swap", "masked_swap"})
+UPDATES = frozenset({"addupdate"})
+
+# One dimension of an indexed region: (key, lo, hi) in the base ref's coordinates. `key` is None
+# for a static range; for a dynamic start it names the index value, so two accesses can only be
+# compared when they share it. `lo`/`hi` are None when nothing is known about the dimension.
+Dim = tuple[Any, int | None, int | None]
+
+
+@dataclass(frozen=True)
+class Access:
+    """One load, store or read-modify-write of a kernel argument, in program order."""
+
+    arg: int
+    name: str
+    kind: str  # "load", "store" or "update" (addupdate: a load and a store at once)
+    primitive: str
+    region: tuple[Dim, ...] | None
+    shape: tuple[int, ...]
+    line: int | None
+    order: int
+
+    def text(self) -> str:
+        """The access written as indexing, e.g. `x_ref[:, 64:]`."""
+        return f"{self.name}[{region_text(self.region, self.shape)}]"
+
+
+@dataclass
+class KernelCall:
+    """One `pallas_call` found in a traced function: its kernel jaxpr and how its refs map."""
+
+    jaxpr: Any
+    params: dict[str, Any]
+    arg_names: tuple[str, ...]
+    kernel_name: str
+    num_index: int
+    num_inputs: int
+    num_outputs: int
+    path: Path | None = None
+    _accesses: list[Access] | None = field(default=None, repr=False)
+
+    @property
+    def input_output_aliases(self) -> dict[int, int]:
+        """The declared aliases as {input operand index: output index}."""
+        return dict(self.params.get("input_output_aliases") or ())
+
+    @property
+    def interpret(self) -> Any:
+        """The `interpret=` argument the call was made with."""
+        return self.params.get("interpret")
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """Names of the kernel arguments that receive the call's inputs (scalar prefetch first)."""
+        return self.arg_names[: self.num_index + self.num_inputs]
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """Names of the kernel arguments that receive the call's outputs."""
+        start = self.num_index + self.num_inputs
+        return self.arg_names[start : start + self.num_outputs]
+
+    def output_arg(self, out_index: int) -> int:
+        """The kernel argument position of output `out_index`."""
+        return self.num_index + self.num_inputs + out_index
+
+    def accesses(self) -> list[Access]:
+        """Every load, store and update of a kernel argument, in program order."""
+        if self._accesses is None:
+            env = {var: i for i, var in enumerate(self.jaxpr.invars)}
+            self._accesses = list(_walk(self.jaxpr, env, self.arg_names, self.path, Counter()))
+        return self._accesses
+
+    def of(self, name: str, *kinds: str) -> list[Access]:
+        """The accesses of argument `name`, optionally only those of the given kinds."""
+        return [a for a in self.accesses() if a.name == name and (not kinds or a.kind in kinds)]
+
+    def loads(self, name: str) -> list[Access]:
+        """Loads of `name`, counting an `addupdate` as a load too."""
+        return self.of(name, "load", "update")
+
+    def stores(self, name: str) -> list[Access]:
+        """Stores to `name`, counting an `addupdate` as a store too."""
+        return self.of(name, "store", "update")
+
+    def primitives(self) -> Counter[str]:
+        """Primitive names in the kernel body, counted recursively."""
+        return primitive_counts(self.jaxpr)
+
+
+def pallas_calls(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> list[KernelCall]:
+    """Trace `fn(*args)` and return each `pallas_call` in it, outermost first, in program order."""
+    closed = jax.make_jaxpr(fn)(*args)
+    return [_kernel_call(eqn, path) for eqn in _eqns(closed.jaxpr) if eqn.primitive.name == "pallas_call"]
+
+
+def kernel_call(kernel: Callable[..., Any], *args: Any, out_shape: Any, path: Path | None = None,
+                **pallas_kwargs: Any) -> KernelCall:
+    """Trace a `pallas_call` of `kernel` made by the grader itself, so a learner's wrapper cannot hide it."""
+    from jax.experimental import pallas as pl
+
+    call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True, **pallas_kwargs)
+    (found,) = pallas_calls(call, *args, path=path)
+    return found
+
+
+def primitive_counts(jaxpr: Any, *, into_kernels: bool = True) -> Counter[str]:
+    """Primitive names in a (closed) jaxpr, counted recursively; kernels too unless told not to."""
+    counts: Counter[str] = Counter()
+    for eqn in _eqns(getattr(jaxpr, "jaxpr", jaxpr), into_kernels=into_kernels):
+        counts[eqn.primitive.name] += 1
+    return counts
+
+
+def has_primitive(jaxpr: Any, *names: str, into_kernels: bool = True) -> bool:
+    """Whether any of the named primitives occurs anywhere in the jaxpr."""
+    counts = primitive_counts(jaxpr, into_kernels=into_kernels)
+    return any(counts[n] for n in names)
+
+
+def nested_primitive_counts(jaxpr: Any, within: str = "jit") -> Counter[str]:
+    """Primitive names counted only inside the bodies of `within` equations (e.g. inside a `jit`)."""
+    counts: Counter[str] = Counter()
+    for eqn in _eqns(getattr(jaxpr, "jaxpr", jaxpr)):
+        if eqn.primitive.name == within:
+            for sub in jex.core.jaxprs_in_params(eqn.params):
+                counts.update(primitive_counts(sub))
+    return counts
+
+
+def learner_line(eqn: Any, path: Path | None) -> int | None:
+    """The line of the learner's file that made `eqn` (innermost frame), or None."""
+    traceback = getattr(eqn.source_info, "traceback", None)
+    if traceback is None:
+        return None
+    target = str(path) if path is not None else None
+    for frame in traceback.frames:  # innermost first
+        if target is not None and frame.file_name == target:
+            return frame.line_num
+        if target is None and "/jax/" not in frame.file_name and "/course/" not in frame.file_name:
+            return frame.line_num
+    return None
+
+
+def describe_lines(accesses: list[Access]) -> str:
+    """'lines 12, 12, 13' for a message, or '' when no line is known."""
+    lines = [str(a.line) for a in accesses if a.line is not None]
+    if not lines:
+        return ""
+    return f"line {lines[0]}" if len(lines) == 1 else f"lines {', '.join(lines)}"
+
+
+def region_text(region: tuple[Dim, ...] | None, shape: tuple[int, ...]) -> str:
+    """Indexing text for a region: `:` for a whole dimension, `a:b`, `i`, or `?` when dynamic."""
+    if region is None:
+        return "..."
+    parts = []
+    for (key, lo, hi), size in zip(region, shape, strict=False):
+        if lo is None or key is not None:
+            parts.append("?")
+        elif lo == 0 and hi == size:
+            parts.append(":")
+        else:
+            parts.append(str(lo) if hi == lo + 1 else f"{lo or ''}:{'' if hi == size else hi}")
+    return "..." if all(p == ":" for p in parts) else ", ".join(parts)
+
+
+def _kernel_call(eqn: Any, path: Path | None) -> KernelCall:
+    """Build a KernelCall from a `pallas_call` equation."""
+    jaxpr = eqn.params["jaxpr"]
+    gm = eqn.params["grid_mapping"]
+    debug = getattr(jaxpr, "debug_info", None)
+    names = tuple(getattr(debug, "arg_names", None) or ())
+    n = len(jaxpr.invars)
+    num_index, num_in, num_out = gm.num_index_operands, gm.num_inputs, gm.num_outputs
+    if len(names) != n or any(not nm for nm in names):
+        names = tuple(f"arg{i}" for i in range(n))  # JAX could not name them: use positions
+    src = getattr(debug, "func_src_info", None) or ""
+    return KernelCall(jaxpr=jaxpr, params=dict(eqn.params), arg_names=names,
+                      kernel_name=src.split(" at ")[0] if src else "kernel",
+                      num_index=num_index, num_inputs=num_in, num_outputs=num_out, path=path)
+
+
+def _eqns(jaxpr: Any, *, into_kernels: bool = True) -> Iterator[Any]:
+    """Every equation of a jaxpr and of the jaxprs nested in its parameters, in program order."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        if eqn.primitive.name == "pallas_call" and not into_kernels:
+            continue
+        for sub in jex.core.jaxprs_in_params(eqn.params):
+            yield from _eqns(getattr(sub, "jaxpr", sub), into_kernels=into_kernels)
+
+
+def _walk(jaxpr: Any, env: dict[Any, int], names: tuple[str, ...], path: Path | None,
+          counter: Counter[str]) -> Iterator[Access]:
+    """Yield accesses to the kernel arguments in `env`, following refs into nested jaxprs."""
+    defs: dict[Any, Any] = {}
+    for eqn in jaxpr.eqns:
+        prim = eqn.primitive.name
+        if prim == "program_id":
+            # Every `pl.program_id(k)` is a fresh variable; give equal ones one name.
+            defs[eqn.outvars[0]] = ("program_id", eqn.params.get("axis"))
+        if prim in LOADS | STORES | UPDATES:
+            access = _access(eqn, env, names, path, counter, defs)
+            if access is not None:
+                yield access
+            continue
+        for sub in jex.core.jaxprs_in_params(eqn.params):
+            inner = getattr(sub, "jaxpr", sub)
+            sub_env = _sub_env(eqn, inner, env)
+            if sub_env:
+                yield from _walk(inner, sub_env, names, path, counter)
+
+
+def _sub_env(eqn: Any, inner: Any, env: dict[Any, int]) -> dict[Any, int]:
+    """Map the kernel refs passed to `eqn` onto the variables of the nested jaxpr `inner`."""
+    outer = list(eqn.invars)
+    if eqn.primitive.name == "run_scoped" or (inner.constvars and len(inner.constvars) == len(outer)):
+        binders = list(inner.constvars)  # run_scoped closes over the outer refs as constvars
+    elif eqn.primitive.name == "while":
+        cond_n, body_n = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+        body = eqn.params["body_jaxpr"].jaxpr
+        outer = outer[cond_n:] if inner is body else outer[:cond_n] + outer[cond_n + body_n:]
+        binders = list(inner.invars)
+    else:
+        binders = list(inner.invars)
+    # Align at the end: `cond` passes its branch index first, the branches do not receive it.
+    pairs = zip(reversed(outer), reversed(binders), strict=False)
+    return {b: env[o] for o, b in pairs if _hashable(o) and o in env}
+
+
+def _hashable(var: Any) -> bool:
+    """Literals are not variables and are never kernel refs."""
+    return not isinstance(var, jex.core.Literal)
+
+
+def _access(eqn: Any, env: dict[Any, int], names: tuple[str, ...], path: Path | None,
+            counter: Counter[str], defs: dict[Any, Any]) -> Access | None:
+    """The Access made by one state primitive, or None if its ref is not a kernel argument."""
+    prim = eqn.primitive.name
+    ref = eqn.invars[0]
+    if not _hashable(ref) or ref not in env:
+        return None
+    if prim.startswith("masked_"):
+        transforms = tree_util.tree_unflatten(eqn.params["args_tree"], eqn.invars)[1]
+    else:
+        skip = 1 if prim == "get" else 2
+        transforms = tree_util.tree_unflatten(eqn.params["tree"], eqn.invars[skip:])
+    shape = tuple(ref.aval.shape)
+    kind = "load" if prim in LOADS else "store" if prim in STORES else "update"
+    counter["order"] += 1
+    arg = env[ref]
+    return Access(arg=arg, name=names[arg], kind=kind, primitive=prim,
+                  region=_region(transforms, shape, defs), shape=shape,
+                  line=learner_line(eqn, path), order=counter["order"])
+
+
+def _region(transforms: Any, shape: tuple[int, ...], defs: dict[Any, Any]) -> tuple[Dim, ...] | None:
+    """Compose the indexers of an access into one region of the base ref, or None if unknown."""
+    from jax._src.state.indexing import NDIndexer, Slice  # no public home for these types yet
+
+    fixed: dict[int, Dim] = {}
+    view = [(d, (None, 0, size)) for d, size in enumerate(shape)]  # (base dim, current extent)
+    for t in transforms or ():
+        if not isinstance(t, NDIndexer):
+            return None  # a bitcast or reshape: regions are no longer comparable
+        new_view = []
+        for (base, (key, lo, _)), idx in zip(view, t.indices, strict=False):
+            if isinstance(idx, Slice):
+                start, skey = _static(idx.start, defs)
+                span = (idx.size - 1) * idx.stride + 1 if idx.size else 0
+                new_view.append((base, _shift(key, lo, skey, start, span)))
+            elif getattr(getattr(idx, "aval", None), "shape", ()) == () or isinstance(idx, int):
+                start, skey = _static(idx, defs)
+                fixed[base] = _shift(key, lo, skey, start, 1)
+            else:  # an array of indices: a gather we do not model
+                fixed[base] = ("?", None, None)
+        view = new_view
+    for base, extent in view:
+        fixed[base] = extent
+    return tuple(fixed[d] for d in range(len(shape)))
+
+
+def _static(value: Any, defs: dict[Any, Any]) -> tuple[int | None, Any]:
+    """(int value, None) for a static index, or (0, key) naming a dynamic one."""
+    if isinstance(value, int):
+        return value, None
+    if isinstance(value, jex.core.Literal):
+        return int(value.val), None
+    return 0, defs.get(value, ("var", id(value)))
+
+
+def _shift(key: Any, lo: int | None, skey: Any, start: int | None, span: int) -> Dim:
+    """The extent `[lo + start, lo + start + span)`, symbolic when either part is dynamic."""
+    if lo is None or start is None or (key is not None and skey is not None):
+        return ("?", None, None)
+    base = lo + start
+    return (key if key is not None else skey, base, base + span)
