@@ -1,0 +1,167 @@
+"""Grader for `ref_reads_writes`: values, loads and stores counted in kernel jaxprs, and a ref accumulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course.grading import check, fail
+from course.grading.arrays import assert_array
+from course.grading.kernels import (
+    KernelCall,
+    describe_lines,
+    kernel_call,
+    nested_primitive_counts,
+    pallas_calls,
+    primitive_counts,
+)
+
+# Reductions that would do `row_sum`'s work for it; a matmul with ones is a reduction too.
+REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "cumsum", "dot_general",
+              "reduce_and", "reduce_or", "argmax", "argmin")
+ADD_CASES = [((8, 128), jnp.float32), ((16, 256), jnp.float32), ((8, 128), jnp.bfloat16),
+             ((3, 200), jnp.float32)]
+
+
+def _draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: object = jnp.float32) -> jax.Array:
+    """A random array of `shape` in `dtype`, drawn from this check's generator."""
+    return jnp.asarray(rng.standard_normal(shape).astype(np.float32)).astype(dtype)
+
+
+def _tolerance(dtype: object) -> dict[str, float]:
+    """Tolerances that accept any correct order of operations in `dtype`."""
+    if jnp.dtype(dtype) == jnp.bfloat16:
+        return {"rtol": 2e-2, "atol": 2e-2}
+    return {"rtol": 1e-5, "atol": 1e-5}
+
+
+def _one_kernel(fn_name: str, calls: list[KernelCall]) -> KernelCall:
+    """The single `pallas_call` of a wrapper, or a failure that says what was found instead."""
+    check(calls, f"`{fn_name}` makes no `pl.pallas_call`: the work must happen inside a kernel, "
+                 "so compute it in the kernel function and call that through `pl.pallas_call`.")
+    check(len(calls) == 1, f"`{fn_name}` makes {len(calls)} `pallas_call`s; one is enough.")
+    return calls[0]
+
+
+def _counts_message(call: KernelCall, name: str, kind: str, found: list, want: int) -> str:
+    """'`k` loads `x_ref` 3 times (lines 12, 12, 12); ...' for a count that is off."""
+    lines = describe_lines(found)
+    where = f" ({lines})" if lines else ""
+    verb = "loads" if kind == "load" else "stores to"
+    times = "once" if len(found) == 1 else f"{len(found)} times"
+    wanted = "once" if want == 1 else f"{want} times"
+    return f"`{call.kernel_name}` {verb} `{name}` {times}{where}; it should do so {wanted}."
+
+
+def _assert_io(call: KernelCall, loads: dict[str, int], stores: dict[str, int]) -> None:
+    """Fail unless each named kernel argument is loaded and stored exactly as often as given."""
+    for name, want in loads.items():
+        found = call.loads(name)
+        if len(found) != want:
+            advice = (" Every `ref[...]` is a load: read it once into a value and reuse the value."
+                      if len(found) > want else " Read the input ref to get its value.")
+            fail(_counts_message(call, name, "load", found, want) + advice)
+    for name, want in stores.items():
+        found = call.stores(name)
+        if len(found) != want:
+            fail(_counts_message(call, name, "store", found, want)
+                 + " Compute the whole result as a value, then write it once with `o_ref[...] = ...`.")
+
+
+@pytest.mark.points(2)
+def test_add_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`add` returns x + y for float32 and bfloat16 arrays of several shapes"""
+    for shape, dtype in ADD_CASES:
+        x, y = _draw(rng, shape, dtype), _draw(rng, shape, dtype)
+        want = (np.asarray(x, np.float32) + np.asarray(y, np.float32)).astype(jnp.dtype(dtype))
+        got = submission.add(x, y)
+        assert_array(got, want, name=f"add(x, y) for {jnp.dtype(dtype).name}{list(shape)}",
+                     **_tolerance(dtype))
+
+
+def test_add_in_pallas_call(submission: ModuleType, submission_path: Path) -> None:
+    """`add` does its addition inside a `pallas_call`, not around it"""
+    x, y = jnp.ones((8, 128)), jnp.ones((8, 128))
+    closed = jax.make_jaxpr(submission.add)(x, y)
+    _one_kernel("add", pallas_calls(submission.add, x, y, path=submission_path))
+    outside = primitive_counts(closed, into_kernels=False)
+    check(not outside["add"], "`add` adds outside its kernel (a `jnp` addition around the "
+                              "`pallas_call`); the addition belongs in `add_kernel`.")
+    check(primitive_counts(closed)["add"], "the kernel of `add` never adds; `add_kernel` must "
+                                           "compute `x + y`.")
+
+
+@pytest.mark.points(2)
+def test_add_kernel_loads_and_stores(submission: ModuleType, submission_path: Path) -> None:
+    """`add_kernel` loads each input once and stores the output once"""
+    x = jnp.ones((8, 128))
+    call = kernel_call(submission.add_kernel, x, x, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                       path=submission_path)
+    x_name, y_name = call.input_names
+    (o_name,) = call.output_names
+    _assert_io(call, loads={x_name: 1, y_name: 1}, stores={o_name: 1})
+
+
+def test_square_plus_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`square_plus` returns x * x + x"""
+    for shape in ((8, 128), (16, 256)):
+        x = _draw(rng, shape)
+        xn = np.asarray(x)
+        assert_array(submission.square_plus(x), xn * xn + xn, name=f"square_plus(x) for {list(shape)}",
+                     rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.points(2)
+def test_square_plus_one_load(submission: ModuleType, submission_path: Path) -> None:
+    """`square_plus_kernel` loads `x_ref` once and stores `o_ref` once"""
+    x = jnp.ones((8, 128))
+    call = kernel_call(submission.square_plus_kernel, x, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                       path=submission_path)
+    (x_name,) = call.input_names
+    (o_name,) = call.output_names
+    _assert_io(call, loads={x_name: 1}, stores={o_name: 1})
+
+
+def test_row_sum_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`row_sum` returns the sum of the rows, of shape (columns,)"""
+    for shape in ((8, 128), (1, 128), (13, 256)):
+        x = _draw(rng, shape)
+        want = np.asarray(x).sum(axis=0, dtype=np.float64).astype(np.float32)
+        assert_array(submission.row_sum(x), want, name=f"row_sum(x) for {list(shape)}",
+                     rtol=1e-5, atol=1e-4)
+
+
+def test_row_sum_accumulates_in_ref(submission: ModuleType) -> None:
+    """`row_sum` accumulates into a `jax.new_ref` inside `jax.jit`"""
+    closed = jax.make_jaxpr(submission.row_sum)(jnp.ones((8, 128)))
+    inside = nested_primitive_counts(closed, within="jit")
+    if not inside["new_ref"]:
+        where = ("outside `jax.jit`" if primitive_counts(closed)["new_ref"]
+                 else "nowhere: no `jax.new_ref` was made")
+        fail(f"`row_sum` creates its accumulator {where}. Decorate `row_sum` with `@jax.jit` "
+             "and create the accumulator with `jax.new_ref(...)` inside it.")
+    writes = inside["swap"] + inside["addupdate"]
+    check(writes, "`row_sum` never writes its ref; add each row into it with `acc[...] += row` "
+                  "or `acc.addupdate(row)`.")
+
+
+def test_row_sum_freezes(submission: ModuleType) -> None:
+    """`row_sum` returns `jax.freeze` of its accumulator"""
+    closed = jax.make_jaxpr(submission.row_sum)(jnp.ones((8, 128)))
+    check(primitive_counts(closed)["freeze"],
+          "`row_sum` never calls `jax.freeze`; reading the ref with `acc[...]` copies it and keeps "
+          "it mutable. Return `jax.freeze(acc)`: it turns the ref into an array and ends its life.")
+
+
+@pytest.mark.points(2)
+def test_row_sum_no_reduction(submission: ModuleType) -> None:
+    """`row_sum` adds the rows itself; no reduction primitive does it"""
+    counts = primitive_counts(jax.make_jaxpr(submission.row_sum)(jnp.ones((8, 128))))
+    used = [p for p in REDUCTIONS if counts[p]]
+    check(not used, f"`row_sum` uses {', '.join(f'`{p}`' for p in used)}, a reduction that does the "
+                    "summing for you (e.g. `jnp.sum` or a matmul). Add the rows into the ref one by one.")

@@ -1,0 +1,153 @@
+"""Grader for `aliasing_order`: kernels correct when input and output are one buffer, declared and donated."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course.grading import CheckFailed, check, fail
+from course.grading.aliasing import first_read_after_write, run_aliased
+from course.grading.arrays import assert_array
+from course.grading.donation import assert_consumed, jitted_functions
+from course.grading.kernels import kernel_call, pallas_calls
+
+SHAPES = ((8, 128), (16, 256))
+WRAPPERS = ("swap_halves", "residual_tanh")
+
+
+def _draw(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Random float32 values drawn from this check's generator."""
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _swapped(x: np.ndarray) -> np.ndarray:
+    """The expected `swap_halves` result."""
+    n = x.shape[1] // 2
+    return np.concatenate([x[:, n:], x[:, :n]], axis=1)
+
+
+def _residual(x: np.ndarray) -> np.ndarray:
+    """The expected `residual_tanh` result."""
+    return np.tanh(x) + x
+
+
+def _check_wrapper(fn: Callable[[jax.Array], Any], name: str, expect: Callable, rng: np.random.Generator) -> None:
+    """Call a wrapper on fresh inputs (it may donate them) and compare with NumPy."""
+    for shape in SHAPES:
+        data = _draw(rng, shape)
+        assert_array(fn(jnp.asarray(data)), expect(data), name=f"{name}(x) for {list(shape)}",
+                     rtol=1e-5, atol=1e-5)
+
+
+def _check_aliased(kernel: Callable, name: str, expect: Callable, rng: np.random.Generator,
+                   path: Path) -> None:
+    """Run the kernel with `x_ref` and `o_ref` as one ref; on a wrong value, say which read saw a write."""
+    for shape in SHAPES:
+        data = _draw(rng, shape)
+        spec = jax.ShapeDtypeStruct(shape, jnp.float32)
+        got = run_aliased(kernel, jnp.asarray(data), out_shape=spec, input_output_aliases={0: 0})
+        try:
+            assert_array(got, expect(data), name=f"`{name}` run with `x_ref` and `o_ref` as one buffer",
+                         rtol=1e-5, atol=1e-5)
+        except CheckFailed as exc:
+            call = kernel_call(kernel, jnp.asarray(data), out_shape=spec,
+                               input_output_aliases={0: 0}, path=path)
+            hazard = first_read_after_write(call)
+            why = (hazard.message() if hazard else "Read every part of `x_ref` you need before "
+                   "writing the part of `o_ref` that shares its memory.")
+            fail(f"{str(exc).rstrip('.')}. `interpret=True` gives each ref its own copy, so it hides this. {why}")
+
+
+@pytest.mark.points(1)
+def test_swap_halves_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`swap_halves` returns x with its column halves swapped"""
+    _check_wrapper(submission.swap_halves, "swap_halves", _swapped, rng)
+
+
+@pytest.mark.points(3)
+def test_swap_halves_kernel_under_aliasing(submission: ModuleType, rng: np.random.Generator,
+                                           submission_path: Path) -> None:
+    """`swap_halves_kernel` is correct when `x_ref` and `o_ref` are one buffer"""
+    _check_aliased(submission.swap_halves_kernel, "swap_halves_kernel", _swapped, rng, submission_path)
+
+
+@pytest.mark.points(1)
+def test_residual_tanh_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`residual_tanh` returns tanh(x) + x"""
+    _check_wrapper(submission.residual_tanh, "residual_tanh", _residual, rng)
+
+
+@pytest.mark.points(2)
+def test_residual_tanh_kernel_under_aliasing(submission: ModuleType, rng: np.random.Generator,
+                                             submission_path: Path) -> None:
+    """`residual_tanh_kernel` is correct when `x_ref` and `o_ref` are one buffer"""
+    _check_aliased(submission.residual_tanh_kernel, "residual_tanh_kernel", _residual, rng,
+                   submission_path)
+
+
+def test_aliasing_declared(submission: ModuleType, submission_path: Path) -> None:
+    """Both wrappers declare `input_output_aliases={0: 0}` on their `pallas_call`"""
+    x = jnp.ones(SHAPES[0], jnp.float32)
+    for name in WRAPPERS:
+        calls = pallas_calls(getattr(submission, name), x, path=submission_path)
+        check(len(calls) == 1, f"`{name}` makes {len(calls)} `pallas_call`s; it should make one.")
+        aliases = calls[0].input_output_aliases
+        check(aliases == {0: 0}, f"the `pallas_call` in `{name}` declares `input_output_aliases="
+                                 f"{aliases or '{}'}`; declare `{{0: 0}}` so the output may reuse x's buffer.")
+
+
+def test_x_consumed(submission: ModuleType, rng: np.random.Generator) -> None:
+    """Both wrappers consume `x`: its buffer is donated to the output"""
+    for name in WRAPPERS:
+        x = jnp.asarray(_draw(rng, SHAPES[0]))
+        jax.block_until_ready(getattr(submission, name)(x))
+        assert_consumed(x, "x", hint=f"`x` was not consumed by `{name}`: the call did not donate "
+                                     "its buffer, so the alias could not reuse it. Jit the wrapper "
+                                     "with `donate_argnums=(0,)` (and do not copy `x` first).")
+
+
+@contextlib.contextmanager
+def _count_jit_calls(module: ModuleType) -> Iterator[list[int]]:
+    """Count calls of `jax.jit` (also as imported into the learner's module) while active."""
+    original = jax.jit
+    calls = [0]
+
+    def counting_jit(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    names = [n for n, v in vars(module).items() if v is original]
+    jax.jit = counting_jit
+    for n in names:
+        setattr(module, n, counting_jit)
+    try:
+        yield calls
+    finally:
+        jax.jit = original
+        for n in names:
+            setattr(module, n, original)
+
+
+def test_jitted_once(submission: ModuleType, rng: np.random.Generator) -> None:
+    """Both wrappers run through a `jax.jit` built once, at module scope"""
+    check(jitted_functions(submission), "your module defines no jitted function at module scope; "
+                                        "build the jitted wrappers once, at import, with `jax.jit`.")
+    for name in WRAPPERS:
+        fn = getattr(submission, name)
+        closed = jax.make_jaxpr(fn)(jnp.ones(SHAPES[0], jnp.float32))
+        check(any(e.primitive.name == "jit" for e in closed.jaxpr.eqns),
+              f"`{name}` does not run through `jax.jit`; jit it at module scope with "
+              "`donate_argnums=(0,)`.")
+        with _count_jit_calls(submission) as calls:
+            for _ in range(2):
+                jax.block_until_ready(fn(jnp.asarray(_draw(rng, SHAPES[0]))))
+        check(not calls[0], f"`{name}` calls `jax.jit` {calls[0]} times in 2 calls: it builds a new "
+                            "jitted function on every call. Build it once at module scope and call that.")

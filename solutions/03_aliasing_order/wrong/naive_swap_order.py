@@ -1,0 +1,42 @@
+"""Writes the left half of `o_ref` before reading the left half of `x_ref`; must fail test_swap_halves_kernel_under_aliasing."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def swap_halves_kernel(x_ref, o_ref):
+    """o = [x_right, x_left]; both halves are read before either is written."""
+    n = x_ref.shape[1] // 2
+    o_ref[:, :n] = x_ref[:, n:]
+    o_ref[:, n:] = x_ref[:, :n]  # wrong under aliasing: x[:, :n] was just overwritten
+
+
+@functools.partial(jax.jit, donate_argnums=(0,))
+def swap_halves(x: jax.Array) -> jax.Array:
+    """Swap the column halves of `x` in place: the output reuses `x`'s buffer, which is donated."""
+    return pl.pallas_call(
+        swap_halves_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        input_output_aliases={0: 0},
+        interpret=True,
+    )(x)
+
+
+def residual_tanh_kernel(x_ref, o_ref):
+    """o = tanh(x) + x from one load of `x_ref`, taken before the store."""
+    x = x_ref[...]
+    o_ref[...] = jnp.tanh(x) + x
+
+
+@functools.partial(jax.jit, donate_argnums=(0,))
+def residual_tanh(x: jax.Array) -> jax.Array:
+    """`tanh(x) + x` written over `x`'s donated buffer."""
+    return pl.pallas_call(
+        residual_tanh_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        input_output_aliases={0: 0},
+        interpret=True,
+    )(x)

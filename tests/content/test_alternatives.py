@@ -1,0 +1,51 @@
+"""Graders accept every correct solution: alternative styles written apart from the reference pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from course.registry import load_course
+from course.runner import grade_many
+
+REPO = Path(__file__).resolve().parents[2]
+ALTERNATIVES = Path(__file__).parent / "alternatives"
+
+
+def _cases() -> list[tuple[str, Path]]:
+    """(exercise name, alternative file) for every file under alternatives/NAME/."""
+    return sorted((d.name, f) for d in ALTERNATIVES.iterdir() if d.is_dir() for f in d.glob("*.py"))
+
+
+def test_every_exercise_has_two_alternatives() -> None:
+    """Each exercise of the course ships at least two alternative correct solutions."""
+    course = load_course(REPO)
+    counts = {name: 0 for name in course.meta.exercises}
+    for name, _ in _cases():
+        counts[name] = counts.get(name, 0) + 1
+    assert all(n >= 2 for n in counts.values()), counts
+
+
+def test_alternatives_pass_every_check(tmp_path: Path) -> None:
+    """Every alternative correct solution passes every check of its exercise."""
+    course = load_course(REPO)
+    pairs = []
+    for name, path in _cases():
+        exercise = course.get(name)
+        dest = tmp_path / path.stem / exercise.stub_rel
+        dest.parent.mkdir(parents=True)
+        dest.write_bytes(path.read_bytes())
+        pairs.append((exercise, dest))
+    results = grade_many(pairs, jobs=2)
+    failures = {
+        f"{r.name}/{p.parent.parent.parent.name}": [(c.id, c.message) for c in r.checks if c.status != "passed"]
+        or r.message
+        for (_, p), r in zip(pairs, results, strict=True)
+        if not r.passed
+    }
+    assert not failures, failures
+
+
+if not ALTERNATIVES.is_dir():  # pragma: no cover - the folder ships with the course
+    pytest.fail("tests/content/alternatives is missing", pytrace=False)
