@@ -13,6 +13,8 @@ from typer.testing import CliRunner
 pytest_plugins = ["pytester"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# Fixture courses and attack files are data: their graders run only under `course check`.
+collect_ignore = ["fixtures", "adversarial/course", "adversarial/attacks"]
 REPO = Path(__file__).resolve().parents[1]
 
 

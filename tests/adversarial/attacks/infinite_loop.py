@@ -1,0 +1,6 @@
+"""Never returns."""
+
+
+def double(x):
+    while True:
+        pass

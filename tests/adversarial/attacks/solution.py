@@ -1,0 +1,3 @@
+def double(x: int) -> int:
+    """Return twice x."""
+    return 2 * x

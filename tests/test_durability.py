@@ -1,0 +1,160 @@
+"""Durability: concurrent checks never lose an update, damaged progress is recovered, reset never loses work."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course.progress import Entry, ProgressStore, now_iso
+
+COURSE_BIN = Path(sys.executable).with_name("course")
+STUB = "exercises/01_ex_pass/ex_pass.py"
+
+
+def _course(*args: str, course: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the installed `course` command with no course settings inherited."""
+    return subprocess.run(
+        [str(COURSE_BIN), *args, "--course", str(course)],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _env() -> dict[str, str]:
+    """This environment without COURSE_* settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
+
+
+@pytest.fixture
+def workspace(mini_course: Path, tmp_path: Path) -> Path:
+    """A fresh learner workspace made by `course init` from the mini-course."""
+    target = tmp_path / "ws"
+    done = _course("init", str(target), course=mini_course, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+@pytest.mark.slow
+def test_concurrent_checks_keep_every_update(mini_course: Path, workspace: Path) -> None:
+    """Three `course check` processes at once, one exercise each, in one workspace: all three are recorded."""
+    expected = {"ex_pass": "passed", "ex_fail": "failed", "ex_exit_import": "failed"}
+    procs = [
+        subprocess.Popen(
+            [str(COURSE_BIN), "check", name, "--json", "--workspace", str(workspace), "--course", str(mini_course)],
+            cwd=workspace.parent,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in expected
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert json.loads(out)["total"] == 1, err
+    store = ProgressStore(workspace)
+    stored = store.load().exercises
+    assert {name: entry.status for name, entry in stored.items()} == expected
+    assert store.warnings == []
+    assert not list((workspace / ".course").glob("*.tmp"))
+
+
+def _hammer(folder: str, prefix: str, n: int) -> None:
+    """Record `n` results one at a time, as n separate `course check` runs would."""
+    store = ProgressStore(Path(folder))
+    for i in range(n):
+        entry = Entry(status="passed", score=1, max_score=1, last_checked=now_iso(), grader_hash="h")
+        store.record({f"{prefix}{i}": entry})
+
+
+def test_interleaved_writers_lose_nothing(tmp_path: Path) -> None:
+    """Two processes recording 40 results each, interleaved: all 80 survive (the lock serialises them)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_hammer, args=(str(tmp_path), p, 40)) for p in ("a", "b")]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=60)
+        assert w.exitcode == 0
+    assert len(ProgressStore(tmp_path).load().exercises) == 80
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.0], ids=["cut_in_half", "emptied"])
+def test_truncated_progress_is_recovered(mini_course: Path, workspace: Path, keep: float) -> None:
+    """A progress file cut short is kept as progress.json.bak, with a warning, and progress starts fresh."""
+    entry = Entry(status="passed", score=3, max_score=3, last_checked=now_iso(), grader_hash="h")
+    ProgressStore(workspace).record({"ex_pass": entry})
+    path = workspace / ".course" / "progress.json"
+    whole = path.read_bytes()
+    path.write_bytes(whole[: int(len(whole) * keep)])
+    done = _course("progress", "--json", "--workspace", str(workspace), course=mini_course, cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["passed"] == 0 and all(e["status"] == "not_tried" for e in data["exercises"])
+    assert "damaged" in done.stderr and "progress.json.bak" in done.stderr
+    assert (workspace / ".course" / "progress.json.bak").read_bytes() == whole[: int(len(whole) * keep)]
+    # Writing works again afterwards: the fresh start is a real, usable progress file.
+    ProgressStore(workspace).record({"ex_fail": entry})
+    assert set(ProgressStore(workspace).load().exercises) == {"ex_fail"}
+
+
+def _backups(workspace: Path) -> list[Path]:
+    """The learner's versions kept by `course reset`."""
+    return sorted((workspace / ".course" / "backups").glob("*.py"))
+
+
+def test_reset_keeps_every_version(mini_course: Path, workspace: Path) -> None:
+    """Each reset of an edited file keeps that version; the stub comes back each time."""
+    stub_path = workspace / STUB
+    pristine = (mini_course / STUB).read_bytes()
+    versions = [b"def double(x):\n    return x + x  # mine, v1\n", b"def double(x):\n    return 2 * x  # mine, v2\n"]
+    for version in versions:
+        stub_path.write_bytes(version)
+        done = _course("reset", "ex_pass", "--yes", "--workspace", str(workspace), course=mini_course, cwd=workspace)
+        assert done.returncode == 0, done.stderr
+        assert stub_path.read_bytes() == pristine
+    assert sorted(p.read_bytes() for p in _backups(workspace)) == sorted(versions)
+
+
+def test_reset_of_untouched_or_missing_file(mini_course: Path, workspace: Path) -> None:
+    """An untouched stub needs no backup; a missing file is simply restored."""
+    stub_path = workspace / STUB
+    pristine = stub_path.read_bytes()
+    done = _course("reset", "ex_pass", "--yes", "--workspace", str(workspace), course=mini_course, cwd=workspace)
+    assert done.returncode == 0 and _backups(workspace) == []
+    stub_path.unlink()
+    done = _course("reset", "ex_pass", "--yes", "--workspace", str(workspace), course=mini_course, cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert stub_path.read_bytes() == pristine
+
+
+def test_reset_without_a_possible_backup_leaves_the_file(mini_course: Path, workspace: Path) -> None:
+    """When the backup cannot be written, reset fails and the learner's file is untouched."""
+    stub_path = workspace / STUB
+    mine = b"def double(x):\n    return 2 * x  # my only copy\n"
+    stub_path.write_bytes(mine)
+    (workspace / ".course" / "backups").write_text("a file where the backup folder should be")
+    done = _course("reset", "ex_pass", "--yes", "--workspace", str(workspace), course=mini_course, cwd=workspace)
+    assert done.returncode == 2 and "left unchanged" in done.stderr, done.stderr
+    assert stub_path.read_bytes() == mine
+
+
+def test_reset_asks_before_replacing(mini_course: Path, workspace: Path) -> None:
+    """Without --yes and without a terminal, reset refuses (exit 2) and changes nothing."""
+    stub_path = workspace / STUB
+    mine = b"def double(x):\n    return 2 * x  # mine\n"
+    stub_path.write_bytes(mine)
+    done = _course("reset", "ex_pass", "--workspace", str(workspace), course=mini_course, cwd=workspace)
+    assert done.returncode == 2 and "--yes" in done.stderr
+    assert stub_path.read_bytes() == mine and _backups(workspace) == []
