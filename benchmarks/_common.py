@@ -71,14 +71,16 @@ def grading_env() -> dict[str, str]:
     return {**os.environ, "JAX_PLATFORMS": "cpu"}
 
 
-def interleaved(commands: dict[str, list[str]], env: dict[str, str] | None = None) -> dict[str, float]:
+def interleaved(
+    commands: dict[str, list[str]], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, float]:
     """Median wall time of each command, runs interleaved so machine noise hits all alike."""
     times: dict[str, list[float]] = {name: [] for name in commands}
     for command in commands.values():  # one warm-up each: bytecode and page caches
-        timed(command, env=env)
+        timed(command, env=env, cwd=cwd)
     for _ in range(RUNS):
         for name, command in commands.items():
-            times[name].append(timed(command, env=env))
+            times[name].append(timed(command, env=env, cwd=cwd))
     return {name: statistics.median(values) for name, values in times.items()}
 
 

@@ -135,15 +135,33 @@ def test_init_workspace_and_not_tried(cli: CliRunner, mini_course: Path, tmp_pat
     assert json.loads(result.stdout)["exercises"][0]["message"].startswith("not tried")
 
 
-def test_list_never_imports_jax(mini_course: Path) -> None:
-    """`course list` runs without importing JAX."""
+def _list_in_subprocess(course: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run the console script's entry with `argv` inside `course`; report heavy imports on stderr."""
     code = (
-        "import sys\nfrom course.cli import app\n"
-        f"try:\n    app(['list', '--course', {str(mini_course)!r}])\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('JAX' if 'jax' in sys.modules else 'NOJAX')\n"
+        "import sys\nfrom course.entry import main\n"
+        f"sys.argv = ['course', *{argv!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write(' '.join(m for m in ('jax', 'typer', 'pydantic') if m in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.stderr.endswith("NOJAX"), done.stderr
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=course)
+
+
+def test_list_never_imports_jax(mini_course: Path) -> None:
+    """`course list` runs without importing JAX; plain `course list` not even typer or pydantic."""
+    first = _list_in_subprocess(mini_course, ["list"])
+    assert "jax" not in first.stderr and "ex_pass" in first.stdout
+    again = _list_in_subprocess(mini_course, ["list"])  # validation memoized by the first run
+    assert again.stderr == "" and again.stdout == first.stdout
+    with_option = _list_in_subprocess(mini_course, ["list", "--course", str(mini_course)])
+    assert with_option.stderr.split() == ["typer"] and with_option.stdout == first.stdout
+
+
+def test_fast_path_reports_errors_like_the_cli(mini_course: Path) -> None:
+    """Plain `course list` turns a broken course.toml into one sentence and exit 2, as the CLI does."""
+    (mini_course / "course.toml").write_text("title = [\n")
+    code = "import sys\nfrom course.entry import main\nsys.argv = ['course', 'list']\nmain()\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=mini_course)
+    assert done.returncode == 2 and "is not valid TOML" in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("debug", ["0", "1"])

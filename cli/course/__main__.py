@@ -1,5 +1,5 @@
 """Allow `python -m course`."""
 
-from course.cli import main
+from course.entry import main
 
 main()

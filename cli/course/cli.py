@@ -13,6 +13,7 @@ import typer
 
 from course import hints as hint_store
 from course import session, ui
+from course.entry import failure_code
 from course.errors import CourseError, UsageError
 
 app = typer.Typer(
@@ -50,21 +51,11 @@ def guarded(func: F) -> F:
             return func(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
-        except CourseError as exc:
-            if os.environ.get("COURSE_DEBUG") == "1":
+        except (CourseError, KeyboardInterrupt, Exception) as exc:
+            code = failure_code(exc)
+            if code is None:
                 raise
-            ui.error(str(exc))
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            ui.error("interrupted.")
-            raise typer.Exit(130) from None
-        except Exception as exc:
-            if os.environ.get("COURSE_DEBUG") == "1":
-                raise
-            ui.error(
-                f"course itself failed ({type(exc).__name__}: {exc}); rerun with COURSE_DEBUG=1 for the traceback."
-            )
-            raise typer.Exit(3) from None
+            raise typer.Exit(code) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -262,5 +253,5 @@ def watch(course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Run the typer application (the console script enters through `course.entry.main`)."""
     app()

@@ -7,7 +7,6 @@ and it does so only from results the runner verified.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +147,8 @@ def exit_code(results: list[ExerciseResult]) -> int:
 
 def jax_version() -> str:
     """The installed JAX version, read without importing JAX."""
+    from importlib import metadata  # slow to import; only `--json` needs it
+
     try:
         return metadata.version("jax")
     except metadata.PackageNotFoundError:
