@@ -202,3 +202,25 @@ def test_worker_refuses_other_jax_settings(mini: Course, worker: Worker) -> None
     )
     assert child is None
     assert "JAX_ENABLE_X64" in worker.reason
+
+
+def test_compilation_cache_keeps_verdicts(worker: Worker, tmp_path: Path) -> None:
+    """With the compilation cache warm, compile counting still catches a helper rebuilt per call.
+
+    Compile events fire on cache hits too, so a cache never turns a wrong file into a pass; the
+    worker (started without a cache) applies each grading's own cache settings in the child.
+    """
+    course = load_course(Path(__file__).resolve().parents[1])
+    exercise = course.get("update_with_donate")
+    cache = tmp_path / "xla-cache"
+    wrong = exercise.wrong_dir / "jit_per_call.py"
+    verdicts = []
+    for source in (exercise.solution_path, wrong, exercise.solution_path, wrong):
+        dest = tmp_path / source.stem / "update_with_donate.py"
+        dest.parent.mkdir(exist_ok=True)
+        dest.write_bytes(source.read_bytes())
+        result = grade(exercise, dest, seed=11, worker=worker, cache_dir=cache)
+        verdicts.append((result.status, sorted(c.id for c in result.checks if c.status != "passed")))
+    assert any(cache.iterdir())
+    assert verdicts[0] == verdicts[2] == ("passed", [])
+    assert verdicts[1] == verdicts[3] and "test_helper_built_once" in verdicts[1][1]

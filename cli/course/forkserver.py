@@ -43,6 +43,12 @@ WARM_MODULES = (
     "jax.experimental.pallas.tpu",
     "course.plugin",
     "course.grading",
+    "course.grading.arrays",
+    "course.grading.donation",
+    "course.grading.compiles",
+    "course.grading.kernels",
+    "course.grading.aliasing",
+    "course.grading.tpu",
 )
 
 
@@ -97,9 +103,32 @@ def _warm_up() -> str:
         for name in default_plugins:
             with contextlib.suppress(ImportError):
                 importlib.import_module(f"_pytest.{name}")
+        _collect_once()
     except Exception as exc:  # any failure means: grade cold
         return f"importing failed ({type(exc).__name__}: {exc})"
     return _unsafe()
+
+
+def _collect_once() -> None:
+    """Run one pytest collection of a throw-away test here, so children inherit warm caches.
+
+    pytest's first collection in a process fills Python's subclass-check caches over classes
+    that JAX and NumPy have registered by the hundred; done in every child, that cost a tenth
+    of a second per grading. No grader is imported here, so children still load theirs afresh.
+    """
+    import io
+    import tempfile
+
+    import pytest
+
+    with tempfile.TemporaryDirectory(prefix="course-warm-") as folder:
+        test = Path(folder) / "test_warm.py"
+        test.write_text("def test_warm():\n    pass\n", encoding="utf-8")
+        args = [str(test), "--collect-only", "-q", "-c", os.devnull, "--rootdir", folder, "-p", "course.plugin"]
+        args += ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-p", "no:threadexception"]
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            pytest.main(args)
+        sys.modules.pop("test_warm", None)
 
 
 def _unsafe() -> str:
@@ -157,9 +186,18 @@ def _launch(request: dict[str, Any], fds: list[int], sel: selectors.BaseSelector
     send(sock, {"pid": pid})
 
 
+# Settings of JAX's compilation cache: read at the first compile, not at import, so a child
+# applies its own (each workspace keeps its cache) and they never force a cold run.
+_CACHE_SETTINGS = {
+    "JAX_COMPILATION_CACHE_DIR": ("jax_compilation_cache_dir", str, None),
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": ("jax_persistent_cache_min_compile_time_secs", float, 1.0),
+    "JAX_COMPILATION_CACHE_MAX_SIZE": ("jax_compilation_cache_max_size", int, -1),
+}
+
+
 def _env_problem(env: dict[str, str]) -> str:
     """JAX reads JAX_* variables at import, so a grading that wants others must run cold."""
-    names = {k for k in (*env, *os.environ) if k.startswith("JAX_")}
+    names = {k for k in (*env, *os.environ) if k.startswith("JAX_") and k not in _CACHE_SETTINGS}
     differ = sorted(k for k in names if env.get(k) != os.environ.get(k))
     return f"the grading needs other JAX settings ({', '.join(differ)})" if differ else ""
 
@@ -178,6 +216,7 @@ def _child(request: dict[str, Any], out_fd: int, key_fd: int) -> NoReturn:
         os.chdir(request["cwd"])
         os.environ.clear()  # XLA reads XLA_FLAGS (the device count) when the backend starts
         os.environ.update(request["env"])
+        _apply_cache_settings(request["env"])
         _reseed()
         import pytest
 
@@ -193,6 +232,14 @@ def _child(request: dict[str, Any], out_fd: int, key_fd: int) -> NoReturn:
             with contextlib.suppress(Exception):
                 stream.flush()
         os._exit(code)
+
+
+def _apply_cache_settings(env: dict[str, str]) -> None:
+    """Give this grading the compilation-cache settings its environment asks for."""
+    import jax
+
+    for var, (option, kind, default) in _CACHE_SETTINGS.items():
+        jax.config.update(option, kind(env[var]) if var in env else default)
 
 
 def _wire_fds(out_fd: int, key_fd: int) -> None:

@@ -118,55 +118,56 @@ def _guarded_modules() -> list[types.ModuleType]:
     return modules
 
 
-def _identities(extra_modules: list[types.ModuleType]) -> dict[str, object]:
-    """Map 'module.attr' (and 'module.Class.attr' for our own classes) to the object it names.
+_Entry = tuple[str, Any, str, object]
 
-    The objects themselves are kept, not their id()s: a replaced and freed function's id could
-    be reused by its replacement.
+
+def _entries(extra_modules: list[types.ModuleType]) -> list[_Entry]:
+    """(label, live namespace, attribute, object) for every callable that matters.
+
+    The namespaces are the live module and class dicts, so comparing is a cheap lookup per
+    entry; the objects themselves are kept, not their id()s, since a replaced and freed
+    function's id could be reused by its replacement.
     """
-    seen: dict[str, object] = {}
+    entries: list[_Entry] = [("sys.modules", sys.modules, m.__name__, m) for m in _guarded_modules()]
     for module in [*_guarded_modules(), *extra_modules]:
         mod_name = getattr(module, "__name__", "?")
-        for attr, value in list(vars(module).items()):
+        namespace = vars(module)
+        for attr, value in list(namespace.items()):
             if not callable(value) or attr.startswith("__"):
                 continue
-            seen[f"{mod_name}.{attr}"] = value
+            entries.append((f"{mod_name}.{attr}", namespace, attr, value))
             # A class of the platform's own: replacing one of its methods is tampering too.
             if isinstance(value, type) and mod_name.split(".")[0] == "course" and value.__module__ == mod_name:
-                _class_identities(seen, f"{mod_name}.{attr}", value)
+                _class_entries(entries, f"{mod_name}.{attr}", value)
     for dotted in _GUARDED_CLASSES:
         mod_name, _, cls_name = dotted.rpartition(".")
         cls = getattr(sys.modules.get(mod_name), cls_name, None)
         if isinstance(cls, type):
-            _class_identities(seen, dotted, cls)
-    return seen
+            _class_entries(entries, dotted, cls)
+    return entries
 
 
-def _class_identities(seen: dict[str, object], prefix: str, cls: type) -> None:
-    """Add the identity of each attribute defined on `cls` itself."""
-    for attr, value in list(vars(cls).items()):
+def _class_entries(entries: list[_Entry], prefix: str, cls: type) -> None:
+    """Add an entry for each attribute defined on `cls` itself."""
+    namespace = vars(cls)
+    for attr, value in list(namespace.items()):
         if attr not in ("__dict__", "__weakref__", "__doc__"):
-            seen[f"{prefix}.{attr}"] = value
+            entries.append((f"{prefix}.{attr}", namespace, attr, value))
 
 
 class Guard:
     """Identities of the grading machinery's callables, taken before learner code runs."""
 
     def __init__(self, extra_modules: list[types.ModuleType | None]) -> None:
-        self._extra = [m for m in extra_modules if m is not None]
-        self._seen = _identities(self._extra)
+        self._entries = _entries([m for m in extra_modules if m is not None])
 
     @classmethod
     def snapshot(cls, extra_modules: list[types.ModuleType | None]) -> Guard:
         """Record every function and class of the guarded modules and of the graders."""
         return cls(extra_modules)
 
-    def changed(self, _identities: Any = _identities) -> list[str]:
-        """Names whose object was replaced or removed since the snapshot.
-
-        `_identities` is bound when the class is made, before learner code runs, so replacing
-        the module's function cannot blind the guard.
-        """
-        now = _identities(self._extra)
-        missing = object()
-        return sorted(name for name, value in self._seen.items() if now.get(name, missing) is not value)
+    def changed(self, _sorted: Any = sorted, _missing: object = object()) -> list[str]:
+        """Names whose object was replaced or removed since the snapshot: a lookup per name, cheap
+        enough to run after every check. The builtins it uses are bound when the class is made,
+        before learner code runs, so replacing them cannot blind it."""
+        return _sorted({label for label, ns, attr, value in self._entries if ns.get(attr, _missing) is not value})

@@ -32,6 +32,11 @@ class Session:
         """passed / failed / stale / not_tried."""
         return status_of(self.progress, exercise.name, exercise.grader_hash())
 
+    @property
+    def cache_dir(self) -> Path:
+        """Where this workspace keeps compiled XLA programs between gradings."""
+        return self.ctx.workspace / ".course" / "xla-cache"
+
     def current(self) -> str | None:
         """The first exercise not passed."""
         return current(self.progress, [(e.name, e.grader_hash()) for e in self.ctx.course.exercises])
@@ -97,10 +102,17 @@ def check(
     pairs = [(e, state.ctx.submission(e)) for e in exercises]
     # Several exercises share one warm worker, which saves each but the first JAX's import;
     # one exercise alone gains nothing from it (benchmarks/README.md has the figures).
-    own = start_worker() if worker is None and len(pairs) > 1 else None
+    own = start_worker(state.cache_dir) if worker is None and len(pairs) > 1 else None
     try:
         with ui.progress_bar(len(pairs), "grading", enabled=not quiet) as advance:
-            results = grade_many(pairs, jobs=jobs, seed=seed, on_result=lambda r: advance(r.name), worker=worker or own)
+            results = grade_many(
+                pairs,
+                jobs=jobs,
+                seed=seed,
+                on_result=lambda r: advance(r.name),
+                worker=worker or own,
+                cache_dir=state.cache_dir,
+            )
     finally:
         if own is not None:
             own.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import secrets
 import select
 import sys
 import threading
@@ -54,6 +55,10 @@ class Watcher:
         self.busy = False
         self.done = False
         self.n_graded = 0
+        # One seed per watch session: each save is graded on the same inputs, so a learner sees
+        # the same failing case while fixing it, and programs compiled for them are reused from
+        # the compilation cache. The final re-check of everything draws fresh inputs.
+        self.seed = secrets.randbelow(2**31)
         self._first_save: float | None = None
         self._last_save = 0.0
         self._idle_since = clock()
@@ -102,7 +107,7 @@ class Watcher:
         self.busy, self._first_save = True, None
         try:
             results = session.check(
-                self.state, [self.exercise.name], all_=False, jobs=1, seed=None, quiet=True, worker=self.worker
+                self.state, [self.exercise.name], all_=False, jobs=1, seed=self.seed, quiet=True, worker=self.worker
             )
         finally:
             self.busy, self._idle_since = False, self.clock()
@@ -226,7 +231,7 @@ def run(state: session.Session, *, jobs: int = 0) -> None:
 
     events: queue.Queue[tuple[str, str, float]] = queue.Queue()
     stop = threading.Event()
-    worker = start_worker()
+    worker = start_worker(state.cache_dir)
     try:
         watcher = Watcher(state, worker=worker, clear=_clear, jobs=jobs)
         root = state.ctx.workspace / "exercises"
