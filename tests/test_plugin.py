@@ -23,9 +23,9 @@ def test_rule(submission):
     """A rule holds."""
     submission.g()
 
+@pytest.mark.skip(reason="not today")
 def test_skipped():
     """Skipped on purpose."""
-    pytest.skip("not today")
 '''
 
 
@@ -113,7 +113,7 @@ def test_learner_file_read_once(pytester: pytest.Pytester) -> None:
 
 def test_idle_without_options(pytester: pytest.Pytester) -> None:
     """Without --course-report the plugin does nothing and writes nothing."""
-    pytester.makepyfile(test_plain="def test_ok():\n    assert True is not False\n")
+    pytester.makepyfile(test_plain="def test_ok():\n    assert 1 + 1 == 2\n")
     result = pytester.runpytest("-p", "course.plugin")
     result.assert_outcomes(passed=1)
     assert not list(Path(pytester.path).glob("*.manifest"))

@@ -10,7 +10,8 @@ import pytest
 from course import report
 from course.limits import Outcome
 from course.registry import load_course
-from course.runner import grade, grade_many, verdict
+from course.runner import grade, grade_many
+from course.verdict import verdict
 
 
 @pytest.fixture(scope="module")

@@ -296,20 +296,7 @@ def _finish(grading: _Grading, sel: selectors.BaseSelector, gradings: dict[int, 
 
 def _sweep(active: set[int]) -> bool:
     """Kill and reap our children that are no running grading: the worker starts nothing else."""
-    me, found = os.getpid(), False
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        pid = int(stat.parent.name)
-        if ppid == me and pid not in active:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-            found = True
-    return found
+    return limits.kill_children(lambda pid, _fields: pid not in active)
 
 
 def _prctl(option: int, value: int) -> None:

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -207,21 +208,24 @@ def _sweep_orphans(born: int | None) -> None:
 
 def _sweep_once(born: int | None) -> bool:
     """One pass over /proc; True when something was killed or reaped."""
-    me, found = os.getpid(), False
     # Hold the lock so no grading process is started (and not yet registered) meanwhile.
     with _active_lock:
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            pid = int(stat.parent.name)
-            fields = _stat_fields(pid)
-            if not fields or int(fields[1]) != me or pid in _active:
-                continue
-            if not _is_orphan_of_grading(pid, fields, born):
-                continue
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-            found = True
+        return kill_children(lambda pid, fields: pid not in _active and _is_orphan_of_grading(pid, fields, born))
+
+
+def kill_children(take: Callable[[int, list[str]], bool]) -> bool:
+    """Kill and reap each child of this process for which `take(pid, stat fields)` holds; True if any."""
+    me, found = os.getpid(), False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        pid = int(stat.parent.name)
+        fields = _stat_fields(pid)
+        if not fields or int(fields[1]) != me or not take(pid, fields):
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        found = True
     return found
 
 
