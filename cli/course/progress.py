@@ -18,7 +18,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -111,6 +110,8 @@ class ProgressStore:
 
     def _write(self, progress: Progress) -> None:
         """Write to a temporary file in the same folder, fsync, then rename over the old file."""
+        import secrets  # imported here: reading progress never needs it
+
         tmp = self.path.with_name(f".progress.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(_dump(progress))
@@ -130,6 +131,8 @@ class ProgressStore:
 
     def _key(self, *, create: bool) -> bytes:
         """The workspace's signing key; made on first write."""
+        import secrets  # imported here: reading progress never needs it
+
         path = self.folder / "key"
         try:
             return path.read_bytes()

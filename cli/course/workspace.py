@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import tomllib
 from dataclasses import dataclass
 from datetime import datetime
@@ -125,6 +123,8 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
 def _keep_backup(workspace: Path, name: str, source: Path) -> Path:
     """Copy the learner's file to `.course/backups/` and make sure it is on disk before the stub
     replaces it; if that fails, the learner's file is left as it is."""
+    import shutil  # imported here: plain `course list` never needs it
+
     data = source.read_bytes()
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     backup = workspace / ".course" / "backups" / f"{name}.{stamp}.py"
@@ -147,6 +147,8 @@ def _keep_backup(workspace: Path, name: str, source: Path) -> Path:
 def pristine_stub(exercise: Exercise) -> bytes | None:
     """The stub as the course shipped it, from git: a learner working in the course folder edits
     the stub in place, so the file itself may be theirs. None when the course is no checkout."""
+    import subprocess  # imported here: plain `course list` never needs it
+
     rel = exercise.stub_rel.as_posix()
     try:
         done = subprocess.run(
