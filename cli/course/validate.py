@@ -16,7 +16,7 @@ from rich.text import Text
 
 from course import layout, ui
 from course.registry import Course, Exercise
-from course.runner import ExerciseResult, grade_many
+from course.runner import ExerciseResult, grade_many, start_worker
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,14 @@ def validate(
         if on_progress is not None:
             on_progress(result.name)
 
-    results = grade_many([(j.exercise, j.path) for j in todo], jobs=jobs or os.cpu_count() or 1, on_result=advance)
+    # One warm worker serves every grading: each would otherwise import JAX and pytest anew.
+    worker = start_worker() if len(todo) > 1 else None
+    try:
+        pairs = [(j.exercise, j.path) for j in todo]
+        results = grade_many(pairs, jobs=jobs or os.cpu_count() or 1, on_result=advance, worker=worker)
+    finally:
+        if worker is not None:
+            worker.close()
     for exercise, report in zip(exercises, reports, strict=True):
         graded = [(j, r) for j, r in zip(todo, results, strict=True) if j.exercise.name == exercise.name]
         _judge(report, exercise, graded)
