@@ -95,23 +95,24 @@ def result_block(result: Any, file_hint: str) -> None:
         head.append(f"  {result.score:g}/{result.max_score:g} points", style="")
     head.append(f"  {result.duration_s:.1f} s", style="dim")
     out.print(head)
-    bad = {c.message for c in result.checks if c.status not in ("passed", "skipped")}
-    shared = len(bad) == 1 and len(result.checks) > 1
+    failing = [c for c in result.checks if c.status not in ("passed", "skipped")]
+    # One cause behind every failure (a syntax error, a timeout): say it once, not per check.
+    shared = len(failing) > 1 and len({c.message for c in failing}) == 1
     for check in result.checks:
         out.print(Text.assemble("  ", status_text(check.status), "  ", check.title))
-        if check.status not in ("passed", "skipped") and check.message and not shared:
-            out.print(Text(_indent(check.message, 6), style=""))
+        if check in failing and check.message and not shared:
+            out.print(Text(_indent(check.message, 6)))
     if shared:
-        out.print(Text(_indent(bad.pop(), 2)))
+        out.print(Text(_indent(failing[0].message, 2)))
     elif result.status != "passed":
         out.print(Text(_indent(result.message, 2), style=STYLES.get(result.status, "")))
-        if result.checks and result.status in ("failed", "timeout"):
-            out.print(
-                Text(
-                    f"  your file: {file_hint}   seed {result.seed} (`--seed {result.seed}` repeats these inputs)",
-                    style="dim",
-                )
+    if result.checks and result.status in ("failed", "timeout"):
+        out.print(
+            Text(
+                f"  your file: {file_hint}   seed {result.seed} (`--seed {result.seed}` repeats these inputs)",
+                style="dim",
             )
+        )
 
 
 def _indent(text: str, n: int) -> str:
