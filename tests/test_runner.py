@@ -116,3 +116,25 @@ def test_signed_report_passes(mini_course: Path, tmp_path: Path) -> None:
     exercise = load_course(mini_course).exercises[0]
     passed = [{"id": i, "status": "passed", "title": i} for i in ("test_a", "test_b")]
     assert verdict(exercise, _signed(tmp_path, b"k", passed), b"k", Outcome(0)).status == "passed"
+
+
+def test_ctrl_c_ends_parallel_gradings_at_once(mini_course: Path) -> None:
+    """Ctrl-C during `check --all` kills the running gradings instead of waiting out their timeouts."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    meta = mini_course / "exercises/04_ex_loop/exercise.toml"
+    meta.write_text(meta.read_text().replace("timeout_s = 3", "timeout_s = 120"))
+    code = "import sys\nfrom course.entry import main\nsys.argv = ['course', *sys.argv[1:]]\nmain()\n"
+    args = ["check", "ex_loop", "ex_pass", "--jobs", "2", "--course", str(mini_course)]
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(4)  # both gradings under way (the loop one runs until stopped)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert time.monotonic() - started < 15
+    assert proc.returncode == 130
+    leftover = subprocess.run(["pgrep", "-f", str(mini_course / "exercises/04_ex_loop")], capture_output=True)
+    assert leftover.stdout == b""

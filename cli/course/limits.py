@@ -105,6 +105,15 @@ def run_isolated(
     return outcome
 
 
+def stop_all() -> None:
+    """Kill every grading process group we run now (after Ctrl-C), so no thread waits out a timeout."""
+    with _active_lock:
+        pids = list(_active)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
 def cap_memory(pid: int, memory_mb: int) -> None:
     """Cap the child's address space (twice the resident limit: JAX reserves more than it uses)."""
     limit = memory_mb * 2 * 2**20

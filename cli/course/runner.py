@@ -167,8 +167,16 @@ def grade_many(
 
     if jobs <= 1 or len(pairs) <= 1:
         return [one(p) for p in pairs]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
         return list(pool.map(one, pairs))
+    except KeyboardInterrupt:
+        # The other threads wait on their gradings: end those now rather than at their timeouts.
+        pool.shutdown(wait=False, cancel_futures=True)
+        limits.stop_all()
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def start_worker(cache_dir: Path | None = None) -> Worker:

@@ -78,6 +78,8 @@ def render_list(state: Session, *, with_next: bool) -> None:
     ui.out.print(ui.exercise_table(state.ctx.course.meta.title, rows, now))
     ui.out.print(ui.bar(sum(r["status"] == "passed" for r in rows), len(rows)))
     if with_next:
+        if not state.progress.exercises and state.ctx.course.meta.welcome:
+            ui.line(state.ctx.course.meta.welcome)
         if now is None:
             ui.line(state.ctx.course.meta.final or "Every exercise passes.", style="bold green")
         else:
