@@ -46,3 +46,12 @@ def test_markup_in_learner_text_is_not_interpreted(monkeypatch: pytest.MonkeyPat
     """Square brackets in a message are shown as written, never as rich markup."""
     result = ExerciseResult("ex", "failed", checks=[_check("a", "failed", "x_ref[:, :4] [bold]not bold[/bold]")])
     assert any("x_ref[:, :4] [bold]not bold[/bold]" in line for line in _render(result, monkeypatch))
+
+
+def test_repeated_reason_not_repeated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Consecutive checks failing for the same reason print it once, then point back to it."""
+    checks = [_check("a", "failed", "not written yet"), _check("b", "failed", "not written yet")]
+    checks.append(_check("c", "failed", "no jitted helper"))
+    lines = _render(ExerciseResult("ex", "failed", checks=checks), monkeypatch)
+    assert sum("not written yet" in line for line in lines) == 1
+    assert sum("(the same reason as above)" in line for line in lines) == 1

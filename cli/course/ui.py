@@ -98,10 +98,12 @@ def result_block(result: Any, file_hint: str) -> None:
     failing = [c for c in result.checks if c.status not in ("passed", "skipped")]
     # One cause behind every failure (a syntax error, a timeout): say it once, not per check.
     shared = len(failing) > 1 and len({c.message for c in failing}) == 1
+    said = ""
     for check in result.checks:
         out.print(Text.assemble("  ", status_text(check.status), "  ", check.title))
         if check in failing and check.message and not shared:
-            out.print(Text(_indent(check.message, 6)))
+            out.print(Text(_indent(check.message if check.message != said else "(the same reason as above)", 6)))
+            said = check.message
     if shared:
         out.print(Text(_indent(failing[0].message, 2)))
     elif result.status != "passed":
