@@ -138,3 +138,15 @@ def test_ctrl_c_ends_parallel_gradings_at_once(mini_course: Path) -> None:
     assert proc.returncode == 130
     leftover = subprocess.run(["pgrep", "-f", str(mini_course / "exercises/04_ex_loop")], capture_output=True)
     assert leftover.stdout == b""
+
+
+def test_removed_manifest_is_the_learners_failure(mini_course: Path, tmp_path: Path) -> None:
+    """A report whose manifest was deleted during grading is a failure (exit 1), never exit 3."""
+    exercise = load_course(mini_course).exercises[0]
+    passed = [{"id": i, "status": "passed", "title": i} for i in ("test_a", "test_b")]
+    path = _signed(tmp_path, b"k", passed)
+    report.manifest_path(path).unlink()
+    r = verdict(exercise, path, b"k", Outcome(returncode=0))
+    assert r.status == "failed" and "forged" in r.message
+    path.unlink()
+    assert verdict(exercise, path, b"k", Outcome(returncode=1)).status == "error"

@@ -86,6 +86,10 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome)
         return _all_failed(base, manifest, reason, "timeout" if outcome.timed_out else "failed")
     if manifest is None and problem != "missing":
         return _all_failed(base, None, _report_message(problem, outcome), "failed")
+    if manifest is None and report_path.exists():
+        # A report but no manifest: the grader ran, and the manifest was removed while learner
+        # code ran. That is the learner's doing, not a platform failure.
+        return _all_failed(base, None, _report_message("forged", outcome), "failed")
     if manifest is None:
         base.status, base.message = "error", _no_start_message(outcome)
         return base
