@@ -18,6 +18,7 @@ from course.grading.aliasing import first_read_after_write, run_aliased
 from course.grading.arrays import assert_array
 from course.grading.donation import assert_consumed, jitted_functions
 from course.grading.kernels import kernel_call, pallas_calls
+from course.grading.patching import replaced
 
 SHAPES = ((8, 128), (16, 256))
 WRAPPERS = ("swap_halves", "residual_tanh")
@@ -124,16 +125,8 @@ def _count_jit_calls(module: ModuleType) -> Iterator[list[int]]:
         calls[0] += 1
         return original(*args, **kwargs)
 
-    names = [n for n, v in vars(module).items() if v is original]
-    jax.jit = counting_jit
-    for n in names:
-        setattr(module, n, counting_jit)
-    try:
+    with replaced(jax, "jit", counting_jit, vars(module)):
         yield calls
-    finally:
-        jax.jit = original
-        for n in names:
-            setattr(module, n, original)
 
 
 def test_jitted_once(submission: ModuleType, rng: np.random.Generator) -> None:

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from course.grading.kernels import Access, KernelCall
+from course.grading.patching import replaced
 
 __all__ = ["Hazard", "run_aliased", "reads_after_writes", "first_read_after_write", "overlaps"]
 
@@ -145,10 +146,8 @@ def _program_ids(point: tuple[int, ...], grid: tuple[int, ...]) -> Iterator[None
     """Make `pl.program_id` and `pl.num_programs` answer for one emulated grid step."""
     from jax.experimental import pallas as pl
 
-    saved = pl.program_id, pl.num_programs
-    pl.program_id = lambda axis: jnp.int32(point[axis])
-    pl.num_programs = lambda axis: grid[axis]
-    try:
+    with (
+        replaced(pl, "program_id", lambda axis: jnp.int32(point[axis])),
+        replaced(pl, "num_programs", lambda axis: grid[axis]),
+    ):
         yield
-    finally:
-        pl.program_id, pl.num_programs = saved

@@ -17,6 +17,8 @@ from typing import Any
 
 import jax
 
+from course.grading.patching import replaced
+
 __all__ = ["strict_params", "tpu_interpret", "run_strict"]
 
 
@@ -49,17 +51,11 @@ def tpu_interpret(module: types.ModuleType | None = None, **overrides: Any) -> I
         kwargs["interpret"] = params
         return original(*args, **kwargs)
 
-    rebound = [name for name, value in vars(module).items() if value is original] if module else []
     jax.clear_caches()
-    pl.pallas_call = strict_call
-    for name in rebound:
-        setattr(module, name, strict_call)
     try:
-        yield params
+        with replaced(pl, "pallas_call", strict_call, *([vars(module)] if module else [])):
+            yield params
     finally:
-        pl.pallas_call = original
-        for name in rebound:
-            setattr(module, name, original)
         # The simulator keeps global state; after an exception the docs ask for a reset.
         pltpu.reset_tpu_interpret_mode_state()
         jax.clear_caches()
