@@ -9,6 +9,10 @@ import traceback
 import types
 from pathlib import Path
 
+from course.grading.source import describe_exception, learner_location, learner_traceback
+
+__all__ = ["SubmissionError", "check_seed", "describe_exception", "learner_location", "load", "read_source"]
+
 
 class SubmissionError(Exception):
     """The learner's file could not be loaded; the message carries their trimmed traceback."""
@@ -53,39 +57,6 @@ def _import_message(exc: BaseException, path: Path) -> str:
         lead = f"your file raised {describe_exception(exc)} while being imported, so no check can run"
     frames = learner_traceback(exc.__traceback__, path)
     return f"{lead}:\n{frames}" if frames else lead
-
-
-def learner_frames(tb: types.TracebackType | None, path: Path | None) -> list[traceback.FrameSummary]:
-    """The traceback frames that lie in the learner's file, outermost first."""
-    if tb is None or path is None:
-        return []
-    target = str(path)
-    return [f for f in traceback.extract_tb(tb) if f.filename == target]
-
-
-def learner_traceback(tb: types.TracebackType | None, path: Path | None) -> str:
-    """The traceback trimmed to the learner's own file."""
-    frames = learner_frames(tb, path)
-    return "".join(traceback.format_list(frames)).rstrip()
-
-
-def learner_location(tb: types.TracebackType | None, path: Path | None) -> str:
-    """' at name.py line N: `code`' for the innermost learner frame, or ''."""
-    frames = learner_frames(tb, path)
-    if not frames:
-        return ""
-    frame = frames[-1]
-    code = f": `{frame.line.strip()}`" if frame.line else ""
-    return f" at {Path(frame.filename).name} line {frame.lineno}{code}"
-
-
-def describe_exception(exc: BaseException) -> str:
-    """'TypeError: message' shortened to one readable line."""
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if len(first) > 300:
-        first = first[:297] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def check_seed(run_seed: int, check_id: str) -> int:

@@ -15,14 +15,15 @@ from course.grading import (
     assert_array,
     assert_is_array,
     call_recording_warnings,
+    describe_exception,
     donation_info,
     fail,
     is_consumed,
     is_deleted_error,
     jitted_functions,
+    learner_location,
     own_function_names,
 )
-from course.submission import describe_exception, learner_location
 
 LARGE = 100_003
 TOL = {"rtol": 1e-6, "atol": 1e-6}

@@ -1,0 +1,45 @@
+"""Where in the learner's file something happened, and what their code raised, in plain words.
+
+Free of JAX: the plugin uses it to explain an exception, graders to point at the learner's line.
+"""
+
+from __future__ import annotations
+
+import traceback
+import types
+from pathlib import Path
+
+__all__ = ["describe_exception", "learner_frames", "learner_location", "learner_traceback"]
+
+
+def learner_frames(tb: types.TracebackType | None, path: Path | None) -> list[traceback.FrameSummary]:
+    """The traceback frames that lie in the learner's file, outermost first."""
+    if tb is None or path is None:
+        return []
+    target = str(path)
+    return [f for f in traceback.extract_tb(tb) if f.filename == target]
+
+
+def learner_traceback(tb: types.TracebackType | None, path: Path | None) -> str:
+    """The traceback trimmed to the learner's own file."""
+    frames = learner_frames(tb, path)
+    return "".join(traceback.format_list(frames)).rstrip()
+
+
+def learner_location(tb: types.TracebackType | None, path: Path | None) -> str:
+    """' at name.py line N: `code`' for the innermost learner frame, or ''."""
+    frames = learner_frames(tb, path)
+    if not frames:
+        return ""
+    frame = frames[-1]
+    code = f": `{frame.line.strip()}`" if frame.line else ""
+    return f" at {Path(frame.filename).name} line {frame.lineno}{code}"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """'TypeError: message' shortened to one readable line."""
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if len(first) > 300:
+        first = first[:297] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
