@@ -55,7 +55,7 @@ def bare_pytest(exercise_name: str, workspace: Path) -> list[str]:
         "pytest",
         str(exercise.grader_path),
         "-p",
-        "course.plugin",
+        "course.engine.plugin",
         "-q",
         "-p",
         "no:cacheprovider",

@@ -14,7 +14,7 @@ from pathlib import Path
 from _common import COURSE, ROOT, RUNS, grading_env, solved_workspace, timed
 
 from course import session, ui
-from course.runner import start_worker
+from course.engine.runner import start_worker
 from course.watch import Watcher, _file_events
 
 NAME = "update_with_donate"

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+
+from course import ui
 
 pytest_plugins = ["pytester"]
 
@@ -47,3 +50,11 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COURSE_NO_PROGRESS", "1")
     return CliRunner()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def wide_output() -> Iterator[None]:
+    """Output wide enough that no message wraps: tests look for phrases; tests/ui tests the wrapping."""
+    ui.out.width = ui.err.width = 200
+    yield
+    ui.out.width = ui.err.width = 80

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from course.paths import WorkspacePaths
 from course.progress import Entry, ProgressStore, now_iso
 
 COURSE_BIN = Path(sys.executable).with_name("course")
@@ -61,7 +62,7 @@ def test_concurrent_checks_keep_every_update(mini_course: Path, workspace: Path)
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert json.loads(out)["total"] == 1, err
-    store = ProgressStore(workspace)
+    store = ProgressStore(WorkspacePaths(workspace))
     stored = store.load().exercises
     assert {name: entry.status for name, entry in stored.items()} == expected
     assert store.warnings == []
@@ -70,7 +71,7 @@ def test_concurrent_checks_keep_every_update(mini_course: Path, workspace: Path)
 
 def _hammer(folder: str, prefix: str, n: int) -> None:
     """Record `n` results one at a time, as n separate `course check` runs would."""
-    store = ProgressStore(Path(folder))
+    store = ProgressStore(WorkspacePaths(Path(folder)))
     for i in range(n):
         entry = Entry(status="passed", score=1, max_score=1, last_checked=now_iso(), grader_hash="h")
         store.record({f"{prefix}{i}": entry})
@@ -87,14 +88,14 @@ def test_interleaved_writers_lose_nothing(tmp_path: Path) -> None:
     for w in workers:
         w.join(timeout=60)
         assert w.exitcode == 0
-    assert len(ProgressStore(tmp_path).load().exercises) == 80
+    assert len(ProgressStore(WorkspacePaths(tmp_path)).load().exercises) == 80
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.0], ids=["cut_in_half", "emptied"])
 def test_truncated_progress_is_recovered(mini_course: Path, workspace: Path, keep: float) -> None:
     """A progress file cut short is kept as progress.json.bak, with a warning, and progress starts fresh."""
     entry = Entry(status="passed", score=3, max_score=3, last_checked=now_iso(), grader_hash="h")
-    ProgressStore(workspace).record({"ex_pass": entry})
+    ProgressStore(WorkspacePaths(workspace)).record({"ex_pass": entry})
     path = workspace / ".course" / "progress.json"
     whole = path.read_bytes()
     path.write_bytes(whole[: int(len(whole) * keep)])
@@ -105,8 +106,8 @@ def test_truncated_progress_is_recovered(mini_course: Path, workspace: Path, kee
     assert "damaged" in done.stderr and "progress.json.bak" in done.stderr
     assert (workspace / ".course" / "progress.json.bak").read_bytes() == whole[: int(len(whole) * keep)]
     # Writing works again afterwards: the fresh start is a real, usable progress file.
-    ProgressStore(workspace).record({"ex_fail": entry})
-    assert set(ProgressStore(workspace).load().exercises) == {"ex_fail"}
+    ProgressStore(WorkspacePaths(workspace)).record({"ex_fail": entry})
+    assert set(ProgressStore(WorkspacePaths(workspace)).load().exercises) == {"ex_fail"}
 
 
 def _backups(workspace: Path) -> list[Path]:

@@ -1,12 +1,14 @@
-"""Progress: atomic, locked, signed writes; corrupt files kept; stale and current derived."""
+"""Progress: atomic, locked, signed writes; corrupt files kept; stale derived; fields in step with the schema."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+from dataclasses import fields
 from pathlib import Path
 
-from course.progress import Entry, ProgressStore, current, now_iso, status_of
+from course.paths import WorkspacePaths
+from course.progress import ENTRY_FIELDS, Entry, Progress, ProgressStore, now_iso
 
 
 def _entry(status: str = "passed", digest: str = "h1") -> Entry:
@@ -16,26 +18,26 @@ def _entry(status: str = "passed", digest: str = "h1") -> Entry:
 
 def test_missing_file_is_a_fresh_start(tmp_path: Path) -> None:
     """No progress file means no results and no warning."""
-    store = ProgressStore(tmp_path)
+    store = ProgressStore(WorkspacePaths(tmp_path))
     assert store.load().exercises == {} and store.warnings == []
 
 
 def test_record_and_reload(tmp_path: Path) -> None:
     """Recorded entries come back signed and intact."""
-    store = ProgressStore(tmp_path)
+    store = ProgressStore(WorkspacePaths(tmp_path))
     store.record({"a": _entry()})
-    loaded = ProgressStore(tmp_path).load()
+    loaded = ProgressStore(WorkspacePaths(tmp_path)).load()
     assert loaded.exercises["a"].status == "passed" and loaded.exercises["a"].signature
     assert not list((tmp_path / ".course").glob("*.tmp"))
 
 
 def test_corrupt_file_is_kept_as_bak(tmp_path: Path) -> None:
     """A damaged file is moved to progress.json.bak with a warning; progress starts fresh."""
-    store = ProgressStore(tmp_path)
+    store = ProgressStore(WorkspacePaths(tmp_path))
     store.record({"a": _entry()})
-    text = store.path.read_text()
-    store.path.write_text(text[: len(text) // 2])
-    fresh = ProgressStore(tmp_path)
+    text = store.paths.progress.read_text()
+    store.paths.progress.write_text(text[: len(text) // 2])
+    fresh = ProgressStore(WorkspacePaths(tmp_path))
     assert fresh.load().exercises == {}
     assert (tmp_path / ".course" / "progress.json.bak").read_text() == text[: len(text) // 2]
     assert "damaged" in fresh.warnings[0]
@@ -43,32 +45,46 @@ def test_corrupt_file_is_kept_as_bak(tmp_path: Path) -> None:
 
 def test_hand_edited_entry_is_ignored(tmp_path: Path) -> None:
     """Flipping a failure to a pass by hand breaks its signature: the entry is dropped with a warning."""
-    store = ProgressStore(tmp_path)
+    store = ProgressStore(WorkspacePaths(tmp_path))
     store.record({"a": _entry("failed"), "b": _entry()})
-    data = json.loads(store.path.read_text())
+    data = json.loads(store.paths.progress.read_text())
     data["exercises"]["a"]["status"] = "passed"
     data["exercises"]["c"] = dict(data["exercises"]["b"])
-    store.path.write_text(json.dumps(data))
-    again = ProgressStore(tmp_path)
+    store.paths.progress.write_text(json.dumps(data))
+    again = ProgressStore(WorkspacePaths(tmp_path))
     assert sorted(again.load().exercises) == ["b"]
     assert len(again.warnings) == 2 and "edited by hand" in again.warnings[0]
 
 
-def test_stale_and_current() -> None:
-    """A pass against another grader hash is stale; current is the first not passed."""
-    from course.progress import Progress
+def test_stale_and_not_tried() -> None:
+    """A pass against another grader hash is stale; a failure stays a failure; no entry is not tried."""
+    progress = Progress(exercises={"a": _entry(digest="old"), "b": _entry(digest="h"), "c": _entry("failed", "old")})
+    assert progress.status("a", "new") == "stale"
+    assert progress.status("b", "h") == "passed"
+    assert progress.status("c", "new") == "failed"
+    assert progress.status("d", "h") == "not_tried"
 
-    progress = Progress(exercises={"a": _entry(digest="old"), "b": _entry(digest="h")})
-    assert status_of(progress, "a", "new") == "stale"
-    assert status_of(progress, "b", "h") == "passed"
-    assert status_of(progress, "c", "h") == "not_tried"
-    assert current(progress, [("a", "new"), ("b", "h")]) == "a"
-    assert current(progress, [("a", "old"), ("b", "h")]) is None
+
+def test_entry_fields_match_the_schema() -> None:
+    """The entry's fields are kept off pydantic for speed; they, the parser's and the schema's are one list."""
+    from course.schema import EntryFile, ProgressFile
+
+    assert {f.name for f in fields(Entry)} == ENTRY_FIELDS == set(EntryFile.model_fields)
+    assert {f.name for f in fields(Progress)} == set(ProgressFile.model_fields)
+
+
+def test_registry_fields_match_the_schema() -> None:
+    """The registry's dataclasses carry exactly the fields its pydantic schemas validate."""
+    from course.registry import CourseMeta, ExerciseMeta
+    from course.schema import CourseFile, ExerciseFile
+
+    assert {f.name for f in fields(CourseMeta)} == set(CourseFile.model_fields)
+    assert {f.name for f in fields(ExerciseMeta)} == set(ExerciseFile.model_fields)
 
 
 def _record_many(folder: str, prefix: str) -> None:
     """Record 20 entries one at a time (run in a separate process)."""
-    store = ProgressStore(Path(folder))
+    store = ProgressStore(WorkspacePaths(Path(folder)))
     for i in range(20):
         store.record({f"{prefix}{i}": _entry()})
 
@@ -82,4 +98,4 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     for p in procs:
         p.join(60)
     assert all(p.exitcode == 0 for p in procs)
-    assert len(ProgressStore(tmp_path).load().exercises) == 40
+    assert len(ProgressStore(WorkspacePaths(tmp_path)).load().exercises) == 40

@@ -79,8 +79,23 @@ def test_newer_format_asks_for_upgrade(mini_course: Path) -> None:
 
 
 def test_grader_hash_changes_with_grader(mini_course: Path) -> None:
-    """Editing the grader changes the hash that progress records."""
+    """Editing the grader or the metadata changes the hash that progress records; nothing else does."""
     exercise = load_course(mini_course).exercises[0]
-    before = exercise.grader_hash()
+    exercise.stub_path.write_text(exercise.stub_path.read_text() + "\n# the learner's edit\n")
+    assert load_course(mini_course).exercises[0].grader_hash == exercise.grader_hash
     exercise.grader_path.write_text(exercise.grader_path.read_text() + "\n# changed\n")
-    assert exercise.grader_hash() != before
+    after_grader = load_course(mini_course).exercises[0].grader_hash
+    assert after_grader != exercise.grader_hash
+    exercise.meta_path.write_text(exercise.meta_path.read_text() + "\n# changed\n")
+    assert load_course(mini_course).exercises[0].grader_hash not in (after_grader, exercise.grader_hash)
+
+
+def test_points_known_without_grading(mini_course: Path) -> None:
+    """Each exercise's maximum is read from its grader's marks, and follows an edit of the grader."""
+    exercise = load_course(mini_course).get("ex_fail")
+    marks = exercise.grader_path.read_text().count("@pytest.mark.points")
+    assert exercise.max_score is not None and exercise.max_score > 0 and marks
+    exercise.grader_path.write_text(
+        exercise.grader_path.read_text() + '\n\n@pytest.mark.points(5)\ndef test_extra(submission):\n    """x"""\n'
+    )
+    assert load_course(mini_course).get("ex_fail").max_score == exercise.max_score + 5

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
 import shutil
+import struct
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from course import session
-from course.runner import start_worker
+from course.engine.runner import start_worker
+from course.engine.worker import Worker
+from course.progress import ProgressStore
+from course.session import Session, init_workspace
 from course.watch import Watcher
-from course.worker import Worker
 
 MINI = Path(__file__).parent / "fixtures" / "mini_course"
 SOLVED = "def double(x):\n    return 2 * x\n"
@@ -46,29 +50,30 @@ def course_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def state(course_dir: Path, tmp_path: Path) -> session.Session:
+def state(course_dir: Path, tmp_path: Path) -> Session:
     """A fresh learner workspace made by `course init`, opened as a session."""
-    session.init(course_dir, tmp_path / "ws")
-    return session.open_session(course_dir, tmp_path / "ws")
+    init_workspace(course_dir, tmp_path / "ws")
+    return Session.open(course_dir, tmp_path / "ws")
 
 
 @pytest.fixture(scope="module")
 def worker() -> Iterator[Worker]:
     """One warm worker shared by the module's watchers, so each save is graded quickly."""
     started = start_worker()
+    assert started is not None, "the warm worker runs on Linux"
     yield started
     started.close()
 
 
 @pytest.fixture
-def watcher(state: session.Session, worker: Worker) -> Watcher:
+def watcher(state: Session, worker: Worker) -> Watcher:
     """A watcher on a hand-moved clock, already showing the first verdict (ex_pass passes)."""
     watcher = Watcher(state, clock=Clock(), worker=worker)
     watcher.start()
     return watcher
 
 
-def test_start_grades_the_current_exercise(state: session.Session, capsys: pytest.CaptureFixture[str]) -> None:
+def test_start_grades_the_current_exercise(state: Session, capsys: pytest.CaptureFixture[str]) -> None:
     """The first screen is the verdict of the first exercise, check by check."""
     watcher = Watcher(state, clock=Clock())
     watcher.start()
@@ -90,7 +95,21 @@ def test_save_gives_a_verdict_and_records_progress(watcher: Watcher, capsys: pyt
     result = watcher.tick()
     assert result is not None and result.passed
     assert "ex_fail passes" in capsys.readouterr().out
-    assert watcher.state.store.load().exercises["ex_fail"].status == "passed"
+    assert ProgressStore(watcher.session.paths).load().exercises["ex_fail"].status == "passed"
+
+
+def test_a_save_says_checking_at_once_then_each_check(watcher: Watcher, capsys: pytest.CaptureFixture[str]) -> None:
+    """The moment a save is seen, before it settles, the screen says it is checking; then each
+    check's verdict appears as the grading reports it, before the full verdict."""
+    capsys.readouterr()
+    assert watcher.on_save(watcher.path)
+    assert "checking ex_pass..." in capsys.readouterr().out
+    watcher.clock.now += 0.1  # type: ignore[attr-defined]
+    assert watcher.tick() is not None
+    out = capsys.readouterr().out
+    live = out.index("double returns twice its input.")
+    assert out.index("double(0) is 0.") > live and "Press n for the next exercise" in out[live:]
+    assert out.count("double returns twice its input.") == 2  # as it ended, then in the verdict
 
 
 def test_a_burst_of_saves_is_graded_once(watcher: Watcher) -> None:
@@ -173,7 +192,7 @@ def test_everything_is_rechecked_before_the_final_message(watcher: Watcher, caps
     watcher.on_save(watcher.path)
     watcher.clock.now += 1  # type: ignore[attr-defined]
     assert watcher.tick().passed  # type: ignore[union-attr]
-    first = watcher.state.ctx.workspace / watcher.state.ctx.course.get("ex_pass").stub_rel
+    first = watcher.session.submission(watcher.session.exercise("ex_pass"))
     first.write_text("def double(x):\n    return x\n")  # broken, but its stored pass is still there
     watcher.on_key("n")
     assert "checking them all again" in capsys.readouterr().out
@@ -184,14 +203,17 @@ def test_everything_is_rechecked_before_the_final_message(watcher: Watcher, caps
     watcher.tick()
     watcher.on_key("n")
     assert watcher.done
-    assert (watcher.state.ctx.course.meta.final or "Every exercise passes.") in capsys.readouterr().out
+    assert (watcher.session.course.meta.final or "Every exercise passes.") in capsys.readouterr().out
 
 
-def test_real_loop_in_a_terminal(state: session.Session) -> None:
+def test_real_loop_in_a_terminal(state: Session) -> None:
     """`course watch` in a pseudo-terminal: verdict, a save is re-graded from file events, `q` quits."""
-    workspace = state.ctx.workspace
+    workspace = state.workspace
     main, sub = pty.openpty()
-    env = {**os.environ, "COLUMNS": "120", "COURSE_ROOT": str(state.ctx.course.root)}
+    # A wide terminal: the markers looked for below must not be wrapped apart.
+    fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
+    env = {**os.environ, "COURSE_ROOT": str(state.course.root)}
+    env.pop("COLUMNS", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "course", "watch", "--workspace", str(workspace)],
         stdin=sub,
@@ -205,7 +227,7 @@ def test_real_loop_in_a_terminal(state: session.Session) -> None:
         _read_until(main, b"Press n for the next exercise")
         os.write(main, b"n")
         _read_until(main, b"save it to check again")
-        target = workspace / state.ctx.course.get("ex_fail").stub_rel
+        target = state.submission(state.exercise("ex_fail"))
         tmp = target.with_name(".ex_fail.py.swp")
         tmp.write_text(SOLVED)
         os.replace(tmp, target)  # the way many editors save

@@ -1,25 +1,47 @@
-"""The `course` command line: each command parses, calls the engine, renders, and exits."""
+"""The `course` command line: each command parses, calls the session or an instructor module, renders, exits.
+
+Failures are turned into one sentence and an exit code in one place, `Group.invoke`, which
+hands them to `course.errors.exit_code_for` (the console script's fast path uses it too).
+"""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
+import click
 import typer
+from typer.core import TyperGroup
 
-from course import hints as hint_store
-from course import session, ui
-from course.entry import failure_code
-from course.errors import CourseError, UsageError
+from course import ui
+from course.errors import UsageError, exit_code_for
+from course.session import Session, exit_code, init_workspace
+from course.ui import views
+
+
+class Group(TyperGroup):
+    """The command group, with the single error handler at the edge of every command."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a CourseError or a crash becomes one sentence and its exit code."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - Ctrl-C too gets its sentence and code
+            code = exit_code_for(exc)
+            if code is None:
+                raise
+            raise click.exceptions.Exit(code) from None
+
 
 app = typer.Typer(
+    cls=Group,
     help="Graded exercises for JAX Performance & Distributed.\n\n"
     "Edit the file of the current exercise, run `course check`, read what each check says, "
-    "repeat. `course list` shows where you are.",
+    "repeat. `course list` shows where you are; `course watch` re-checks on every save.",
     add_completion=False,
     invoke_without_command=True,
     rich_markup_mode=None,
@@ -39,45 +61,31 @@ WorkspaceOpt = Annotated[
         show_default=False,
     ),
 ]
-F = TypeVar("F", bound=Callable[..., Any])
+NameArg = Annotated[str, typer.Argument(help="The exercise (`course list` shows the names).")]
 
 
-def guarded(func: F) -> F:
-    """Turn CourseErrors into one sentence and their exit code; anything else is exit 3."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (typer.Exit, typer.Abort):
-            raise
-        except (CourseError, KeyboardInterrupt, Exception) as exc:
-            code = failure_code(exc)
-            if code is None:
-                raise
-            raise typer.Exit(code) from None
-
-    return wrapper  # type: ignore[return-value]
+def open_session(course: Path | None, workspace: Path | None) -> Session:
+    """The session of this command, with a warning for anything recovered from its files."""
+    session = Session.open(course, workspace)
+    for message in session.warnings:
+        ui.warning(message)
+    return session
 
 
 @app.callback()
-@guarded
 def root(ctx: typer.Context, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
     """Without a command: the list of exercises and what to do next."""
     if ctx.invoked_subcommand is None:
-        state = session.open_session(course, workspace)
-        session.render_list(state, with_next=True)
+        views.course_list(open_session(course, workspace), with_next=True)
 
 
 @app.command("list")
-@guarded
 def list_(course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
     """Show every exercise with its topic, status and points."""
-    session.render_list(session.open_session(course, workspace), with_next=False)
+    views.course_list(open_session(course, workspace), with_next=False)
 
 
 @app.command()
-@guarded
 def check(
     names: Annotated[
         list[str] | None, typer.Argument(help="Exercises to grade (default: the current one).", show_default=False)
@@ -91,34 +99,35 @@ def check(
     course: CourseOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Grade exercises and say, check by check, what holds and what does not."""
-    state = session.open_session(course, workspace)
-    results = session.check(state, names or [], all_=all_, jobs=jobs or os.cpu_count() or 1, seed=seed, quiet=as_json)
+    """Grade exercises and say, check by check, what holds and what does not.
+
+    Exit code 0 when every selected exercise passes, 1 when a check fails, 2 for a usage
+    problem, 3 when the course itself failed.
+    """
+    session = open_session(course, workspace)
+    selected = session.select(names or [], all_=all_)
+    with ui.progress_bar(len(selected), "grading", enabled=not as_json) as advance:
+        graded = session.check(selected, jobs=jobs or os.cpu_count() or 1, seed=seed,
+                               on_result=lambda r: advance(r.name))
     if as_json:
-        ui.emit_json(session.results_json(state, results))
+        ui.emit_json(views.check_json(session, graded))
     else:
-        session.render_results(state, results)
-    raise typer.Exit(session.exit_code(results))
+        views.results(session, graded)
+    raise typer.Exit(exit_code(graded))
 
 
 @app.command()
-@guarded
-def show(
-    name: Annotated[str, typer.Argument(help="The exercise.")],
-    course: CourseOpt = None,
-    workspace: WorkspaceOpt = None,
-) -> None:
+def show(name: NameArg, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
     """Print the lesson and task, and the path of the file to edit."""
-    state = session.open_session(course, workspace)
-    exercise = state.ctx.course.get(name)
+    session = open_session(course, workspace)
+    exercise = session.exercise(name)
     ui.lesson(exercise.lesson_path.read_text(encoding="utf-8"))
-    ui.line(f"Edit: {state.ctx.submission(exercise)}", style="bold")
+    ui.line(f"Edit: {session.submission(exercise)}", style="bold")
 
 
 @app.command()
-@guarded
 def hint(
-    name: Annotated[str, typer.Argument(help="The exercise.")],
+    name: NameArg,
     level: Annotated[
         int | None,
         typer.Option("--level", "-l", help="Show this level (1 is a nudge, the last nearly the answer).", min=1),
@@ -127,82 +136,67 @@ def hint(
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Show hints one level at a time: each call reveals the next."""
-    state = session.open_session(course, workspace)
-    exercise = state.ctx.course.get(name)
-    shown, total, text = hint_store.next_hint(state.ctx.workspace, exercise, level)
-    ui.line(f"Hint {shown} of {total} for {name}:", style="bold")
-    ui.line(text)
-    if shown < total:
-        ui.info(f"`course hint {name}` again for the next level.")
+    session = open_session(course, workspace)
+    views.hint(session.next_hint(session.exercise(name), level))
 
 
 @app.command()
-@guarded
 def reset(
-    name: Annotated[str, typer.Argument(help="The exercise.")],
+    name: NameArg,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     course: CourseOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Restore the stub; your version is kept as a backup in .course/backups/."""
-    state = session.open_session(course, workspace)
-    exercise = state.ctx.course.get(name)
+    """Restore the stub; your version is kept as a backup first, and the command says where."""
+    session = open_session(course, workspace)
+    exercise = session.exercise(name)
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError(f"`course reset {name}` replaces your file; add --yes to confirm.")
         typer.confirm(f"Restore the stub of {name}? Your version is kept as a backup.", abort=True)
-    backup = session.reset(state, exercise)
-    ui.line(f"Restored {state.ctx.submission(exercise)}.")
+    backup = session.reset(exercise)
+    ui.line(f"Restored {session.submission(exercise)}.")
     if backup is not None:
         ui.line(f"Your version is kept at {backup}.")
 
 
 @app.command()
-@guarded
-def solution(
-    name: Annotated[str, typer.Argument(help="The exercise.")],
-    course: CourseOpt = None,
-    workspace: WorkspaceOpt = None,
-) -> None:
+def solution(name: NameArg, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
     """Show the reference solution, once the exercise has passed."""
-    state = session.open_session(course, workspace)
-    exercise = state.ctx.course.get(name)
-    if state.status(exercise) not in ("passed", "stale"):
+    session = open_session(course, workspace)
+    exercise = session.exercise(name)
+    if not session.passed_ever(exercise):
         ui.error(f"`{name}` has not passed yet; the solution opens once `course check {name}` passes.")
         raise typer.Exit(1)
-    ui.out.file.write(exercise.solution_path.read_text(encoding="utf-8"))
+    ui.raw(exercise.solution_path.read_text(encoding="utf-8"))
 
 
 @app.command("progress")
-@guarded
 def progress_(
     as_json: Annotated[bool, typer.Option("--json", help="Print the stored progress as JSON.")] = False,
     course: CourseOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Summarize what has passed, the points, and the last results (grades nothing)."""
-    state = session.open_session(course, workspace)
-    data = session.progress_json(state)
+    summary = open_session(course, workspace).summary()
     if as_json:
-        ui.emit_json(data)
+        ui.emit_json(views.progress_json(summary))
     else:
-        session.render_progress(state, data)
+        views.progress(summary)
 
 
 @app.command()
-@guarded
 def init(
     directory: Annotated[Path, typer.Argument(help="Folder to make into a workspace.")],
     course: CourseOpt = None,
 ) -> None:
     """Make a fresh workspace holding the stubs and nothing else."""
-    made = session.init(course, directory)
+    made = init_workspace(course, directory)
     ui.line(f"Workspace ready at {directory.resolve()} ({len(made)} files).")
     ui.line(f"Next: cd {directory} && course check")
 
 
 @app.command()
-@guarded
 def new(
     name: Annotated[str, typer.Argument(help="The new exercise's name: a-z, 0-9 and _, at most 40 characters.")],
     topic: Annotated[str, typer.Option("--topic", "-t", help="Short topic shown in `course list`, e.g. donation.")],
@@ -210,7 +204,8 @@ def new(
 ) -> None:
     """Scaffold an exercise, its grader, solution and wrong/ folder, and add it to course.toml."""
     # Imported here: instructor commands should cost the learner's commands nothing at start-up.
-    from course import scaffold, workspace
+    from course import workspace
+    from course.instructor import scaffold
 
     found = workspace.resolve(course).course
     made = scaffold.new_exercise(found, name, topic)
@@ -221,7 +216,6 @@ def new(
 
 
 @app.command()
-@guarded
 def validate(
     names: Annotated[
         list[str] | None, typer.Argument(help="Exercises to validate (default: all).", show_default=False)
@@ -232,26 +226,20 @@ def validate(
     course: CourseOpt = None,
 ) -> None:
     """Prove exercises sound: stubs fail, solutions pass, every wrong variant is caught."""
-    # Imported here: instructor commands should cost the learner's commands nothing at start-up.
-    from course import validate as soundness
     from course import workspace
+    from course.instructor import validate as soundness
+    from course.ui import instructor
 
     found = workspace.resolve(course).course
     with ui.progress_bar(len(soundness.plan(found, names or [])), "validating") as advance:
         report = soundness.validate(found, names or [], jobs=jobs, on_progress=advance)
-    soundness.render(report)
+    instructor.validation(report)
     raise typer.Exit(report.exit_code)
 
 
 @app.command()
-@guarded
 def watch(course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
     """Re-grade the current exercise each time you save its file; keys for next, hint, list, reset, quit."""
     from course import watch as watching  # imported here: only this command needs file events
 
-    watching.run(session.open_session(course, workspace))
-
-
-def main() -> None:
-    """Run the typer application (the console script enters through `course.entry.main`)."""
-    app()
+    watching.run(open_session(course, workspace))

@@ -1,4 +1,4 @@
-"""Typed errors that the command layer turns into one sentence and an exit code."""
+"""Typed errors, and the one place (`exit_code_for`) where a failure becomes a sentence and an exit code."""
 
 from __future__ import annotations
 
@@ -25,7 +25,25 @@ class RegistryError(CourseError):
     """`course.toml` or an `exercise.toml` is missing or invalid."""
 
 
-class PlatformError(CourseError):
-    """The platform itself failed (a grader crashed, a report was missing): not the learner's doing."""
+def exit_code_for(exc: BaseException) -> int | None:
+    """The edge of every command: report `exc` in one sentence and return its exit code.
 
-    exit_code = 3
+    None means: let it through (a traceback, with `COURSE_DEBUG=1`, or an exit already decided).
+    """
+    import os
+
+    from course import ui
+
+    debug = os.environ.get("COURSE_DEBUG") == "1"
+    if isinstance(exc, CourseError):
+        if debug:
+            return None
+        ui.error(str(exc))
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        ui.error("interrupted.")
+        return 130
+    if isinstance(exc, Exception) and not debug:
+        ui.error(f"course itself failed ({type(exc).__name__}: {exc}); rerun with COURSE_DEBUG=1 for the traceback.")
+        return 3
+    return None

@@ -1,29 +1,44 @@
-"""Hints revealed one level at a time; the level reached is kept in `.course/hints.json`."""
+"""Hints revealed one level at a time; the level reached per exercise is kept in the workspace."""
 
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from course.errors import UsageError
+from course.files import write_atomic
 from course.registry import Exercise
 
 
-def next_hint(workspace: Path, exercise: Exercise, level: int | None) -> tuple[int, int, str]:
-    """(level shown, number of levels, text): the next unseen level, or the one asked for."""
+@dataclass(frozen=True)
+class Hint:
+    """One hint shown: its level, how many levels there are, and its text."""
+
+    exercise: str
+    level: int
+    levels: int
+    text: str
+
+    @property
+    def last(self) -> bool:
+        """True when no further level exists."""
+        return self.level >= self.levels
+
+
+def next_hint(path: Path, exercise: Exercise, level: int | None) -> Hint:
+    """The next unseen level of `exercise`'s hints, or the level asked for; remembered in `path`."""
     hints = exercise.meta.hints
     if not hints:
         raise UsageError(f"`{exercise.name}` has no hints; read the lesson with `course show {exercise.name}`.")
-    path = workspace / ".course" / "hints.json"
     seen = _load(path)
     if level is None:
         level = min(seen.get(exercise.name, 0) + 1, len(hints))
     elif level > len(hints):
         raise UsageError(f"`{exercise.name}` has {len(hints)} hint levels; pick --level 1 to {len(hints)}.")
     seen[exercise.name] = max(seen.get(exercise.name, 0), level)
-    _save(path, seen)
-    return level, len(hints), hints[level - 1]
+    write_atomic(path, json.dumps(seen, indent=2))
+    return Hint(exercise.name, level, len(hints), hints[level - 1])
 
 
 def _load(path: Path) -> dict[str, int]:
@@ -32,14 +47,6 @@ def _load(path: Path) -> dict[str, int]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return (
-        {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int)} if isinstance(data, dict) else {}
-    )
-
-
-def _save(path: Path, seen: dict[str, int]) -> None:
-    """Write atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".hints.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(seen, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int)}

@@ -1,4 +1,4 @@
-"""The learner's progress in `.course/progress.json`: atomic, locked writes; corrupt files kept as `.bak`.
+"""The learner's progress in `.course/progress.json`: locked, atomic writes; a damaged file kept as `.bak`.
 
 Format (version 1)::
 
@@ -7,24 +7,26 @@ Format (version 1)::
       "signature": "…"}}}
 
 Each entry is signed with a key kept beside the file, so an entry edited by hand is noticed and
-ignored. Only the command layer writes progress, and only from a verified grading report.
+ignored. Only the session writes progress, and only from a verified grading report. Reading
+never imports pydantic: the schema (`course.schema.EntryFile`) is applied when writing, and a
+signature proves an entry was written, already validated, by `course` itself.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
-import hmac
 import json
 import os
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Literal
 
+from course import signing
+from course.files import write_atomic
+from course.paths import WorkspacePaths
+
 VERSION = 1
+Status = Literal["passed", "failed", "stale", "not_tried"]
 
 
 @dataclass
@@ -47,6 +49,10 @@ class Entry:
         return f"{name}|{self.status}|{self.score}|{self.max_score}|{self.last_checked}|{self.grader_hash}".encode()
 
 
+ENTRY_FIELDS = frozenset(f.name for f in fields(Entry))
+"""An entry's keys; `tests/test_progress.py` proves they match the pydantic schema's."""
+
+
 @dataclass
 class Progress:
     """All stored results of a workspace (schema: `course.schema.ProgressFile`)."""
@@ -54,31 +60,40 @@ class Progress:
     version: int = VERSION
     exercises: dict[str, Entry] = field(default_factory=dict)
 
+    def status(self, name: str, grader_hash: str) -> Status:
+        """passed / failed / stale (passed against another grader) / not_tried."""
+        entry = self.exercises.get(name)
+        if entry is None:
+            return "not_tried"
+        if entry.status == "passed" and entry.grader_hash != grader_hash:
+            return "stale"
+        return entry.status
+
 
 class ProgressStore:
-    """Load and update `.course/progress.json` in a workspace."""
+    """Load and update the progress file of one workspace."""
 
-    def __init__(self, workspace: Path) -> None:
-        self.folder = workspace / ".course"
-        self.path = self.folder / "progress.json"
+    def __init__(self, paths: WorkspacePaths) -> None:
+        self.paths = paths
         self.warnings: list[str] = []
 
     def load(self) -> Progress:
-        """The stored progress; missing means fresh, corrupt is kept as `.bak` with a warning."""
+        """The stored progress; missing means fresh, damaged is kept as `.bak` with a warning."""
+        path = self.paths.progress
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return Progress()
         except OSError as exc:
-            self.warnings.append(f"could not read {self.path} ({exc.strerror}); starting fresh")
+            self.warnings.append(f"could not read {path} ({exc.strerror}); starting fresh")
             return Progress()
         try:
             progress = _parse(raw)
         except ValueError:
-            backup = self.path.with_name("progress.json.bak")
+            backup = self.paths.progress_backup
             with contextlib.suppress(OSError):
-                os.replace(self.path, backup)
-            self.warnings.append(f"{self.path} was damaged; it is kept as {backup.name} and progress starts fresh")
+                os.replace(path, backup)
+            self.warnings.append(f"{path} was damaged; it is kept as {backup.name} and progress starts fresh")
             return Progress()
         return self._verified(progress)
 
@@ -87,7 +102,7 @@ class ProgressStore:
         key = self._key(create=False)
         kept = {}
         for name, entry in progress.exercises.items():
-            if key and hmac.compare_digest(_sign(key, entry.payload(name)), entry.signature):
+            if key and signing.verify(key, entry.payload(name), entry.signature):
                 kept[name] = entry
             else:
                 self.warnings.append(
@@ -97,48 +112,31 @@ class ProgressStore:
         progress.exercises = kept
         return progress
 
-    def record(self, results: dict[str, Entry]) -> None:
-        """Merge new results into the stored progress under a lock, then write atomically."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with self._locked():
+    def record(self, results: dict[str, Entry]) -> Progress:
+        """Merge new results into the stored progress under a lock, write it, and return it."""
+        from filelock import FileLock  # imported here: reading progress never needs it
+
+        self.paths.state.mkdir(parents=True, exist_ok=True)
+        # Two `course check` runs at once must not lose each other's updates.
+        with FileLock(self.paths.progress_lock):
             progress = self.load()
             key = self._key(create=True)
             for name, entry in results.items():
-                entry.signature = _sign(key, entry.payload(name))
+                entry.signature = signing.sign(key, entry.payload(name))
                 progress.exercises[name] = entry
-            self._write(progress)
-
-    def _write(self, progress: Progress) -> None:
-        """Write to a temporary file in the same folder, fsync, then rename over the old file."""
-        import secrets  # imported here: reading progress never needs it
-
-        tmp = self.path.with_name(f".progress.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(_dump(progress))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """Hold an exclusive lock so two `course check` runs never lose each other's updates."""
-        with open(self.folder / "progress.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+            write_atomic(self.paths.progress, _dump(progress))
+        return progress
 
     def _key(self, *, create: bool) -> bytes:
         """The workspace's signing key; made on first write."""
-        import secrets  # imported here: reading progress never needs it
-
-        path = self.folder / "key"
+        path = self.paths.key
         try:
             return path.read_bytes()
         except FileNotFoundError:
             if not create:
                 return b""
+        import secrets  # imported here: reading progress never needs it
+
         key = secrets.token_bytes(32)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
@@ -157,7 +155,7 @@ def _parse(raw: str) -> Progress:
         raise ValueError("not a progress file")
     entries = {}
     for name, item in data["exercises"].items():
-        if not isinstance(item, dict) or set(item) != _ENTRY_FIELDS:
+        if not isinstance(item, dict) or set(item) != ENTRY_FIELDS:
             raise ValueError(f"bad entry {name!r}")
         entries[name] = Entry(**item)
     return Progress(version=int(data.get("version", VERSION)), exercises=entries)
@@ -170,32 +168,6 @@ def _dump(progress: Progress) -> str:
     return ProgressFile.model_validate(asdict(progress)).model_dump_json(indent=2)
 
 
-_ENTRY_FIELDS = {"status", "score", "max_score", "last_checked", "grader_hash", "signature"}
-
-
-def _sign(key: bytes, payload: bytes) -> str:
-    """Hex HMAC-SHA256."""
-    return hmac.new(key, payload, hashlib.sha256).hexdigest()
-
-
 def now_iso() -> str:
     """The current time in UTC, ISO 8601 with a Z."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def status_of(progress: Progress, name: str, grader_hash: str) -> str:
-    """passed / failed / stale / not_tried for one exercise."""
-    entry = progress.exercises.get(name)
-    if entry is None:
-        return "not_tried"
-    if entry.status == "passed" and entry.grader_hash != grader_hash:
-        return "stale"
-    return entry.status
-
-
-def current(progress: Progress, names_and_hashes: list[tuple[str, str]]) -> str | None:
-    """The first exercise not passed (stale counts as not passed), or None when all pass."""
-    for name, digest in names_and_hashes:
-        if status_of(progress, name, digest) != "passed":
-            return name
-    return None

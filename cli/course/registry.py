@@ -1,27 +1,30 @@
 """The course registry: `course.toml` and each `exercise.toml`, validated; every path derived from a name.
 
-Validation is pydantic's (`course.schema`); its result is memoized in `.course/registry.json`
-under a hash of the files' bytes, so commands that only read (`course list`) skip importing
-pydantic until a file changes.
+Validation is pydantic's (`course.schema`); its result, with each grader's points read
+statically (`course.points`), is memoized in the course's `.course/registry.json` under a hash
+of the files' bytes, so commands that only read (`course list`) skip importing pydantic until a
+file changes. Each exercise's grader hash is computed here, once per command.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import os
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from course.errors import RegistryError, UnknownExercise
+from course.files import write_atomic
+from course.paths import registry_memo
+from course.points import static_points
 from course.schema_names import NAME_RE
 
 FORMAT_VERSION = 1
 COURSE_FILE = "course.toml"
-CACHE_FILE = Path(".course") / "registry.json"
 # The schema's own source is part of the hash, so changing a default or a rule invalidates the memo.
 _SCHEMA_TAG = (Path(__file__).with_name("schema.py")).read_bytes()
 
@@ -59,6 +62,10 @@ class Exercise:
     position: int
     meta: ExerciseMeta
     root: Path
+    grader_hash: str = ""
+    """A hash of the grader and metadata: a pass recorded against another hash is stale."""
+    max_score: float | None = None
+    """The grader's points, read statically; None when they cannot be (`course validate` says why)."""
 
     @property
     def folder(self) -> str:
@@ -100,12 +107,10 @@ class Exercise:
         """Known-wrong variants that the grader must catch."""
         return self.root / "solutions" / self.folder / "wrong"
 
-    def grader_hash(self) -> str:
-        """A hash of the grader and metadata: a pass against another hash is stale."""
-        digest = hashlib.sha256()
-        for path in (self.grader_path, self.meta_path):
-            digest.update(path.read_bytes() if path.exists() else b"")
-        return digest.hexdigest()[:16]
+    @property
+    def hidden_grader_path(self) -> Path:
+        """Checks run only when instructors grade, never by `course check`."""
+        return self.root / "graders" / self.folder / "hidden" / f"test_{self.name}_hidden.py"
 
 
 @dataclass
@@ -116,11 +121,14 @@ class Course:
     meta: CourseMeta
     exercise_metas: dict[str, ExerciseMeta]
 
+    graders: dict[str, tuple[str, float | None]] = field(default_factory=dict)
+    """Per exercise: its grader hash and its points, as `load_course` found them."""
+
     @cached_property
     def exercises(self) -> list[Exercise]:
         """All exercises, in course order."""
         return [
-            Exercise(name=name, position=i, meta=self.exercise_metas[name], root=self.root)
+            Exercise(name, i, self.exercise_metas[name], self.root, *self.graders.get(name, ("", None)))
             for i, name in enumerate(self.meta.exercises, start=1)
         ]
 
@@ -172,16 +180,34 @@ def load_course(root: Path) -> Course:
     """Load and validate `course.toml` and every listed `exercise.toml` at `root`."""
     course_bytes = _read(root / COURSE_FILE)
     names = _listed_names(root, course_bytes)
+    metas = [_read_or_empty(_meta_path(root, i, n)) for i, n in enumerate(names, start=1)]
+    graders = [_read_or_empty(_grader_path(root, i, n)) for i, n in enumerate(names, start=1)]
     digest = hashlib.sha256(_SCHEMA_TAG)
-    for part in [course_bytes, *(_read_or_empty(_meta_path(root, i, n)) for i, n in enumerate(names, start=1))]:
+    for part in [course_bytes, *metas, *graders]:
         digest.update(hashlib.sha256(part).digest())
     cached = _cache_read(root, digest.hexdigest())
     if cached is None:
         cached = _validate_all(root)
+        cached["points"] = {n: static_points(g.decode("utf-8", "replace")) for n, g in zip(names, graders, strict=True)}
         _cache_write(root, digest.hexdigest(), cached)
     course_meta = CourseMeta(**cached["course"])
-    metas = {name: ExerciseMeta(**data) for name, data in cached["exercises"].items()}
-    return Course(root=root, meta=course_meta, exercise_metas=metas)
+    exercise_metas = {name: ExerciseMeta(**data) for name, data in cached["exercises"].items()}
+    hashes = {n: _grader_hash(g, m) for n, g, m in zip(names, graders, metas, strict=True)}
+    info = {n: (hashes[n], cached["points"].get(n)) for n in course_meta.exercises}
+    return Course(root=root, meta=course_meta, exercise_metas=exercise_metas, graders=info)
+
+
+def _grader_hash(grader: bytes, meta: bytes) -> str:
+    """A short hash of an exercise's grader and metadata."""
+    digest = hashlib.sha256()
+    for part in (grader, meta):
+        digest.update(part)
+    return digest.hexdigest()[:16]
+
+
+def _grader_path(root: Path, position: int, name: str) -> Path:
+    """Where exercise `name` at `position` keeps its grader."""
+    return root / "graders" / f"{position:02d}_{name}" / f"test_{name}.py"
 
 
 def _listed_names(root: Path, course_bytes: bytes) -> list[str]:
@@ -211,26 +237,16 @@ def _validate_all(root: Path) -> dict[str, Any]:
 def _cache_read(root: Path, digest: str) -> dict[str, Any] | None:
     """Validated data for exactly these files' bytes, if memoized."""
     try:
-        data = json.loads((root / CACHE_FILE).read_text(encoding="utf-8"))
+        data = json.loads(registry_memo(root).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("digest") != digest:
         return None
-    return data.get("validated")
+    validated = data.get("validated")
+    return validated if isinstance(validated, dict) and "points" in validated else None
 
 
 def _cache_write(root: Path, digest: str, validated: dict[str, Any]) -> None:
     """Memoize validated data; a read-only course simply goes without."""
-    path = root / CACHE_FILE
-    try:
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f".registry.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"digest": digest, "validated": validated}), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
-def meta_as_dict(meta: ExerciseMeta) -> dict[str, Any]:
-    """An exercise's metadata as a plain dict."""
-    return asdict(meta)
+    with contextlib.suppress(OSError):
+        write_atomic(registry_memo(root), json.dumps({"digest": digest, "validated": validated}))

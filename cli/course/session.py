@@ -1,240 +1,209 @@
-"""What the commands share: the course and workspace in use, grading with progress, and rendering.
+"""The one owner of a command's state: the course, the workspace's files and each exercise's status.
 
-Commands stay thin by calling these functions. This is the only place that writes progress,
-and it does so only from results the runner verified.
+Commands and `course watch` call its verbs (`check`, `record`, `reset`, `next_hint`, `current`)
+and show what they return through `course.ui`; nothing here prints. Progress is written only
+here, and only from results the runner verified.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from course import ui, workspace
+from course import hints, workspace
 from course.errors import UsageError
-from course.progress import Entry, Progress, ProgressStore, current, now_iso, status_of
-from course.registry import Exercise
+from course.paths import WorkspacePaths
+from course.progress import Entry, Progress, ProgressStore, Status, now_iso
+from course.registry import Course, Exercise
 
-if TYPE_CHECKING:  # the runner is imported when grading, so `course list` stays light
-    from course.runner import ExerciseResult
-    from course.worker import Worker
+if TYPE_CHECKING:  # the engine is imported only when grading, so `course list` stays light
+    from course.engine.isolation import Launcher
+    from course.engine.verdict import CheckEvent, ExerciseResult
 
 
-@dataclass
-class Session:
-    """The resolved course and workspace, with the stored progress."""
+@dataclass(frozen=True)
+class ExerciseRow:
+    """One exercise as `course list` and `course progress` show it."""
 
-    ctx: workspace.Context
-    store: ProgressStore
-    progress: Progress
+    position: int
+    name: str
+    topic: str
+    status: Status
+    score: float
+    max_score: float | None
+    last_checked: str | None
 
-    def status(self, exercise: Exercise) -> str:
-        """passed / failed / stale / not_tried."""
-        return status_of(self.progress, exercise.name, exercise.grader_hash())
+
+@dataclass(frozen=True)
+class Summary:
+    """The stored progress of a whole course, as `course progress` shows it."""
+
+    course: str
+    rows: list[ExerciseRow]
 
     @property
-    def cache_dir(self) -> Path:
-        """Where this workspace keeps compiled XLA programs between gradings."""
-        return self.ctx.workspace / ".course" / "xla-cache"
+    def passed(self) -> int:
+        """How many exercises pass against their current grader."""
+        return sum(r.status == "passed" for r in self.rows)
 
-    def current(self) -> str | None:
-        """The first exercise not passed."""
-        return current(self.progress, [(e.name, e.grader_hash()) for e in self.ctx.course.exercises])
+    @property
+    def score(self) -> float:
+        """Points of the exercises that pass."""
+        return sum(r.score for r in self.rows if r.status == "passed")
 
-
-def open_session(course_dir: Path | None, workspace_dir: Path | None) -> Session:
-    """Resolve the course and workspace and load progress, warning about anything recovered."""
-    ctx = workspace.resolve(course_dir, workspace_dir)
-    store = ProgressStore(ctx.workspace)
-    progress = store.load()
-    for message in store.warnings:
-        ui.warning(message)
-    return Session(ctx=ctx, store=store, progress=progress)
+    @property
+    def max_score(self) -> float:
+        """Points the whole course is worth (an unreadable grader counts what it last reported)."""
+        return sum(r.max_score or 0.0 for r in self.rows)
 
 
-def _rows(state: Session) -> list[dict[str, Any]]:
-    """One row per exercise for the list and progress views."""
-    rows = []
-    for exercise in state.ctx.course.exercises:
-        entry = state.progress.exercises.get(exercise.name)
-        rows.append(
-            {
-                "position": exercise.position,
-                "name": exercise.name,
-                "topic": exercise.meta.topic,
-                "status": state.status(exercise),
-                "score": entry.score if entry else 0.0,
-                "max_score": entry.max_score if entry else 0.0,
-                "last_checked": entry.last_checked if entry else None,
-            }
-        )
-    return rows
+class Session:
+    """The resolved course and workspace, the stored progress, and the verbs that change them."""
 
+    def __init__(self, context: workspace.Context) -> None:
+        self.course: Course = context.course
+        self.workspace: Path = context.workspace
+        self.paths = WorkspacePaths(context.workspace)
+        self._context = context
+        self._store = ProgressStore(self.paths)
+        self.progress: Progress = self._store.load()
+        self.warnings: list[str] = list(self._store.warnings)
 
-def render_list(state: Session, *, with_next: bool) -> None:
-    """The table of exercises and a progress bar; optionally what to do next."""
-    rows = _rows(state)
-    now = state.current()
-    ui.out.print(ui.exercise_table(state.ctx.course.meta.title, rows, now))
-    ui.out.print(ui.bar(sum(r["status"] == "passed" for r in rows), len(rows)))
-    if with_next:
-        if not state.progress.exercises and state.ctx.course.meta.welcome:
-            ui.line(state.ctx.course.meta.welcome)
-        if now is None:
-            ui.line(state.ctx.course.meta.final or "Every exercise passes.", style="bold green")
-        else:
-            path = state.ctx.submission(state.ctx.course.get(now))
-            ui.line(f"Next: edit {path}, then run `course check` (`course show {now}` for the lesson).")
+    @classmethod
+    def open(cls, course_dir: Path | None = None, workspace_dir: Path | None = None) -> Session:
+        """Find the course and workspace as SPEC §4 says, and load the progress."""
+        return cls(workspace.resolve(course_dir, workspace_dir))
 
+    def exercise(self, name: str) -> Exercise:
+        """The exercise called `name` (UnknownExercise otherwise)."""
+        return self.course.get(name)
 
-def check(
-    state: Session,
-    names: list[str],
-    *,
-    all_: bool,
-    jobs: int,
-    seed: int | None,
-    quiet: bool,
-    worker: Worker | None = None,
-) -> list[ExerciseResult]:
-    """Grade the selected exercises (default: the current one) and record verified results."""
-    from course.runner import grade_many, start_worker
+    def submission(self, exercise: Exercise) -> Path:
+        """The learner's file for `exercise`."""
+        return self._context.submission(exercise)
 
-    exercises = _select(state, names, all_)
-    pairs = [(e, state.ctx.submission(e)) for e in exercises]
-    # Several exercises share one warm worker, which saves each but the first JAX's import;
-    # one exercise alone gains nothing from it (benchmarks/README.md has the figures).
-    own = start_worker(state.cache_dir) if worker is None and len(pairs) > 1 else None
-    try:
-        with ui.progress_bar(len(pairs), "grading", enabled=not quiet) as advance:
+    def status(self, exercise: Exercise) -> Status:
+        """passed / failed / stale / not_tried, against the exercise's current grader."""
+        return self.progress.status(exercise.name, exercise.grader_hash)
+
+    def rows(self) -> list[ExerciseRow]:
+        """Every exercise with its status and points, in course order."""
+        rows = []
+        for e in self.course.exercises:
+            entry = self.progress.exercises.get(e.name)
+            known = e.max_score if e.max_score is not None else (entry.max_score if entry else None)
+            rows.append(
+                ExerciseRow(
+                    position=e.position,
+                    name=e.name,
+                    topic=e.meta.topic,
+                    status=self.status(e),
+                    score=entry.score if entry else 0.0,
+                    max_score=known,
+                    last_checked=entry.last_checked if entry else None,
+                )
+            )
+        return rows
+
+    def summary(self) -> Summary:
+        """The stored progress of the whole course."""
+        return Summary(course=self.course.meta.title, rows=self.rows())
+
+    def current(self) -> Exercise | None:
+        """The first exercise not passed (a stale pass counts as not passed), or None."""
+        return next((e for e in self.course.exercises if self.status(e) != "passed"), None)
+
+    def next_pending(self, after: str | None) -> Exercise | None:
+        """The first exercise not passed after `after`, else the first not passed at all."""
+        exercises = self.course.exercises
+        names = [e.name for e in exercises]
+        start = names.index(after) + 1 if after in names else 0
+        return next((e for e in [*exercises[start:], *exercises[:start]] if self.status(e) != "passed"), None)
+
+    def select(self, names: list[str], *, all_: bool = False) -> list[Exercise]:
+        """The exercises a check is about: the named ones, all, or else the current one."""
+        now = self.current()
+        if all_ or (not names and now is None):
+            return self.course.exercises
+        if names:
+            return self.course.select(names)
+        assert now is not None
+        return [now]
+
+    def check(
+        self,
+        exercises: list[Exercise],
+        *,
+        jobs: int = 1,
+        seed: int | None = None,
+        worker: Launcher | None = None,
+        on_result: Callable[[ExerciseResult], None] | None = None,
+        on_event: Callable[[CheckEvent], None] | None = None,
+    ) -> list[ExerciseResult]:
+        """Grade `exercises` and record the learner's outcomes; the results in the order given."""
+        from course.engine.runner import grade_many, start_worker
+
+        pairs = [(e, self.submission(e)) for e in exercises]
+        # Several exercises share one warm worker, which saves each but the first JAX's import;
+        # one exercise alone gains nothing from it (benchmarks/README.md has the figures).
+        own = start_worker(self.paths.cache) if worker is None and len(pairs) > 1 else None
+        try:
             results = grade_many(
                 pairs,
                 jobs=jobs,
                 seed=seed,
-                on_result=lambda r: advance(r.name),
+                on_result=on_result,
+                on_event=on_event,
                 worker=worker or own,
-                cache_dir=state.cache_dir,
+                cache_dir=self.paths.cache,
             )
-    finally:
-        if own is not None:
-            own.close()
-    _record(state, exercises, results)
-    return results
+        finally:
+            if own is not None:
+                own.close()
+        self.record(exercises, results)
+        return results
+
+    def record(self, exercises: list[Exercise], results: list[ExerciseResult]) -> None:
+        """Store learner outcomes (not platform errors, not untried files) in the progress file."""
+        entries = {
+            e.name: Entry(
+                status="passed" if r.passed else "failed",
+                score=r.score,
+                max_score=r.max_score,
+                last_checked=now_iso(),
+                grader_hash=e.grader_hash,
+            )
+            for e, r in zip(exercises, results, strict=True)
+            if not r.not_tried and r.status != "error"
+        }
+        if entries:
+            self.progress = self._store.record(entries)
+
+    def reset(self, exercise: Exercise) -> Path | None:
+        """Restore the stub; the learner's version is kept first. Returns the backup, if one was made."""
+        return workspace.reset(self._context, exercise)
+
+    def next_hint(self, exercise: Exercise, level: int | None = None) -> hints.Hint:
+        """The next hint level of `exercise` (or `level`), remembered for next time."""
+        return hints.next_hint(self.paths.hints, exercise, level)
+
+    def passed_ever(self, exercise: Exercise) -> bool:
+        """True once the exercise has passed, even against an older grader."""
+        return self.status(exercise) in ("passed", "stale")
 
 
-def _select(state: Session, names: list[str], all_: bool) -> list[Exercise]:
-    """The exercises a check is about."""
-    course = state.ctx.course
-    if all_ or (not names and state.current() is None):
-        return course.exercises
-    if names:
-        return course.select(names)
-    now = state.current()
-    assert now is not None
-    return [course.get(now)]
-
-
-def _record(state: Session, exercises: list[Exercise], results: list[ExerciseResult]) -> None:
-    """Store learner outcomes (not platform errors, not untried files) in progress."""
-    entries = {}
-    for exercise, result in zip(exercises, results, strict=True):
-        if result.not_tried or result.status == "error":
-            continue
-        entries[exercise.name] = Entry(
-            status="passed" if result.passed else "failed",
-            score=result.score,
-            max_score=result.max_score,
-            last_checked=now_iso(),
-            grader_hash=exercise.grader_hash(),
-        )
-    if entries:
-        state.store.record(entries)
-        state.progress = state.store.load()
+def init_workspace(course_dir: Path | None, target: Path) -> list[Path]:
+    """Make a workspace at `target` from the course found as usual; return the files written."""
+    context = workspace.resolve(course_dir, None)
+    if target.resolve() == context.course.root:
+        raise UsageError("that folder is the course itself; give `course init` a new folder.")
+    return workspace.init(context.course, target)
 
 
 def exit_code(results: list[ExerciseResult]) -> int:
-    """0 all passed, 3 the platform failed somewhere, otherwise 1."""
+    """0 when everything passed, 3 when the platform failed somewhere, otherwise 1."""
     if any(r.status == "error" for r in results):
         return 3
     return 0 if all(r.passed for r in results) else 1
-
-
-def jax_version() -> str:
-    """The installed JAX version, read without importing JAX."""
-    from importlib import metadata  # slow to import; only `--json` needs it
-
-    try:
-        return metadata.version("jax")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def results_json(state: Session, results: list[ExerciseResult]) -> dict[str, Any]:
-    """The `course check --json` object (SPEC §4)."""
-    return {
-        "course": state.ctx.course.meta.title,
-        "jax_version": jax_version(),
-        "passed": sum(r.passed for r in results),
-        "total": len(results),
-        "exercises": [r.to_json() for r in results],
-    }
-
-
-def render_results(state: Session, results: list[ExerciseResult]) -> None:
-    """Per-check output for each result, then the next step."""
-    for result in results:
-        exercise = state.ctx.course.get(result.name)
-        ui.result_block(result, str(state.ctx.submission(exercise)))
-        ui.line()
-    failing = [r for r in results if not r.passed]
-    if failing:
-        first = failing[0]
-        if first.status == "error":
-            ui.line("Something is wrong with the course itself, not your code; tell your instructor.", style="bold")
-        else:
-            ui.line(
-                f"Next: fix {state.ctx.submission(state.ctx.course.get(first.name))}, then "
-                f"`course check {first.name}`. Stuck? `course hint {first.name}`.",
-                style="bold",
-            )
-        return
-    now = state.current()
-    if now is None:
-        ui.line(state.ctx.course.meta.final or "Every exercise passes.", style="bold green")
-    else:
-        ui.line(f"Next: `course show {now}` for the next lesson, then `course check`.", style="bold")
-
-
-def progress_json(state: Session) -> dict[str, Any]:
-    """The stored progress as the `course progress --json` object (SPEC §4)."""
-    rows = _rows(state)
-    return {
-        "course": state.ctx.course.meta.title,
-        "passed": sum(r["status"] == "passed" for r in rows),
-        "total": len(rows),
-        "score": sum(r["score"] for r in rows if r["status"] == "passed"),
-        "max_score": sum(r["max_score"] for r in rows),
-        "exercises": [{k: r[k] for k in ("name", "status", "score", "max_score", "last_checked")} for r in rows],
-    }
-
-
-def render_progress(state: Session, data: dict[str, Any]) -> None:
-    """A short summary of stored progress."""
-    ui.out.print(ui.bar(data["passed"], data["total"]))
-    ui.line(f"Points: {data['score']:g} of {data['max_score']:g} known so far.")
-    for row in data["exercises"]:
-        when = row["last_checked"] or "never checked"
-        ui.out.print(ui.status_text(row["status"]), f" {row['name']}  ({when})", highlight=False)
-
-
-def reset(state: Session, exercise: Exercise) -> Path | None:
-    """Restore a stub, keeping the learner's version."""
-    return workspace.reset(state.ctx, exercise)
-
-
-def init(course_dir: Path | None, target: Path) -> list[Path]:
-    """Make a workspace at `target` from the course found as usual."""
-    ctx = workspace.resolve(course_dir, None)
-    if target.resolve() == ctx.course.root:
-        raise UsageError("that folder is the course itself; give `course init` a new folder.")
-    return workspace.init(ctx.course, target)

@@ -1,9 +1,11 @@
 """`course watch`: re-grade the current exercise each time its file is saved; single keys for the rest.
 
-`Watcher` holds the logic and is driven by calls (`start`, `on_save`, `tick`, `on_key`), so tests
-need no terminal; `run` is the real loop, feeding it file events (watchfiles, on the folder, so
-editors that save by rename work too) and keys read in cbreak mode (Ctrl-C still interrupts).
-Progress is recorded exactly as `course check` records it, through `session.check`.
+`Watcher` holds watch mode's state and is driven by calls (`start`, `on_save`, `tick`, `on_key`),
+so tests need no terminal; `run` is the real loop, feeding it file events (watchfiles, on the
+folder, so editors that save by rename work too) and keys read in cbreak mode (Ctrl-C still
+interrupts). It grades and records through the session's verbs, exactly as `course check` does,
+and shows everything through `course.ui.views`: "checking" as soon as a save is seen, each
+check's verdict as it ends, then the full verdict.
 """
 
 from __future__ import annotations
@@ -20,15 +22,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from course import hints, session, ui
+from course import ui
 from course.errors import CourseError, UsageError
+from course.session import Session
+from course.ui import views
 
 if TYPE_CHECKING:
+    from course.engine.isolation import Launcher
+    from course.engine.verdict import ExerciseResult
     from course.registry import Exercise
-    from course.runner import ExerciseResult
-    from course.worker import Worker
 
-KEYS = "keys: n next (once it passes) · h hint · l list · r reset · q quit"
 NO_EVENTS = "file events are not available here ({reason}); run `course check` after each save instead."
 
 
@@ -37,20 +40,21 @@ class Watcher:
 
     def __init__(
         self,
-        state: session.Session,
+        session: Session,
         *,
-        worker: Worker | None = None,
+        worker: Launcher | None = None,
         clock: Callable[[], float] = time.monotonic,
         clear: Callable[[], None] | None = None,
         debounce_s: float = 0.2,
         quiet_s: float = 0.05,
         jobs: int = 0,
     ) -> None:
-        self.state, self.worker, self.clock = state, worker, clock
+        self.session, self.worker, self.clock = session, worker, clock
         self.clear = clear or (lambda: None)
         self.debounce_s, self.quiet_s = debounce_s, quiet_s
         self.jobs = jobs or os.cpu_count() or 1
-        self.name: str | None = state.current()
+        now = session.current()
+        self.name: str | None = now.name if now else None
         self.result: ExerciseResult | None = None
         self.busy = False
         self.done = False
@@ -68,12 +72,12 @@ class Watcher:
     def exercise(self) -> Exercise:
         """The exercise being watched."""
         assert self.name is not None
-        return self.state.ctx.course.get(self.name)
+        return self.session.exercise(self.name)
 
     @property
     def path(self) -> Path:
         """The learner's file of the watched exercise."""
-        return self.state.ctx.submission(self.exercise)
+        return self.session.submission(self.exercise)
 
     def start(self) -> None:
         """Grade the current exercise once (or, when all have passed, re-check them all)."""
@@ -87,6 +91,8 @@ class Watcher:
         if self.name is None or Path(path).resolve() != self.path.resolve():
             return False
         now = self.clock()
+        if self._first_save is None and not self.busy:
+            self._checking()  # said at once, before the save has settled
         self._first_save = self._first_save if self._first_save is not None else now
         self._last_save = now
         return True
@@ -103,17 +109,26 @@ class Watcher:
         return self.grade() if self.due() else None
 
     def grade(self) -> ExerciseResult:
-        """Grade the watched exercise, record it like `course check`, and show a fresh screen."""
+        """Grade the watched exercise, record it like `course check`, and show the verdict."""
+        if self._first_save is None:
+            self._checking()
         self.busy, self._first_save = True, None
         try:
-            results = session.check(
-                self.state, [self.exercise.name], all_=False, jobs=1, seed=self.seed, quiet=True, worker=self.worker
+            (result,) = self.session.check(
+                [self.exercise], jobs=1, seed=self.seed, worker=self.worker, on_event=views.watch_event
             )
         finally:
             self.busy, self._idle_since = False, self.clock()
-        self.result, self.n_graded = results[0], self.n_graded + 1
-        self._render()
-        return self.result
+        self.result, self.n_graded = result, self.n_graded + 1
+        self.clear()
+        views.watch_screen(self.session, result)
+        return result
+
+    def _checking(self) -> None:
+        """A fresh screen saying which exercise is being checked."""
+        self.clear()
+        exercise = self.exercise
+        views.watch_checking(exercise.name, exercise.position, len(self.session.course.exercises))
 
     def on_key(self, key: str, at: float | None = None) -> None:
         """Act on one key; keys pressed while grading (`at` before it ended) are ignored."""
@@ -138,17 +153,14 @@ class Watcher:
         if self.name is None:
             return
         try:
-            shown, total, text = hints.next_hint(self.state.ctx.workspace, self.exercise, None)
+            views.hint(self.session.next_hint(self.exercise))
         except CourseError as exc:
             ui.line(str(exc))
-            return
-        ui.line(f"Hint {shown} of {total} for {self.name}:", style="bold")
-        ui.line(text)
 
     def _list(self) -> None:
         """The exercise table, below the last verdict."""
-        session.render_list(self.state, with_next=False)
-        ui.line(KEYS, style="dim")
+        views.course_list(self.session, with_next=False)
+        ui.line(views.KEYS, style="dim")
 
     def _ask_reset(self) -> None:
         """Ask before replacing the learner's file with the stub."""
@@ -162,7 +174,7 @@ class Watcher:
         if key != "y":
             ui.line("Kept your file.")
             return
-        backup = session.reset(self.state, self.exercise)
+        backup = self.session.reset(self.exercise)
         ui.line(f"Restored {self.path}." + (f" Your version is kept at {backup}." if backup else ""))
         self.on_save(self.path)  # graded like any save (the file event, if it comes, merges in)
 
@@ -171,20 +183,12 @@ class Watcher:
         if self.result is None or not self.result.passed:
             ui.line(f"{self.name} does not pass yet; fix it and save (h for a hint).")
             return
-        self.name = self._next_pending()
+        pending = self.session.next_pending(self.name)
+        self.name = pending.name if pending else None
         if self.name is None:
             self._finish()
         else:
             self.grade()
-
-    def _next_pending(self) -> str | None:
-        """The first exercise not passed after the current one, else the first not passed at all."""
-        names = [e.name for e in self.state.ctx.course.exercises]
-        start = names.index(self.name) + 1 if self.name in names else 0
-        for exercise in [*self.state.ctx.course.exercises[start:], *self.state.ctx.course.exercises[:start]]:
-            if self.state.status(exercise) != "passed":
-                return exercise.name
-        return None
 
     def _finish(self) -> None:
         """Re-check every exercise; congratulate only if all still pass, else go to the first failing."""
@@ -192,50 +196,34 @@ class Watcher:
         ui.line("Every exercise has passed once; checking them all again...", style="bold")
         self.busy = True
         try:
-            results = session.check(
-                self.state, [], all_=True, jobs=self.jobs, seed=None, quiet=True, worker=self.worker
-            )
+            graded = self.session.check(self.session.course.exercises, jobs=self.jobs, worker=self.worker)
         finally:
             self.busy, self._idle_since = False, self.clock()
-        failing = [r for r in results if not r.passed]
+        failing = [r for r in graded if not r.passed]
         if not failing:
-            ui.line(self.state.ctx.course.meta.final or "Every exercise passes.", style="bold green")
+            ui.line(self.session.course.meta.final or views.ALL_PASS, style="bold green")
             self.done = True
             return
         self.name, self.result = failing[0].name, failing[0]
-        self._render()
-
-    def _render(self) -> None:
-        """A cleared screen with the verdict, check by check, and what to do next."""
-        assert self.result is not None
         self.clear()
-        exercise = self.exercise
-        total = len(self.state.ctx.course.exercises)
-        ui.line(f"course watch · {exercise.name} ({exercise.position} of {total})", style="bold")
-        ui.result_block(self.result, str(self.path))
-        ui.line()
-        if self.result.passed:
-            ui.line(f"{exercise.name} passes. Press n for the next exercise.", style="bold green")
-        else:
-            ui.line(f"Edit {self.path} and save it to check again.", style="bold")
-        ui.line(KEYS, style="dim")
+        views.watch_screen(self.session, failing[0])
 
 
-def run(state: session.Session, *, jobs: int = 0) -> None:
+def run(session: Session, *, jobs: int = 0) -> None:
     """The real loop: file events and keys in, a fresh screen per verdict out, until `q` or Ctrl-C."""
     try:
         import watchfiles  # noqa: F401 - its absence is the one thing to tell the learner here
     except ImportError:
         raise UsageError(NO_EVENTS.format(reason="the watchfiles package is missing")) from None
-    from course.runner import start_worker
+    from course.engine.runner import start_worker
 
     events: queue.Queue[tuple[str, str, float]] = queue.Queue()
     stop = threading.Event()
-    worker = start_worker(state.cache_dir)
+    worker = start_worker(session.paths.cache)
     try:
-        watcher = Watcher(state, worker=worker, clear=_clear, jobs=jobs)
-        root = state.ctx.workspace / "exercises"
-        threading.Thread(target=_file_events, args=(root, events, stop), daemon=True).start()
+        watcher = Watcher(session, worker=worker, clear=_clear, jobs=jobs)
+        root = session.workspace / "exercises"
+        threading.Thread(target=file_events, args=(root, events, stop), daemon=True).start()
         with _keys(events, stop, watcher.clock) as have_keys:
             if not have_keys:
                 ui.info("keys need a terminal; Ctrl-C quits.")
@@ -243,7 +231,8 @@ def run(state: session.Session, *, jobs: int = 0) -> None:
             _loop(watcher, events)
     finally:
         stop.set()
-        worker.close()
+        if worker is not None:
+            worker.close()
 
 
 def _loop(watcher: Watcher, events: queue.Queue[tuple[str, str, float]]) -> None:
@@ -263,7 +252,7 @@ def _loop(watcher: Watcher, events: queue.Queue[tuple[str, str, float]]) -> None
         watcher.tick()
 
 
-def _file_events(root: Path, events: queue.Queue[tuple[str, str, float]], stop: threading.Event) -> None:
+def file_events(root: Path, events: queue.Queue[tuple[str, str, float]], stop: threading.Event) -> None:
     """Put every change under `root` on the queue (the watcher filters); report a failure instead."""
     import watchfiles
 

@@ -9,9 +9,9 @@ from datetime import datetime
 from pathlib import Path
 
 from course.errors import CourseError, UsageError
+from course.files import write_atomic
+from course.paths import WorkspacePaths, marker_rel
 from course.registry import COURSE_FILE, Course, Exercise, load_course
-
-MARKER = Path(".course") / "workspace.toml"
 
 
 @dataclass
@@ -20,6 +20,11 @@ class Context:
 
     course: Course
     workspace: Path
+
+    @property
+    def paths(self) -> WorkspacePaths:
+        """The files `course` keeps in this workspace."""
+        return WorkspacePaths(self.workspace)
 
     def submission(self, exercise: Exercise) -> Path:
         """The learner's file for `exercise` in this workspace."""
@@ -47,7 +52,7 @@ def _env_path(name: str) -> Path | None:
 def _marked_workspace(cwd: Path) -> Path | None:
     """The nearest folder upward made by `course init`."""
     for folder in (cwd, *cwd.parents):
-        if (folder / MARKER).is_file():
+        if (folder / marker_rel()).is_file():
             return folder
     return None
 
@@ -72,10 +77,11 @@ def _find_course(explicit: Path | None, cwd: Path, workspace: Path | None) -> Pa
 
 def _recorded_course(workspace: Path | None) -> Path | None:
     """The course a workspace was made from, as `course init` recorded it."""
-    if workspace is None or not (workspace / MARKER).is_file():
+    marker = WorkspacePaths(workspace).marker if workspace is not None else None
+    if marker is None or not marker.is_file():
         return None
     try:
-        data = tomllib.loads((workspace / MARKER).read_text(encoding="utf-8"))
+        data = tomllib.loads(marker.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return None
     path = Path(str(data.get("course", "")))
@@ -95,13 +101,12 @@ def init(course: Course, target: Path) -> list[Path]:
             stub = pristine_stub(exercise)
             dest.write_bytes(stub if stub is not None else exercise.stub_path.read_bytes())
             made.append(dest)
-    (target / MARKER).parent.mkdir(parents=True, exist_ok=True)
-    (target / MARKER).write_text(f'course = "{course.root.as_posix()}"\n', encoding="utf-8")
+    write_atomic(WorkspacePaths(target).marker, f'course = "{course.root.as_posix()}"\n')
     return made
 
 
 def reset(context: Context, exercise: Exercise) -> Path | None:
-    """Restore the stub; the learner's differing file is first copied to `.course/backups/`."""
+    """Restore the stub; the learner's differing file is first copied to the workspace's backups."""
     dest = context.submission(exercise)
     stub = pristine_stub(exercise)
     if stub is None and dest.resolve() == exercise.stub_path.resolve():
@@ -112,22 +117,19 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
     stub = stub if stub is not None else exercise.stub_path.read_bytes()
     backup = None
     if dest.exists() and dest.read_bytes() != stub:
-        backup = _keep_backup(context.workspace, exercise.name, dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.reset.tmp")
-    tmp.write_bytes(stub)
-    os.replace(tmp, dest)
+        backup = _keep_backup(context.paths.backups, exercise.name, dest)
+    write_atomic(dest, stub)
     return backup
 
 
-def _keep_backup(workspace: Path, name: str, source: Path) -> Path:
-    """Copy the learner's file to `.course/backups/` and make sure it is on disk before the stub
-    replaces it; if that fails, the learner's file is left as it is."""
+def _keep_backup(folder: Path, name: str, source: Path) -> Path:
+    """Copy the learner's file into the backups `folder` and make sure it is on disk before the
+    stub replaces it; if that fails, the learner's file is left as it is."""
     import shutil  # imported here: plain `course list` never needs it
 
     data = source.read_bytes()
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    backup = workspace / ".course" / "backups" / f"{name}.{stamp}.py"
+    backup = folder / f"{name}.{stamp}.py"
     try:
         backup.parent.mkdir(parents=True, exist_ok=True)
         # "x": never overwrite an earlier backup.

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from course.paths import WorkspacePaths
 from course.progress import ProgressStore
 
 HERE = Path(__file__).parent
@@ -171,7 +172,7 @@ def _assert_workspace(case: Case, graded: Graded) -> None:
         assert f"rewritten by {graded.token}" in graded.stub.read_text(encoding="utf-8")
     progress_path = graded.workspace / ".course" / "progress.json"
     json.loads(progress_path.read_text(encoding="utf-8"))
-    stored = ProgressStore(graded.workspace).load().exercises
+    stored = ProgressStore(WorkspacePaths(graded.workspace)).load().exercises
     want_pass = "passed" in case.statuses
     for name in STUBS:
         entry = stored.get(name)
@@ -274,7 +275,7 @@ def test_attacks_through_the_warm_worker(tmp_path: Path) -> None:
         assert results["double_array"]["status"] == "failed"
         assert re.search(TAMPERED, results["double_array"]["message"])
         assert not _strays([token.encode()]), "a process outlived grading"
-        assert not any(e.status == "passed" for e in ProgressStore(workspace).load().exercises.values())
+        assert not any(e.status == "passed" for e in ProgressStore(WorkspacePaths(workspace)).load().exercises.values())
     finally:
         for pid in _strays([token.encode()]):
             os.kill(pid, signal.SIGKILL)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from course.engine.runner import grade_many
 from course.registry import load_course
-from course.runner import grade_many
 
 REPO = Path(__file__).resolve().parents[2]
 ALTERNATIVES = Path(__file__).parent / "alternatives"

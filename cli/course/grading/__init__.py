@@ -11,15 +11,15 @@ from typing import Any
 
 from course.grading.feedback import CheckFailed, check, fail
 
-__all__ = ["CheckFailed", "check", "fail"]
+__all__ = ["SUBMODULES", "CheckFailed", "check", "fail"]
 
 # Searched in this order for a name not defined here; each lists its public names in `__all__`.
-_SUBMODULES = ("arrays", "donation", "compiles", "kernels", "aliasing", "tpu", "patching", "source")
+SUBMODULES = ("arrays", "donation", "compiles", "kernels", "aliasing", "tpu", "patching", "source")
 
 
 def __getattr__(name: str) -> Any:
     """Import the submodule that defines `name` the first time it is asked for."""
-    for sub in _SUBMODULES:
+    for sub in SUBMODULES:
         try:
             module = importlib.import_module(f"course.grading.{sub}")
         except ModuleNotFoundError as exc:

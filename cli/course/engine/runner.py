@@ -18,13 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from course import limits
-from course.limits import Launcher
+from course.engine import isolation
+from course.engine.isolation import Launcher
+from course.engine.verdict import CheckEvent, ExerciseResult, verdict
 from course.registry import Exercise
-from course.verdict import ExerciseResult, verdict
 
 if TYPE_CHECKING:
-    from course.worker import Worker
+    from course.engine.worker import Worker
 
 CACHE_MAX_BYTES = 256 * 2**20
 
@@ -36,10 +36,12 @@ def grade(
     seed: int | None = None,
     worker: Launcher | None = None,
     cache_dir: Path | None = None,
+    on_event: Callable[[CheckEvent], None] | None = None,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
     With `cache_dir`, XLA executables are kept there between gradings (see `base_environment`).
+    `on_event` hears of each check as it ends, for display; the result is the verdict.
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not submission.is_file():
@@ -55,7 +57,7 @@ def grade(
     try:
         report_path = workdir / f"{secrets.token_hex(16)}.json"
         key = secrets.token_bytes(32)
-        outcome = limits.run_isolated(
+        outcome = isolation.run_isolated(
             _command(exercise, submission, report_path, seed),
             key=key,
             cwd=workdir,
@@ -63,6 +65,7 @@ def grade(
             timeout_s=exercise.meta.timeout_s,
             memory_mb=exercise.meta.memory_mb,
             launcher=worker,
+            on_event=_events_for(exercise.name, on_event),
         )
         result = verdict(exercise, report_path, key, outcome)
     finally:
@@ -71,8 +74,22 @@ def grade(
     return result
 
 
+def _events_for(name: str, on_event: Callable[[CheckEvent], None] | None) -> Callable[[dict], None] | None:
+    """Turn the grading's raw event lines into `CheckEvent`s for `on_event`."""
+    if on_event is None:
+        return None
+
+    def forward(raw: dict) -> None:
+        """Pass on one well-formed event."""
+        event = CheckEvent.parse(name, raw)
+        if event is not None:
+            on_event(event)
+
+    return forward
+
+
 def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int) -> list[str]:
-    """The pytest command line; `{keyfd}` is filled in by the launcher."""
+    """The pytest command line; `{keyfd}` and `{eventsfd}` are filled in by the launcher."""
     ini = report_path.parent / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
     return [
@@ -82,7 +99,7 @@ def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int)
         "pytest",
         str(exercise.grader_path),
         "-p",
-        "course.plugin",
+        "course.engine.plugin",
         "--noconftest",
         "-p",
         "no:cacheprovider",
@@ -107,6 +124,8 @@ def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int)
         str(seed),
         "--course-key-fd",
         "{keyfd}",
+        "--course-events-fd",
+        "{eventsfd}",
         "--course-hard-exit",
     ]
 
@@ -153,6 +172,7 @@ def grade_many(
     jobs: int = 1,
     seed: int | None = None,
     on_result: Callable[[ExerciseResult], None] | None = None,
+    on_event: Callable[[CheckEvent], None] | None = None,
     worker: Launcher | None = None,
     cache_dir: Path | None = None,
 ) -> list[ExerciseResult]:
@@ -160,7 +180,8 @@ def grade_many(
     pairs = list(items)
 
     def one(pair: tuple[Exercise, Path]) -> ExerciseResult:
-        result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir)
+        """Grade one pair and report it."""
+        result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event)
         if on_result is not None:
             on_result(result)
         return result
@@ -173,17 +194,22 @@ def grade_many(
     except KeyboardInterrupt:
         # The other threads wait on their gradings: end those now rather than at their timeouts.
         pool.shutdown(wait=False, cancel_futures=True)
-        limits.stop_all()
+        isolation.stop_all()
         raise
     finally:
         pool.shutdown(wait=True)
 
 
-def start_worker(cache_dir: Path | None = None) -> Worker:
+def start_worker(cache_dir: Path | None = None) -> Worker | None:
     """A warm worker for gradings that follow one another (watch, several exercises); close it after.
 
     JAX reads its settings when imported, so the worker gets the same `cache_dir` as its gradings.
+    None where the platform cannot run one (`course.engine.system`): every grading then starts cold.
     """
-    from course.worker import Worker
+    from course.engine import system
+
+    if not system.FEATURES.warm_worker:
+        return None
+    from course.engine.worker import Worker
 
     return Worker(base_environment(cache_dir))

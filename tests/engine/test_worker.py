@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from course.engine.runner import grade, start_worker
+from course.engine.worker import Worker
 from course.registry import Course, load_course
-from course.runner import grade, start_worker
-from course.worker import Worker
 
-MINI = Path(__file__).parent / "fixtures" / "mini_course"
+MINI = Path(__file__).parents[1] / "fixtures" / "mini_course"
 EXPECTED = {
     "ex_pass": "passed",
     "ex_fail": "failed",
@@ -132,7 +132,7 @@ def test_ctrl_c_leaves_no_process_behind(tmp_path: Path) -> None:
         textwrap.dedent(f"""
         from pathlib import Path
         from course.registry import load_course
-        from course.runner import grade, start_worker
+        from course.engine.runner import grade, start_worker
         exercise = load_course(Path({str(MINI.resolve())!r})).get("ex_loop")
         worker = start_worker()
         assert worker.ready(), worker.reason
@@ -198,7 +198,11 @@ def test_worker_refuses_other_jax_settings(mini: Course, worker: Worker) -> None
     exercise = mini.get("ex_pass")
     env = {**os.environ, "JAX_ENABLE_X64": "1"}
     child = worker.launch(
-        [sys.executable, "-I", "-m", "pytest", "x"], key_fd=0, cwd=MINI, env=env, memory_mb=exercise.meta.memory_mb
+        [sys.executable, "-I", "-m", "pytest", "x"],
+        fds={"keyfd": 0, "eventsfd": 0},
+        cwd=MINI,
+        env=env,
+        memory_mb=exercise.meta.memory_mb,
     )
     assert child is None
     assert "JAX_ENABLE_X64" in worker.reason
@@ -210,7 +214,7 @@ def test_compilation_cache_keeps_verdicts(worker: Worker, tmp_path: Path) -> Non
     Compile events fire on cache hits too, so a cache never turns a wrong file into a pass; the
     worker (started without a cache) applies each grading's own cache settings in the child.
     """
-    course = load_course(Path(__file__).resolve().parents[1])
+    course = load_course(Path(__file__).resolve().parents[2])
     exercise = course.get("update_with_donate")
     cache = tmp_path / "xla-cache"
     wrong = exercise.wrong_dir / "jit_per_call.py"

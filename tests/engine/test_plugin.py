@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from course import report
+from course.engine import report
 
 GRADER = '''
 import pytest
@@ -38,7 +38,7 @@ def _run(pytester: pytest.Pytester, source: str, *extra: str) -> tuple[dict, dic
     out = pytester.path / "report.json"
     pytester.runpytest_subprocess(
         "-p",
-        "course.plugin",
+        "course.engine.plugin",
         "--course-report",
         str(out),
         "--course-submission",
@@ -114,6 +114,6 @@ def test_learner_file_read_once(pytester: pytest.Pytester) -> None:
 def test_idle_without_options(pytester: pytest.Pytester) -> None:
     """Without --course-report the plugin does nothing and writes nothing."""
     pytester.makepyfile(test_plain="def test_ok():\n    assert sum([1, 2]) == 3\n")
-    result = pytester.runpytest("-p", "course.plugin")
+    result = pytester.runpytest("-p", "course.engine.plugin")
     result.assert_outcomes(passed=1)
     assert not list(Path(pytester.path).glob("*.manifest"))

@@ -7,15 +7,15 @@ both verify against the key it sent through a pipe and every expected check is p
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import os
 import sys
 import types
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from course import signing
+from course.files import write_atomic
 
 FORMAT = 1
 
@@ -46,30 +46,19 @@ def manifest_path(report_path: Path) -> Path:
     return report_path.with_name(report_path.name + ".manifest")
 
 
-# The signing path binds what it calls when this module is imported (before any learner code
-# runs), so replacing `json.dumps` or `hmac.new` later cannot rewrite or capture a report.
-def _sign(key: bytes, body: bytes, _new: Any = hmac.new, _sha256: Any = hashlib.sha256) -> str:
-    """Hex HMAC-SHA256 of `body`."""
-    return _new(key, body, _sha256).hexdigest()
-
-
+# The writer binds what it calls when this module is imported (before any learner code runs),
+# so replacing `json.dumps`, `course.signing.sign` or the writer later cannot rewrite a report.
 def write_signed(
     path: Path,
     key: bytes,
     payload: dict[str, Any],
     _dumps: Any = json.dumps,
-    _sign: Any = _sign,
-    _replace: Any = os.replace,
+    _sign: Any = signing.sign,
+    _write: Any = write_atomic,
 ) -> None:
-    """Write `payload` with its signature, atomically (temporary file, then rename)."""
+    """Write `payload` with its signature, atomically."""
     body = _dumps({"format": FORMAT, **payload}, sort_keys=True)
-    data = _dumps({"body": body, "signature": _sign(key, body.encode())})
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    _replace(tmp, path)
+    _write(path, _dumps({"body": body, "signature": _sign(key, body.encode())}))
 
 
 def read_signed(path: Path, key: bytes) -> dict[str, Any]:
@@ -83,7 +72,7 @@ def read_signed(path: Path, key: bytes) -> dict[str, Any]:
         raise ReportError("unreadable") from None
     if not isinstance(body, str) or not isinstance(signature, str):
         raise ReportError("unreadable")
-    if not hmac.compare_digest(_sign(key, body.encode()), signature):
+    if not signing.verify(key, body.encode(), signature):
         raise ReportError("forged")
     payload = json.loads(body)
     if payload.get("format") != FORMAT:

@@ -6,13 +6,12 @@ of `course validate` and fails the rest until the instructor fills it in.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 import tomllib
 from pathlib import Path
 
 from course.errors import RegistryError, UsageError
+from course.files import write_atomic
 from course.registry import COURSE_FILE, NAME_RE, Course
 
 PLACEHOLDER = "TODO(course new)"
@@ -97,7 +96,7 @@ def new_exercise(course: Course, name: str, topic: str) -> list[Path]:
     for path, template in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(template.format(**fields), encoding="utf-8")
-    _write_atomic(toml_path, new_toml)
+    write_atomic(toml_path, new_toml, keep_mode=True)
     return [*files, toml_path]
 
 
@@ -171,12 +170,3 @@ def _check_edit(old: str, new: str, name: str, path: Path) -> None:
     expected = {**before, "exercises": [*before.get("exercises", []), name]}
     if after != expected:
         raise RegistryError(f"could not add `{name}` to {path} safely; add it to `exercises` by hand.")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` through a temporary file, so a crash never leaves half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, path.stat().st_mode & 0o777)
-    os.replace(tmp, path)

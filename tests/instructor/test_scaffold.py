@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from course import layout
 from course.cli import app
 from course.errors import RegistryError, UsageError
+from course.instructor import checks as layout
+from course.instructor.scaffold import PLACEHOLDER, append_exercise, new_exercise
+from course.instructor.validate import validate
 from course.registry import load_course
-from course.scaffold import PLACEHOLDER, append_exercise, new_exercise
-from course.validate import validate
 
-MINI = Path(__file__).parent / "fixtures" / "mini_course"
+MINI = Path(__file__).parents[1] / "fixtures" / "mini_course"
 COURSE_TOML = """# The registry: comments must survive `course new`.
 format_version = 1
 title = "Small"

@@ -1,6 +1,6 @@
 """`course validate`: prove each exercise sound, from its files and metadata to what its grader catches.
 
-`course.layout` finds the problems visible without grading; then the stub, the solution and
+`course.instructor.checks` finds the problems visible without grading; then the stub, the solution and
 every wrong variant are graded in parallel by the runner, and each verdict is judged here.
 """
 
@@ -11,12 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.table import Table
-from rich.text import Text
-
-from course import layout, ui
+from course.engine.runner import ExerciseResult, grade_many, start_worker
+from course.instructor import checks
 from course.registry import Course, Exercise
-from course.runner import ExerciseResult, grade_many, start_worker
 
 
 @dataclass(frozen=True)
@@ -74,7 +71,7 @@ class Job:
     @property
     def rel(self) -> str:
         """The graded file, relative to the course root."""
-        return layout.rel(self.path, self.exercise.root)
+        return checks.rel(self.path, self.exercise.root)
 
 
 def plan(course: Course, names: list[str]) -> list[Job]:
@@ -86,7 +83,7 @@ def plan(course: Course, names: list[str]) -> list[Job]:
         for role, path in (("stub", exercise.stub_path), ("solution", exercise.solution_path)):
             if path.is_file():
                 jobs.append(Job(exercise, role, path))
-        jobs += [Job(exercise, "wrong", p) for p in layout.wrong_variants(exercise)]
+        jobs += [Job(exercise, "wrong", p) for p in checks.wrong_variants(exercise)]
     return jobs
 
 
@@ -95,7 +92,7 @@ def validate(
 ) -> ValidationReport:
     """Check the named exercises (default: all, plus the course's folders) and grade their files."""
     exercises = _selected(course, names)
-    reports = [ExerciseReport(e.name, e.position, problems=layout.static_problems(e)) for e in exercises]
+    reports = [ExerciseReport(e.name, e.position, problems=checks.static_problems(e)) for e in exercises]
     todo = plan(course, names)
 
     def advance(result: ExerciseResult) -> None:
@@ -114,7 +111,7 @@ def validate(
     for exercise, report in zip(exercises, reports, strict=True):
         graded = [(j, r) for j, r in zip(todo, results, strict=True) if j.exercise.name == exercise.name]
         _judge(report, exercise, graded)
-    problems = [] if names else layout.folder_problems(course)
+    problems = [] if names else checks.folder_problems(course)
     return ValidationReport(title=course.meta.title, exercises=reports, problems=problems)
 
 
@@ -129,6 +126,7 @@ def _judge(report: ExerciseReport, exercise: Exercise, graded: list[tuple[Job, E
     if crashed:
         report.problems.append(_crash_problem(exercise, *crashed[0]))
     ids = next((_ids(r) for _, r in graded if r.checks), set())
+    _judge_points(report, exercise, graded)
     for job, result in graded:
         if job.role == "stub":
             report.stub = _judge_stub(report, job, result)
@@ -139,9 +137,27 @@ def _judge(report: ExerciseReport, exercise: Exercise, graded: list[tuple[Job, E
     report.wrong = Verdict(f"{caught}/{len(wrong)} caught" if wrong else "none", caught == len(wrong))
 
 
+def _judge_points(report: ExerciseReport, exercise: Exercise, graded: list[tuple[Job, ExerciseResult]]) -> None:
+    """The points `course list` reads from the grader's marks must be the points its checks report."""
+    reported = next((r.max_score for _, r in graded if r.checks), None)
+    if reported is None or exercise.max_score == reported:
+        return
+    grader = checks.rel(exercise.grader_path, exercise.root)
+    if exercise.max_score is None:
+        report.problems.append(
+            f"the points of {grader} cannot be read without running it; give each check a literal "
+            "`@pytest.mark.points(n)` and parametrize over literal lists, so `course list` knows the total."
+        )
+    else:
+        report.problems.append(
+            f"{grader} reads as {exercise.max_score:g} points from its marks but its checks report "
+            f"{reported:g}; keep every check a plain `test_` function with a literal points mark."
+        )
+
+
 def _crash_problem(exercise: Exercise, job: Job, result: ExerciseResult) -> str:
     """The grader's own failure in instructor's words: nothing collected, or a check that errored."""
-    grader = layout.rel(exercise.grader_path, exercise.root)
+    grader = checks.rel(exercise.grader_path, exercise.root)
     if not result.checks:
         # The runner's message ends with advice for learners; keep only what happened.
         detail = _brief(result.message.split(". This is a problem")[0])
@@ -188,7 +204,7 @@ def _judge_wrong(report: ExerciseReport, job: Job, result: ExerciseResult, ids: 
     if result.status == "error":
         return False
     path = job.rel
-    named = layout.named_check(job.path)
+    named = checks.named_check(job.path)
     failed = [c.id for c in result.checks if c.status == "failed"]
     if result.status == "passed" or not failed:
         report.problems.append(f"{path} passes every check; the grader does not catch this mistake.")
@@ -197,7 +213,7 @@ def _judge_wrong(report: ExerciseReport, job: Job, result: ExerciseResult, ids: 
         return False  # the missing docstring is already one of the static problems
     if ids and named not in ids:
         report.problems.append(
-            f"{path} names {named}, which {layout.rel(job.exercise.grader_path, job.exercise.root)} does not define; "
+            f"{path} names {named}, which {checks.rel(job.exercise.grader_path, job.exercise.root)} does not define; "
             "fix its docstring or the check's name."
         )
         return False
@@ -218,37 +234,3 @@ def _brief(message: str, limit: int = 200) -> str:
     """The first line of a message, cut to `limit` characters, without a final full stop."""
     first = (message.strip().splitlines() or [""])[0].rstrip(". ")
     return first if len(first) <= limit else first[: limit - 1] + "…"
-
-
-def render(report: ValidationReport) -> None:
-    """One table of verdicts, then every problem as one sentence, then the summary."""
-    table = Table(title=f"Validating {report.title}", title_style="bold", expand=False)
-    for column in ("#", "exercise", "stub", "solution", "wrong variants", "problems"):
-        table.add_column(column, justify="right" if column in ("#", "problems") else "left")
-    for ex in report.exercises:
-        table.add_row(
-            str(ex.position),
-            Text(ex.name, style="" if ex.sound else "bold red"),
-            _cell(ex.stub),
-            _cell(ex.solution),
-            _cell(ex.wrong),
-            Text(str(len(ex.problems)), style="green" if ex.sound else "bold red"),
-        )
-    ui.out.print(table)
-    for problem in report.problems:
-        ui.out.print(Text.assemble(("✗ ", "bold red"), ("course: ", "bold"), problem))
-    for ex in report.exercises:
-        for problem in ex.problems:
-            ui.out.print(Text.assemble(("✗ ", "bold red"), (f"{ex.name}: ", "bold"), problem))
-    n_bad = sum(not e.sound for e in report.exercises)
-    if report.sound:
-        ui.line(f"All {len(report.exercises)} exercise(s) hold.", style="bold green")
-    else:
-        ui.line(f"{n_bad} of {len(report.exercises)} exercise(s) need work; fix the files named above.", style="bold")
-
-
-def _cell(verdict: Verdict | None) -> Text:
-    """A verdict as a coloured cell; `-` when there was nothing to grade."""
-    if verdict is None:
-        return Text("-", style="dim")
-    return Text(verdict.text, style="green" if verdict.ok else "bold red")

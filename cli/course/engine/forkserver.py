@@ -5,14 +5,13 @@ JAX threads deadlocks), so this process never runs JAX code: it imports, then wa
 grading child becomes what a cold `python -I -m pytest` run is: its own session and process
 group, a folder the learner does not control, the grading environment (the device count is
 read when the child's backend starts), the memory cap, stdout and stderr on the output pipe,
-the key on fd 3; then `pytest.main` with the cold command's arguments. `course.worker` is the
-course side and describes the protocol.
+the key on fd 3 and the events pipe on fd 4; then `pytest.main` with the cold command's
+arguments. `course.engine.worker` is the course side and describes the protocol.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
@@ -26,14 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from course import limits
+from course.engine import isolation, system
 
-KEY_FD = 3
+FD_NAMES = ("keyfd", "eventsfd")
+"""The descriptors a grading receives besides its output, at 3, 4, ... in the child, in this order."""
+FIRST_FD = 3
 MAX_MESSAGE = 1 << 20
 POLL_S = 0.01
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
 # What a grader needs; importing them is most of a cold run's start-up. None starts a backend.
+# Every submodule of `course.grading` is imported too (`_warm_up`).
 WARM_MODULES = (
     "numpy",
     "pytest",
@@ -41,14 +41,8 @@ WARM_MODULES = (
     "jax.numpy",
     "jax.experimental.pallas",
     "jax.experimental.pallas.tpu",
-    "course.plugin",
+    "course.engine.plugin",
     "course.grading",
-    "course.grading.arrays",
-    "course.grading.donation",
-    "course.grading.compiles",
-    "course.grading.kernels",
-    "course.grading.aliasing",
-    "course.grading.tpu",
 )
 
 
@@ -74,7 +68,7 @@ def serve(ctl_fd: int) -> None:
     send(ctl, {"ready": not reason, "reason": reason, "pid": os.getpid()})
     if reason:
         return
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # escaped grandchildren come back to us to be killed
+    system.become_subreaper()  # escaped grandchildren come back to us to be killed
     gradings: dict[int, _Grading] = {}
     sel = selectors.DefaultSelector()
     sel.register(ctl, selectors.EVENT_READ)
@@ -98,6 +92,10 @@ def _warm_up() -> str:
     try:
         for name in WARM_MODULES:
             importlib.import_module(name)
+        from course.grading import SUBMODULES
+
+        for sub in SUBMODULES:
+            importlib.import_module(f"course.grading.{sub}")
         from _pytest.config import default_plugins
 
         for name in default_plugins:
@@ -124,7 +122,7 @@ def _collect_once() -> None:
     with tempfile.TemporaryDirectory(prefix="course-warm-") as folder:
         test = Path(folder) / "test_warm.py"
         test.write_text("def test_warm():\n    pass\n", encoding="utf-8")
-        args = [str(test), "--collect-only", "-q", "-c", os.devnull, "--rootdir", folder, "-p", "course.plugin"]
+        args = [str(test), "--collect-only", "-q", "-c", os.devnull, "--rootdir", folder, "-p", "course.engine.plugin"]
         args += ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-p", "no:threadexception"]
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             pytest.main(args)
@@ -145,11 +143,11 @@ def _unsafe() -> str:
 def _on_control(ctl: socket.socket, sel: selectors.BaseSelector, gradings: dict[int, _Grading]) -> bool:
     """Serve one control message; False when `course` has closed the socket."""
     try:
-        data, fds, _flags, _addr = socket.recv_fds(ctl, MAX_MESSAGE, 3)
+        data, fds, _flags, _addr = socket.recv_fds(ctl, MAX_MESSAGE, 2 + len(FD_NAMES))
     except OSError:
         return False
     request = json.loads(data) if data else {}
-    if request.get("op") == "launch" and len(fds) == 3:
+    if request.get("op") == "launch" and len(fds) == 2 + len(FD_NAMES):
         _launch(request, fds, sel, gradings)
         return True
     for fd in fds:
@@ -164,7 +162,7 @@ def _on_control(ctl: socket.socket, sel: selectors.BaseSelector, gradings: dict[
 
 def _launch(request: dict[str, Any], fds: list[int], sel: selectors.BaseSelector, gradings: dict) -> None:
     """Fork one grading and tell its `course` thread the pid (or why not)."""
-    sock_fd, out_fd, key_fd = fds
+    sock_fd, out_fd, *passed = fds
     sock = socket.socket(fileno=sock_fd)
     unsafe = _unsafe()
     problem = unsafe or _env_problem(request.get("env", {}))
@@ -174,9 +172,9 @@ def _launch(request: dict[str, Any], fds: list[int], sel: selectors.BaseSelector
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(request, out_fd, key_fd)
-    os.close(out_fd)
-    os.close(key_fd)
+            _child(request, out_fd, passed)
+    for fd in (out_fd, *passed):
+        os.close(fd)
     if problem:
         send(sock, {"error": problem, "fatal": bool(unsafe)})
         sock.close()
@@ -202,17 +200,17 @@ def _env_problem(env: dict[str, str]) -> str:
     return f"the grading needs other JAX settings ({', '.join(differ)})" if differ else ""
 
 
-def _child(request: dict[str, Any], out_fd: int, key_fd: int) -> NoReturn:
+def _child(request: dict[str, Any], out_fd: int, passed: list[int]) -> NoReturn:
     """In the forked child: become a cold grading process, run pytest, and never return."""
     code = 70
     try:
         parent = os.getppid()
         os.setsid()
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        system.die_with_parent()
         if os.getppid() != parent:  # the worker died before the line above took effect
             os._exit(code)
-        _wire_fds(out_fd, key_fd)
-        limits.cap_memory(os.getpid(), int(request["memory_mb"]))
+        _wire_fds(out_fd, passed)
+        system.cap_memory(os.getpid(), int(request["memory_mb"]))
         os.chdir(request["cwd"])
         os.environ.clear()  # XLA reads XLA_FLAGS (the device count) when the backend starts
         os.environ.update(request["env"])
@@ -220,7 +218,8 @@ def _child(request: dict[str, Any], out_fd: int, key_fd: int) -> NoReturn:
         _reseed()
         import pytest
 
-        args = [a.replace("{keyfd}", str(KEY_FD)) for a in request["args"]]
+        numbers = {name: FIRST_FD + i for i, name in enumerate(FD_NAMES)}
+        args = [isolation.fill(a, numbers) for a in request["args"]]
         sys.argv = [str(Path(pytest.__file__).with_name("__main__.py")), *args]
         code = int(pytest.main(args))
     except BaseException:  # noqa: B036 - whatever happens, this process must end here
@@ -242,15 +241,16 @@ def _apply_cache_settings(env: dict[str, str]) -> None:
         jax.config.update(option, kind(env[var]) if var in env else default)
 
 
-def _wire_fds(out_fd: int, key_fd: int) -> None:
-    """stdin from /dev/null, stdout and stderr to the output pipe, the key on KEY_FD, nothing else."""
+def _wire_fds(out_fd: int, passed: list[int]) -> None:
+    """stdin from /dev/null, stdout and stderr to the output pipe, the passed fds from 3 up, nothing else."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     # Move everything above the target numbers first, so no dup2 overwrites a source.
-    src_in, src_out, src_key = (fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (devnull, out_fd, key_fd))
-    for src, dest in ((src_in, 0), (src_out, 1), (src_out, 2), (src_key, KEY_FD)):
+    src_in, src_out, *srcs = (fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (devnull, out_fd, *passed))
+    targets = [(src_in, 0), (src_out, 1), (src_out, 2), *((s, FIRST_FD + i) for i, s in enumerate(srcs))]
+    for src, dest in targets:
         os.dup2(src, dest)
     # Other gradings' pipes and the control socket must not leak into learner code.
-    os.closerange(KEY_FD + 1, os.sysconf("SC_OPEN_MAX"))
+    os.closerange(FIRST_FD + len(srcs), os.sysconf("SC_OPEN_MAX"))
 
 
 def _reseed() -> None:
@@ -288,7 +288,7 @@ def _finish(grading: _Grading, sel: selectors.BaseSelector, gradings: dict[int, 
     sel.unregister(grading.sock)
     grading.sock.close()
     del gradings[grading.pid]
-    for _ in range(limits.SWEEP_ROUNDS):
+    for _ in range(isolation.SWEEP_ROUNDS):
         if not _sweep(set(gradings)):
             break
         time.sleep(POLL_S)
@@ -296,13 +296,7 @@ def _finish(grading: _Grading, sel: selectors.BaseSelector, gradings: dict[int, 
 
 def _sweep(active: set[int]) -> bool:
     """Kill and reap our children that are no running grading: the worker starts nothing else."""
-    return limits.kill_children(lambda pid, _fields: pid not in active)
-
-
-def _prctl(option: int, value: int) -> None:
-    """Linux prctl(2); a no-op where it is missing."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    return system.kill_children(lambda p: p.pid not in active)
 
 
 if __name__ == "__main__":

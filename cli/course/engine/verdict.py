@@ -11,11 +11,32 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course import report
-from course.limits import Outcome
+from course.engine import report
+from course.engine.isolation import Outcome
 from course.registry import Exercise
 
 CHECK_STATUSES = ("passed", "failed", "error", "skipped")
+
+
+@dataclass(frozen=True)
+class CheckEvent:
+    """A check of an exercise has ended, as the grading process says while it runs: for display only.
+
+    The verdict is decided from the signed report at the end; an event may be wrong or missing.
+    """
+
+    exercise: str
+    id: str
+    title: str
+    status: str
+
+    @classmethod
+    def parse(cls, exercise: str, raw: dict) -> CheckEvent | None:
+        """The event in one raw line from the grading process, or None if it is not one."""
+        fields = [raw.get(k) for k in ("id", "title", "status")]
+        if not all(isinstance(f, str) for f in fields) or fields[2] not in CHECK_STATUSES:
+            return None
+        return cls(exercise, *(str(f)[:500] for f in fields))
 
 
 @dataclass

@@ -1,12 +1,13 @@
-"""The pytest plugin the runner loads with `-p course.plugin`: loads the learner's file, writes a signed report.
+"""The pytest plugin the runner loads with `-p course.engine.plugin`: loads the learner's file, writes a signed report.
 
-It is active only when `--course-report` is given. Hooks only collect; `course.report` shapes
+It is active only when `--course-report` is given. Hooks only collect; `course.engine.report` shapes
 and signs the data. Nothing here prints: the parent owns the terminal and the verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import types
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from course import report, submission
+from course.engine import report, submission
 from course.grading.feedback import CheckFailed
 
 _SESSION = pytest.StashKey["Grading"]()
@@ -28,6 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--course-report", help="path of the signed report to write")
     group.addoption("--course-submission", help="path of the learner's file to load")
     group.addoption("--course-key-fd", type=int, help="file descriptor to read the signing key from")
+    group.addoption("--course-events-fd", type=int, help="file descriptor to write one line per finished check to")
     group.addoption("--course-seed", type=int, default=0, help="seed of this run's random inputs")
     group.addoption("--course-hard-exit", action="store_true", help="end the process after reporting")
 
@@ -47,6 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
         source=submission.read_source(sub_path) if sub_path else None,
         seed=int(config.getoption("--course-seed")),
         hard_exit=bool(config.getoption("--course-hard-exit")),
+        events_fd=config.getoption("--course-events-fd"),
     )
     config.stash[_SESSION] = state
     config.pluginmanager.register(state, "course-grading")
@@ -73,6 +76,7 @@ class Grading:
     source: bytes | None
     seed: int
     hard_exit: bool
+    events_fd: int | None = None
     checks: dict[str, report.Check] = field(default_factory=dict)
     collect_errors: list[str] = field(default_factory=list)
     tampered: set[str] = field(default_factory=set)
@@ -130,7 +134,19 @@ class Grading:
         if call.when == "call":
             check.duration_s = round(call.duration, 4)
         check.score = check.max_score if check.status == "passed" else 0.0
+        if call.when == "teardown":
+            self._announce(check)
         return rep
+
+    def _announce(self, check: report.Check) -> None:
+        """Tell the parent, for display, that a check has ended; a closed pipe is no matter."""
+        if self.events_fd is None:
+            return
+        line = json.dumps({"id": check.id, "title": check.title, "status": check.status}) + "\n"
+        try:
+            os.write(self.events_fd, line.encode())
+        except OSError:
+            self.events_fd = None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write the signed final report, noting any tampering with the grading machinery."""

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from course import report
-from course.limits import Outcome
+from course.engine import report
+from course.engine.isolation import Outcome
+from course.engine.runner import grade, grade_many
+from course.engine.verdict import verdict
 from course.registry import load_course
-from course.runner import grade, grade_many
-from course.verdict import verdict
 
 
 @pytest.fixture(scope="module")

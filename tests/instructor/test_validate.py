@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from course import layout
 from course.cli import app
+from course.instructor import checks as layout
+from course.instructor.validate import plan, validate
 from course.registry import load_course
-from course.validate import plan, validate
 
-MINI = Path(__file__).parent / "fixtures" / "mini_course"
+MINI = Path(__file__).parents[1] / "fixtures" / "mini_course"
 GRADER = (MINI / "graders" / "02_ex_fail" / "test_ex_fail.py").read_text(encoding="utf-8")
 STUB = (MINI / "exercises" / "02_ex_fail" / "ex_fail.py").read_text(encoding="utf-8")
 SOLUTION = (MINI / "solutions" / "02_ex_fail" / "ex_fail.py").read_text(encoding="utf-8")

@@ -10,8 +10,8 @@ import copy
 import re
 from pathlib import Path
 
+from course.instructor.scaffold import PLACEHOLDER
 from course.registry import Course, Exercise
-from course.scaffold import PLACEHOLDER
 
 WRONG_RE = re.compile(r"must fail (test_\w+)")
 """A wrong variant's first docstring line names the check it must fail: `... must fail test_values.`"""

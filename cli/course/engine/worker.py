@@ -1,14 +1,14 @@
 """The course side of the warm worker: a process with JAX, Pallas and pytest imported that forks gradings.
 
-A cold grading pays for importing JAX and pytest every time; the worker (`course.forkserver`)
-pays once and forks a child per grading that is set up exactly as a cold run. `course.limits`
+A cold grading pays for importing JAX and pytest every time; the worker (`course.engine.forkserver`)
+pays once and forks a child per grading that is set up exactly as a cold run. `course.engine.isolation`
 still owns the timeout, the group kill (by the child's pid, which is its group id and stays
 reserved until we release it) and the caps; the runner still takes the verdict from the signed
 report. Used by `course watch` and by `course check` when it grades several exercises.
 
 Protocol, one JSON message per packet on Unix SEQPACKET sockets:
-  control, course -> worker: {"op": "launch", ...} carrying three fds (a per-grading socket, the
-    output pipe, the key pipe), or {"op": "status"}; closing it stops the worker.
+  control, course -> worker: {"op": "launch", ...} carrying four fds (a per-grading socket, the
+    output pipe, the key pipe, the events pipe), or {"op": "status"}; closing it stops the worker.
   control, worker -> course: {"ready": bool, "reason": str} once, then one reply per status.
   per grading, worker -> course: {"pid": n} or {"error": why}, later {"exit": code}; course ->
     worker: b"release" (or closing it): the worker kills the group, reaps the child, sweeps orphans.
@@ -29,8 +29,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from course import limits
-from course.forkserver import MAX_MESSAGE
+from course.engine import isolation
+from course.engine.forkserver import FD_NAMES, MAX_MESSAGE
 
 COLD_PREFIX = [sys.executable, "-I", "-m", "pytest"]
 READY_TIMEOUT_S = 120.0
@@ -44,8 +44,8 @@ class Worker:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             # Its own session: a Ctrl-C meant for `course` must not kill it mid-grading.
-            self._proc = limits.start_helper(
-                [sys.executable, "-I", "-m", "course.forkserver", str(theirs.fileno())],
+            self._proc = isolation.start_helper(
+                [sys.executable, "-I", "-m", "course.engine.forkserver", str(theirs.fileno())],
                 env=env,
                 cwd=tempfile.gettempdir(),
                 stdin=subprocess.DEVNULL,
@@ -75,16 +75,17 @@ class Worker:
                 self._ready, self.reason = bool(reply.get("ready")), str(reply.get("reason", "it did not start"))
             return self._ready and self._proc.poll() is None
 
-    def launch(self, command: list[str], *, key_fd: int, cwd: Path, env: dict[str, str], memory_mb: int) -> Any:
+    def launch(self, command: list[str], *, fds: dict[str, int], cwd: Path, env: dict[str, str], memory_mb: int) -> Any:
         """Fork a grading of `command` (a cold pytest command line); None when it must run cold."""
-        if command[:4] != COLD_PREFIX or not self.ready():
+        if command[:4] != COLD_PREFIX or set(fds) != set(FD_NAMES) or not self.ready():
             return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         out_r, out_w = os.pipe()
         request = {"op": "launch", "args": command[4:], "cwd": str(cwd), "env": env, "memory_mb": memory_mb}
         try:
             with self._lock:
-                socket.send_fds(self._ctl, [json.dumps(request).encode()], [theirs.fileno(), out_w, key_fd])
+                passed = [theirs.fileno(), out_w, *(fds[name] for name in FD_NAMES)]
+                socket.send_fds(self._ctl, [json.dumps(request).encode()], passed)
             reply = _receive(ours, LAUNCH_TIMEOUT_S)
         except OSError:
             reply = {}
@@ -117,12 +118,12 @@ class Worker:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
-        limits.forget_helper(self._proc.pid)
+        isolation.forget_helper(self._proc.pid)
         atexit.unregister(self.close)
 
 
 class Child:
-    """A grading process forked by the worker, shaped like a `Popen` for `course.limits`."""
+    """A grading process forked by the worker, shaped like a `Popen` for `course.engine.isolation`."""
 
     def __init__(self, pid: int, sock: socket.socket, stdout: Any) -> None:
         self.pid, self.stdout, self._sock = pid, stdout, sock

@@ -8,14 +8,15 @@ import pytest
 from rich.console import Console
 
 from course import ui
-from course.verdict import CheckResult, ExerciseResult
+from course.engine.verdict import CheckResult, ExerciseResult
+from course.ui import views
 
 
 def _render(result: ExerciseResult, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The lines `result_block` prints, without colour."""
     buffer = io.StringIO()
-    monkeypatch.setattr(ui, "out", Console(file=buffer, width=200, color_system=None, soft_wrap=True))
-    ui.result_block(result, "ex.py")
+    monkeypatch.setattr(ui, "out", Console(file=buffer, width=200, color_system=None))
+    views.result_block(result, "ex.py")
     return buffer.getvalue().splitlines()
 
 
@@ -55,3 +56,20 @@ def test_repeated_reason_not_repeated(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = _render(ExerciseResult("ex", "failed", checks=checks), monkeypatch)
     assert sum("not written yet" in line for line in lines) == 1
     assert sum("(the same reason as above)" in line for line in lines) == 1
+
+
+def test_long_reasons_wrap_at_words_under_their_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long title and message wrap at word boundaries, indented, with no trailing spaces."""
+    title_words = " ".join(f"word{i}" for i in range(30))
+    message = " ".join(f"reason{i}" for i in range(40))
+    check = CheckResult("a", title_words, "failed", 0.0, 1.0, message)
+    buffer = io.StringIO()
+    monkeypatch.setattr(ui, "out", Console(file=buffer, width=60, color_system=None))
+    views.result_block(ExerciseResult("ex", "failed", checks=[check]), "ex.py")
+    lines = buffer.getvalue().splitlines()
+    assert all(len(line) <= 60 and line == line.rstrip() for line in lines), lines
+    words = buffer.getvalue().split()
+    assert all(w in words for w in (title_words + " " + message).split())
+    title_lines = [line for line in lines if "word" in line]
+    assert len(title_lines) > 1 and len({len(line) - len(line.lstrip()) for line in title_lines[1:]}) == 1
+    assert all(line.startswith(" " * 6) for line in lines if "reason" in line)

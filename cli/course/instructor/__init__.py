@@ -1,0 +1,1 @@
+"""Instructor commands behind `course new` and `course validate`: scaffolding and soundness checks."""
