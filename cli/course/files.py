@@ -28,3 +28,22 @@ def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False) -> N
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_new(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Create `path` holding `data`, flushed to disk; FileExistsError if it exists (never overwrites)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def move_aside(path: Path, dest: Path) -> bool:
+    """Rename `path` to `dest` in one step, replacing `dest`; False if that failed."""
+    try:
+        os.replace(path, dest)
+    except OSError:
+        return False
+    return True

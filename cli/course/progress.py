@@ -14,15 +14,13 @@ signature proves an entry was written, already validated, by `course` itself.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Literal
 
 from course import signing
-from course.files import write_atomic
+from course.files import move_aside, write_atomic, write_new
 from course.paths import WorkspacePaths
 
 VERSION = 1
@@ -91,8 +89,7 @@ class ProgressStore:
             progress = _parse(raw)
         except ValueError:
             backup = self.paths.progress_backup
-            with contextlib.suppress(OSError):
-                os.replace(path, backup)
+            move_aside(path, backup)
             self.warnings.append(f"{path} was damaged; it is kept as {backup.name} and progress starts fresh")
             return Progress()
         return self._verified(progress)
@@ -138,9 +135,7 @@ class ProgressStore:
         import secrets  # imported here: reading progress never needs it
 
         key = secrets.token_bytes(32)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(key)
+        write_new(path, key, mode=0o600)
         return key
 
 

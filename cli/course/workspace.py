@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from course.errors import CourseError, UsageError
-from course.files import write_atomic
+from course.files import write_atomic, write_new
 from course.paths import WorkspacePaths, marker_rel
 from course.registry import COURSE_FILE, Course, Exercise, load_course
 
@@ -131,12 +131,7 @@ def _keep_backup(folder: Path, name: str, source: Path) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     backup = folder / f"{name}.{stamp}.py"
     try:
-        backup.parent.mkdir(parents=True, exist_ok=True)
-        # "x": never overwrite an earlier backup.
-        with open(backup, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        write_new(backup, data)  # never overwrites an earlier backup
     except OSError as exc:
         raise CourseError(
             f"could not keep a backup of your file in {backup.parent} ({exc.strerror or exc}), so it was "

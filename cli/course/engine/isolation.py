@@ -87,12 +87,13 @@ def run_isolated(
     system.cap_memory(proc.pid, memory_mb)
     sink, events = _OutputSink(proc.stdout), _EventReader(events_r, on_event)
     outcome = Outcome(returncode=None)
+    seen: dict[int, Any] = {}  # descendants met while watching, for platforms without a subreaper
     try:
-        outcome.timed_out, outcome.killed_for = _wait(proc, sink, timeout_s, memory_mb)
+        outcome.timed_out, outcome.killed_for = _wait(proc, sink, timeout_s, memory_mb, seen)
     finally:
-        left = system.descendants(proc.pid)
+        seen.update((p.pid, p) for p in system.descendants(proc.pid))
         _kill_group(proc)
-        system.kill(left)
+        system.kill(list(seen.values()))
         with _active_lock:
             _active.discard(proc.pid)
         _sweep(born)
@@ -138,8 +139,12 @@ def stop_all() -> None:
             os.killpg(pid, signal.SIGKILL)
 
 
-def _wait(proc: Any, sink: _OutputSink, timeout_s: float, memory_mb: int) -> tuple[bool, str]:
-    """Wait for the child; return (timed out, reason it was killed)."""
+def _wait(proc: Any, sink: _OutputSink, timeout_s: float, memory_mb: int, seen: dict[int, Any]) -> tuple[bool, str]:
+    """Wait for the child; return (timed out, reason it was killed).
+
+    Without a subreaper, descendants are noted as they appear, so one that later leaves the
+    tree (a double fork) can still be killed at the end.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -147,6 +152,8 @@ def _wait(proc: Any, sink: _OutputSink, timeout_s: float, memory_mb: int) -> tup
             return False, ""
         except subprocess.TimeoutExpired:
             pass
+        if not system.FEATURES.prctl:
+            seen.update((p.pid, p) for p in system.descendants(proc.pid))
         if time.monotonic() > deadline:
             return True, ""
         if sink.flooded:
