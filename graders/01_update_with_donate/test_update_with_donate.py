@@ -12,17 +12,16 @@ import pytest
 
 from course.grading import (
     CompileRecorder,
+    JitCall,
     assert_array,
     assert_is_array,
-    call_recording_warnings,
+    count_jit_builds,
     describe_exception,
-    donation_info,
     fail,
     is_consumed,
     is_deleted_error,
-    jitted_functions,
+    jit_calls,
     learner_location,
-    own_function_names,
 )
 
 LARGE = 100_003
@@ -57,16 +56,20 @@ def _odd_length(rng: np.random.Generator) -> int:
     return int(2 * rng.integers(1, 500) + 1)
 
 
-def _helpers(sub: types.ModuleType, n: int) -> dict[str, Any]:
-    """Donation facts of each module-level jitted function that accepts (state, delta) of length n."""
+def _jit_calls(sub: types.ModuleType, path: Path, n: int) -> list[JitCall]:
+    """The jitted calls `update_with_donate` makes for float32[n] inputs, wherever its jit is held."""
     spec = jax.ShapeDtypeStruct((n,), np.float32)
-    infos: dict[str, Any] = {}
-    for name, fn in jitted_functions(sub).items():
-        try:
-            infos[name] = donation_info(fn, spec, spec)
-        except Exception:  # noqa: BLE001, S112 - another jitted function with another signature
-            continue
-    return infos
+    try:
+        return jit_calls(sub.update_with_donate, spec, spec, path=path)
+    except Exception as exc:  # noqa: BLE001 - the learner's code may not trace; say so in their words
+        fail(f"`update_with_donate` could not be traced with float32[{n}] inputs, so its jitted calls "
+             f"cannot be inspected: it raised {describe_exception(exc)}{learner_location(exc.__traceback__, path)}. "
+             "Keep everything inside the function traceable: no NumPy conversions or Python branches on values.")
+
+
+def _donating(calls: list[JitCall]) -> list[JitCall]:
+    """The calls that donate any input."""
+    return [c for c in calls if any(c.donated)]
 
 
 @pytest.mark.points(1)
@@ -113,67 +116,61 @@ def test_state_consumed(submission: types.ModuleType, submission_path: Path, rng
 @pytest.mark.points(1)
 def test_helper_aliases_state(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The compiled helper writes its result into state's buffer, with no unusable donation."""
-    jax.clear_caches()  # JAX warns about unusable donations only when it compiles afresh
     n = _odd_length(rng)
-    state, delta, _, _ = _inputs(rng, n)
-    call = call_recording_warnings(_call, submission, submission_path, state, delta)
-    if not jitted_functions(submission):
-        fail("found no function made by jax.jit at module scope. Build the donating helper once, "
-             "at the top level of your file, and call it from `update_with_donate`.")
-    infos = _helpers(submission, n)
-    if not infos:
-        fail(f"none of your module-level jitted functions accepts two float32[{n}] arrays "
-             "(state, delta); the helper should take exactly those.")
-    if call.not_usable:
-        fail(f"JAX warned \"{call.not_usable[0]}\": a donated buffer that no output can reuse "
-             "is wasted. Donate `state` only (donate_argnums=(0,)), not `delta` too.")
-    if not any(info.alias_bytes > 0 for info in infos.values()):
-        name, info = next(iter(infos.items()))
-        fail(_no_alias_message(name, info, n))
+    calls = _jit_calls(submission, submission_path, n)
+    if not calls:
+        fail("`update_with_donate` runs nothing through jax.jit: there is no compiled helper whose result "
+             "could take over `state`'s buffer. Build one with jax.jit(..., donate_argnums=(0,)) and call it.")
+    donating = _donating(calls)
+    if not donating:
+        fail(_no_alias_message(calls[0], n))
+    for call in donating:
+        if call.not_usable:
+            fail(f"compiling `{call.name}` makes JAX warn \"{call.not_usable[0]}\": a donated buffer that no "
+                 "output can reuse is wasted. Donate `state` only (donate_argnums=(0,)), not `delta` too.")
+    if not any(call.alias_bytes > 0 for call in donating):
+        fail(_no_alias_message(donating[0], n))
 
 
-def _no_alias_message(name: str, info: Any, n: int) -> str:
+def _no_alias_message(call: JitCall, n: int) -> str:
     """Why the compiled helper reuses no buffer, from what it asked for and what it returns."""
-    head = f"`{name}` compiles with alias_size_in_bytes = 0: its result does not reuse `state`'s buffer. "
-    if not info.donate_argnums:
+    where = f" (line {call.line})" if call.line else ""
+    head = f"`{call.name}`{where} compiles with alias_size_in_bytes = 0: its result does not reuse `state`'s buffer. "
+    if not any(call.donated):
         return head + "It donates nothing; build it with jax.jit(..., donate_argnums=(0,))."
-    if 0 not in info.donate_argnums:
-        return head + (f"It donates argument(s) {list(info.donate_argnums)}, not `state` "
-                       "(argument 0); use donate_argnums=(0,).")
-    outs = [f"{o.dtype}{list(o.shape)}" for o in jax.tree_util.tree_leaves(info.out_info)]
-    return head + (f"It asks to donate `state` (float32[{n}]) but returns {', '.join(outs) or 'nothing'}; "
-                   "only an output of the same dtype and shape can take a donated buffer, so XLA "
-                   "dropped the donation without a warning. Keep the result float32.")
+    outs = [f"{o.dtype}{list(o.shape)}" for o in jax.tree_util.tree_leaves(call.out_info)]
+    return head + (f"It donates a float32[{n}] input but returns {', '.join(outs) or 'nothing'}; only an "
+                   "output of the same dtype and shape can take a donated buffer, so XLA dropped the donation "
+                   "without a warning. Keep the result float32.")
 
 
 @pytest.mark.points(1)
 def test_helper_built_once(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Compiles once per shape, not once per call."""
-    if not jitted_functions(submission):
-        fail("found no function made by jax.jit at module scope: a jax.jit(...) built inside "
-             "`update_with_donate` is a new wrapper on every call. Build it once, at the top "
-             "level of your file, and call it from the function.")
+    names = {c.name for c in _jit_calls(submission, submission_path, 32)}
+    if not names:
+        fail("`update_with_donate` runs nothing through jax.jit, so there is no compiled helper to reuse. "
+             "Build the donating jit once, at the top level of your file, and call it from the function.")
     jax.clear_caches()  # earlier checks may have compiled these shapes through shared caches
-    names = own_function_names(submission)
     total = 0
     for n in (32, 64):
         inputs = [_inputs(rng, n)[:2] for _ in range(3)]  # made before counting starts
         per_call = []
         for state, delta in inputs:
-            with CompileRecorder(names) as rec:
+            with count_jit_builds(submission_path) as built, CompileRecorder(names) as rec:
                 _call(submission, submission_path, state, delta)
+            if built[0]:
+                fail(f"each call of `update_with_donate` builds {built[0]} new jax.jit wrapper(s): a jit made "
+                     "inside the function is a new object on every call, with its own caches to fill. "
+                     "Build it once, at the top level of your file (or once in an object made at import), "
+                     "and call that.")
             per_call.append(rec.count())
         if any(per_call[1:]):
-            fail(f"three calls with float32[{n}] inputs compiled {per_call} times: a repeated "
-                 "call of the same shape compiled again, so the jitted helper is rebuilt on each "
-                 "call. Create it once at module scope and reuse it.")
+            fail(f"three calls with float32[{n}] inputs compiled {per_call} times: a repeated call of the "
+                 "same shape compiled again. Create the jitted helper once and reuse it.")
         total += per_call[0]
-    if total == 0:
-        fail("no compile of your jitted helper was seen while calling `update_with_donate`: "
-             "does it call the donating helper you built with jax.jit?")
     if total > 2:
-        fail(f"lengths 32 and 64 compiled {total} times in all; one compile per shape, twice in "
-             "all, is expected.")
+        fail(f"lengths 32 and 64 compiled {total} times in all; one compile per shape, twice in all, is expected.")
 
 
 @pytest.mark.points(1)
@@ -199,10 +196,10 @@ def test_no_copy_before_donate(submission: types.ModuleType, submission_path: Pa
     _call(submission, submission_path, state, delta)
     if is_consumed(state):
         return
-    donors = [name for name, info in _helpers(submission, n).items()
-              if 0 in info.donate_argnums and info.alias_bytes > 0]
-    if donors:
-        fail(f"`state` is still alive after the call, although `{donors[0]}` donates its first "
-             "argument and reuses that buffer: so what it received was not `state` but a copy of it "
-             "(such as jnp.array(state), state.copy() or state + 0). The copy needs a new "
-             "buffer, which is what donation should save; pass `state` itself.")
+    copies = [(call, src) for call in _jit_calls(submission, submission_path, n) for src in call.donated_copies(0)]
+    if copies:
+        call, src = copies[0]
+        where = f" at line {src.line}" if src.line else ""
+        fail(f"`state` is still alive after the call: what `{call.name}` was given to donate is not `state` "
+             f"but a new array made from it by `{src.via}`{where} (such as jnp.array(state), state.copy() or "
+             "state + 0). The copy needs a fresh buffer, which is what donation should save; pass `state` itself.")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import jax
+import jax.extend as jex
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -16,11 +18,15 @@ from course.grading.kernels import (
     KernelCall,
     describe_lines,
     kernel_call,
+    learner_line,
     nested_primitive_counts,
     pallas_calls,
     primitive_counts,
 )
 
+# Arithmetic that a wrapper must leave to its kernel.
+ARITHMETIC = frozenset({"add", "sub", "mul", "div", "neg", "max", "min", "integer_pow", "pow", "exp", "tanh",
+                        "square", "add_any"})
 # Reductions that would do `row_sum`'s work for it; a matmul with ones is a reduction too.
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "cumsum", "dot_general",
               "reduce_and", "reduce_or", "argmax", "argmin")
@@ -84,16 +90,50 @@ def test_add_values(submission: ModuleType, rng: np.random.Generator) -> None:
                      **_tolerance(dtype))
 
 
+def _outside_kernels(jaxpr: Any, path: Path) -> list[tuple[str, int | None]]:
+    """Arithmetic done by the wrapper itself, around its kernels: (primitive, learner line) in order."""
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "pallas_call":
+            continue
+        if eqn.primitive.name in ARITHMETIC:
+            found.append((eqn.primitive.name, learner_line(eqn, path)))
+        for sub in jex.core.jaxprs_in_params(eqn.params):
+            found += _outside_kernels(getattr(sub, "jaxpr", sub), path)
+    return found
+
+
+def _assert_runs_own_kernel(sub: ModuleType, path: Path, wrapper: str, kernel: str, *args: jax.Array) -> None:
+    """`wrapper` makes one `pallas_call`, of `kernel` (however wrapped), and computes nothing around it."""
+    fn = getattr(sub, wrapper)
+    call = _one_kernel(wrapper, pallas_calls(fn, *args, path=path))
+    outside = _outside_kernels(jax.make_jaxpr(fn)(*args).jaxpr, path)
+    if outside:
+        prim, line = outside[0]
+        where = f" at line {line}" if line else ""
+        fail(f"`{wrapper}` computes `{prim}`{where} outside its `pallas_call`: that part runs as ordinary "
+             f"XLA around the kernel, reading its inputs from memory again. The whole computation belongs "
+             f"in `{kernel}`.")
+    own = kernel_call(getattr(sub, kernel), *args, out_shape=jax.ShapeDtypeStruct(args[0].shape, args[0].dtype),
+                      path=path)
+    if call.primitives() != own.primitives():
+        fail(f"the `pallas_call` in `{wrapper}` runs `{call.kernel_name}`, which does not compute what "
+             f"`{kernel}` computes (its body holds {_summary(call)}, `{kernel}`'s holds {_summary(own)}). "
+             f"Pass `{kernel}` itself to `pl.pallas_call`.")
+
+
+def _summary(call: KernelCall) -> str:
+    """The kernel body's primitives, e.g. `2 get, 1 mul, 1 swap`."""
+    counts = call.primitives()
+    return ", ".join(f"{n} {p}" for p, n in sorted(counts.items())) or "nothing"
+
+
 def test_add_in_pallas_call(submission: ModuleType, submission_path: Path) -> None:
-    """`add` does its addition inside a `pallas_call`, not around it"""
+    """`add` runs `add_kernel` for the whole addition, not around it"""
     x, y = jnp.ones((8, 128)), jnp.ones((8, 128))
-    closed = jax.make_jaxpr(submission.add)(x, y)
-    _one_kernel("add", pallas_calls(submission.add, x, y, path=submission_path))
-    outside = primitive_counts(closed, into_kernels=False)
-    check(not outside["add"], "`add` adds outside its kernel (a `jnp` addition around the "
-                              "`pallas_call`); the addition belongs in `add_kernel`.")
-    check(primitive_counts(closed)["add"], "the kernel of `add` never adds; `add_kernel` must "
-                                           "compute `x + y`.")
+    _assert_runs_own_kernel(submission, submission_path, "add", "add_kernel", x, y)
+    check(primitive_counts(jax.make_jaxpr(submission.add)(x, y))["add"],
+          "the kernel of `add` never adds; `add_kernel` must compute `x + y`.")
 
 
 @pytest.mark.points(2)
@@ -114,6 +154,11 @@ def test_square_plus_values(submission: ModuleType, rng: np.random.Generator) ->
         xn = np.asarray(x)
         assert_array(submission.square_plus(x), xn * xn + xn, name=f"square_plus(x) for {list(shape)}",
                      rtol=1e-5, atol=1e-5)
+
+
+def test_square_plus_in_pallas_call(submission: ModuleType, submission_path: Path) -> None:
+    """`square_plus` runs `square_plus_kernel` for the whole computation"""
+    _assert_runs_own_kernel(submission, submission_path, "square_plus", "square_plus_kernel", jnp.ones((8, 128)))
 
 
 @pytest.mark.points(2)

@@ -21,6 +21,8 @@ from course.grading.feedback import fail
 __all__ = [
     "NOT_USABLE_WARNING",
     "DonationInfo",
+    "JitCall",
+    "Source",
     "WarningsCall",
     "alias_bytes",
     "assert_consumed",
@@ -29,6 +31,7 @@ __all__ = [
     "donation_info",
     "is_consumed",
     "is_deleted_error",
+    "jit_calls",
     "jitted_functions",
 ]
 
@@ -129,3 +132,101 @@ def call_recording_warnings(fn: Callable[..., Any], *args: Any, **kwargs: Any) -
         warnings.simplefilter("always")
         result = fn(*args, **kwargs)
     return WarningsCall(result=result, warnings=list(caught))
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a value passed to a jitted call comes from, relative to the traced function's arguments."""
+
+    arg: int | None
+    """The argument it is, or was computed from; None when it depends on no single argument."""
+    via: str | None = None
+    """None when it is that argument itself; else the primitive that made it from the argument."""
+    line: int | None = None
+    """The learner's line of that primitive, when known."""
+
+
+@dataclass(frozen=True)
+class JitCall:
+    """One call of a jitted function made by a traced function, and what its donation really does."""
+
+    name: str
+    """The jitted function's name, as JAX reports it in compile events (`jit(name)`)."""
+    donated: tuple[bool, ...]
+    """Per input: whether the call donates it."""
+    sources: tuple[Source, ...]
+    """Per input: where it comes from."""
+    alias_bytes: int
+    """Bytes of donated inputs the compiled call reuses for its outputs."""
+    not_usable: tuple[str, ...]
+    """JAX's "Some donated buffers were not usable" warnings when compiling the call."""
+    out_info: Any
+    """The outputs' shapes and dtypes."""
+    line: int | None
+    """The learner's line that made the call, when known."""
+
+    def donates(self, arg: int) -> bool:
+        """True when the call donates argument `arg` of the traced function itself (not a copy)."""
+        return any(d and s.arg == arg and s.via is None for d, s in zip(self.donated, self.sources, strict=True))
+
+    def donated_copies(self, arg: int) -> list[Source]:
+        """Donated inputs that were computed from argument `arg` rather than being it."""
+        return [s for d, s in zip(self.donated, self.sources, strict=True) if d and s.arg == arg and s.via]
+
+
+def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitCall]:
+    """Trace `fn(*args)` and describe each jitted call it makes from Python, wherever the jit is held.
+
+    Only calls made at the top of the trace count: a donation requested by a jit nested inside
+    another is ignored by XLA. Each call's program is compiled again, on its own, to read its
+    real aliasing and any "not usable" warning. Arguments may be `jax.ShapeDtypeStruct`s.
+    """
+    from course.grading.kernels import learner_line
+
+    closed = jax.make_jaxpr(fn)(*args)
+    origin: dict[Any, Source] = {v: Source(i) for i, v in enumerate(closed.jaxpr.invars)}
+    calls = []
+    for eqn in closed.jaxpr.eqns:
+        if eqn.primitive.name in ("jit", "pjit"):
+            sources = tuple(_origin(v, origin) for v in eqn.invars)
+            calls.append(_describe_call(eqn, sources, learner_line(eqn, path)))
+        _note_outputs(eqn, origin, learner_line(eqn, path))
+    return calls
+
+
+def _origin(var: Any, origin: dict[Any, Source]) -> Source:
+    """Where `var` comes from; literals and unrelated values come from no argument."""
+    return origin.get(var, Source(None)) if not isinstance(var, jax.extend.core.Literal) else Source(None)
+
+
+def _note_outputs(eqn: Any, origin: dict[Any, Source], line: int | None) -> None:
+    """An op on one argument's value (a copy, an add of a constant) makes values derived from it."""
+    found = {_origin(v, origin).arg for v in eqn.invars if not isinstance(v, jax.extend.core.Literal)}
+    if len(found) == 1 and None not in found:
+        (arg,) = found
+        for out in eqn.outvars:
+            origin[out] = Source(arg, eqn.primitive.name, line)
+
+
+def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None) -> JitCall:
+    """Compile the called program alone, with its donation, and read what it does."""
+    from jax.extend.core import jaxpr_as_fun
+
+    closed = eqn.params["jaxpr"]
+    donated = tuple(bool(d) for d in eqn.params["donated_invars"])
+    specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
+    program = jax.jit(jaxpr_as_fun(closed), donate_argnums=tuple(i for i, d in enumerate(donated) if d))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lowered = program.lower(*specs)
+    analysis = lowered.compile().memory_analysis()
+    texts = [str(w.message).splitlines()[0] for w in caught if NOT_USABLE_WARNING in str(w.message)]
+    return JitCall(
+        name=str(eqn.params.get("name", "")),
+        donated=donated,
+        sources=sources,
+        alias_bytes=int(getattr(analysis, "alias_size_in_bytes", 0) or 0),
+        not_usable=tuple(texts),
+        out_info=lowered.out_info,
+        line=line,
+    )

@@ -1,0 +1,54 @@
+"""`square_plus` calls a kernel that only squares (loading `x_ref` twice) and adds `x` outside the `pallas_call`; must fail test_square_plus_in_pallas_call."""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+
+def add_kernel(x_ref, y_ref, o_ref):
+    """Write `x + y` into `o_ref`: one load of each input, one store."""
+    o_ref[...] = x_ref[...] + y_ref[...]
+
+
+def add(x: jax.Array, y: jax.Array) -> jax.Array:
+    """Element-wise `x + y` computed by `add_kernel`."""
+    return pl.pallas_call(
+        add_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        interpret=True,
+    )(x, y)
+
+
+def square_plus_kernel(x_ref, o_ref):
+    """Write `x * x + x` into `o_ref`, loading `x_ref` once."""
+    x = x_ref[...]
+    o_ref[...] = x * x + x
+
+
+def _square_kernel(x_ref, o_ref):
+    """Wrong: squares by reading the ref twice, and leaves the `+ x` to the caller."""
+    o_ref[...] = x_ref[...] * x_ref[...]
+
+
+def square_plus(x: jax.Array) -> jax.Array:
+    """Wrong: runs another kernel, then adds `x` around it."""
+    squared = pl.pallas_call(
+        _square_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        interpret=True,
+    )(x)
+    return squared + x
+
+
+@jax.jit
+def row_sum(x: jax.Array) -> jax.Array:
+    """Sum of the rows of `x`, accumulated into a ref and frozen at the end."""
+    acc = jax.new_ref(jnp.zeros(x.shape[1], x.dtype))
+
+    def body(i, carry):
+        acc[...] += x[i]
+        return carry
+
+    lax.fori_loop(0, x.shape[0], body, None)
+    return jax.freeze(acc)
