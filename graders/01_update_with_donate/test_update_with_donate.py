@@ -51,9 +51,11 @@ def _call(sub: types.ModuleType, path: Path, state: jax.Array, delta: jax.Array)
              "Use the value the call returns instead.")
 
 
-def _odd_length(rng: np.random.Generator) -> int:
-    """A random odd length between 3 and 999."""
-    return int(2 * rng.integers(1, 500) + 1)
+@pytest.fixture(scope="module")
+def odd(run_seed: int) -> int:
+    """A random odd length between 3 and 999, the same for every check of a run: each shape compiles
+    once per run instead of once per check."""
+    return int(2 * np.random.default_rng(run_seed).integers(1, 500) + 1)
 
 
 def _jit_calls(sub: types.ModuleType, path: Path, n: int) -> list[JitCall]:
@@ -73,18 +75,23 @@ def _donating(calls: list[JitCall]) -> list[JitCall]:
 
 
 @pytest.mark.points(1)
-def test_values(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+def test_values(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator, odd: int) -> None:
     """Returns state + delta for lengths 0, 1, odd, 32, 64 and large."""
-    for n in (0, 1, _odd_length(rng), 32, 64, LARGE):
+    for n in (0, 1, odd, 32, 64, LARGE):
         state, delta, s, d = _inputs(rng, n)
         out = _call(submission, submission_path, state, delta)
         assert_array(out, s + d, name=f"the result for length {n}", **TOL)
 
 
 @pytest.mark.points(1)
-def test_dtype_and_shape(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+def test_dtype_and_shape(
+    submission: types.ModuleType,
+    submission_path: Path,
+    rng: np.random.Generator,
+    odd: int,
+) -> None:
     """Keeps the float32 dtype and the shape of state."""
-    for n in (0, _odd_length(rng)):
+    for n in (0, odd):
         state, delta, _, _ = _inputs(rng, n)
         out = assert_is_array(_call(submission, submission_path, state, delta), f"the result for length {n}")
         if out.dtype != np.float32:
@@ -96,9 +103,14 @@ def test_dtype_and_shape(submission: types.ModuleType, submission_path: Path, rn
 
 
 @pytest.mark.points(1)
-def test_state_consumed(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+def test_state_consumed(
+    submission: types.ModuleType,
+    submission_path: Path,
+    rng: np.random.Generator,
+    odd: int,
+) -> None:
     """Consumes state and leaves delta alive."""
-    state, delta, _, _ = _inputs(rng, _odd_length(rng))
+    state, delta, _, _ = _inputs(rng, odd)
     _call(submission, submission_path, state, delta)
     state_gone, delta_gone = is_consumed(state), is_consumed(delta)
     if delta_gone and not state_gone:
@@ -114,9 +126,9 @@ def test_state_consumed(submission: types.ModuleType, submission_path: Path, rng
 
 
 @pytest.mark.points(1)
-def test_helper_aliases_state(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+def test_helper_aliases_state(submission: types.ModuleType, submission_path: Path, odd: int) -> None:
     """The compiled helper writes its result into state's buffer, with no unusable donation."""
-    n = _odd_length(rng)
+    n = odd
     calls = _jit_calls(submission, submission_path, n)
     if not calls:
         fail("`update_with_donate` runs nothing through jax.jit: there is no compiled helper whose result "
@@ -174,9 +186,14 @@ def test_helper_built_once(submission: types.ModuleType, submission_path: Path, 
 
 
 @pytest.mark.points(1)
-def test_no_read_after_donate(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+def test_no_read_after_donate(
+    submission: types.ModuleType,
+    submission_path: Path,
+    rng: np.random.Generator,
+    odd: int,
+) -> None:
     """Does not read state after donating it."""
-    n = _odd_length(rng)
+    n = odd
     state = _inputs(rng, n)[0]
     for _ in range(3):  # the way a training loop uses it: each result is the next state
         delta = _inputs(rng, n)[1]  # a fresh delta each step, so only `state` is in question
@@ -189,9 +206,14 @@ def test_no_read_after_donate(submission: types.ModuleType, submission_path: Pat
 
 
 @pytest.mark.points(1)
-def test_no_copy_before_donate(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+def test_no_copy_before_donate(
+    submission: types.ModuleType,
+    submission_path: Path,
+    rng: np.random.Generator,
+    odd: int,
+) -> None:
     """Donates state itself, not a copy of it."""
-    n = _odd_length(rng)
+    n = odd
     state, delta, _, _ = _inputs(rng, n)
     _call(submission, submission_path, state, delta)
     if is_consumed(state):

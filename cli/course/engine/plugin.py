@@ -270,6 +270,13 @@ def seed(request: pytest.FixtureRequest) -> int:
     return submission.check_seed(state.seed, request.node.name)
 
 
+@pytest.fixture(scope="session")
+def run_seed(request: pytest.FixtureRequest) -> int:
+    """The run's seed, the same for every check: for inputs that checks should share (a shape, say),
+    so a shape compiled for one check is reused by the next."""
+    return _require(request.config).seed
+
+
 @pytest.fixture
 def rng(seed: int) -> Any:
     """A NumPy random generator seeded for this check, so inputs differ on every run."""
