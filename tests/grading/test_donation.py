@@ -112,3 +112,36 @@ def test_not_usable_warning_is_recorded() -> None:
     result = call_recording_warnings(one, _arr(13), _arr(13))
     assert result.not_usable == []
     assert result.result.shape == (13,)
+
+
+def test_jit_calls_sees_a_jit_wherever_it_is_held() -> None:
+    """A donating jit held by an object is found by tracing the call; its real aliasing is read."""
+    from course.grading import jit_calls
+
+    class Holder:
+        def __init__(self) -> None:
+            self.step = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
+
+    holder = Holder()
+    spec = jax.ShapeDtypeStruct((7,), jnp.float32)
+    (call,) = jit_calls(lambda s, d: holder.step(s, d), spec, spec)
+    assert call.name == "<lambda>" and call.donated == (True, False)
+    assert [src.arg for src in call.sources] == [0, 1] and call.alias_bytes == 28 and not call.not_usable
+
+
+def test_jit_calls_names_copies_and_dropped_donations() -> None:
+    """A donated copy is traced back to its argument and op; a float16 result aliases nothing; a
+    donation no output can use is reported with JAX's warning."""
+    from course.grading import jit_calls
+
+    spec = jax.ShapeDtypeStruct((5,), jnp.float32)
+    add = jax.jit(lambda s, d: s + d, donate_argnums=0)
+    (copied,) = jit_calls(lambda s, d: add(jnp.array(s), d), spec, spec)
+    assert [(c.arg, c.via) for c in copied.donated_copies(0)] == [(0, "copy")]
+    assert not copied.donated_copies(1)
+    half = jax.jit(lambda s, d: (s + d).astype(jnp.float16), donate_argnums=0)
+    assert jit_calls(lambda s, d: half(s, d), spec, spec)[0].alias_bytes == 0
+    both = jax.jit(lambda s, d: s + d, donate_argnums=(0, 1))
+    (warned,) = jit_calls(lambda s, d: both(s, d), spec, spec)
+    assert warned.not_usable and "not usable" in warned.not_usable[0]
+    assert jit_calls(lambda s, d: s + d, spec, spec) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import pytest
 
@@ -33,3 +34,34 @@ def test_restored_after_an_exception() -> None:
     with pytest.raises(RuntimeError), replaced(lib, "jit", "counting", learner):
         raise RuntimeError("boom")
     assert lib.jit is original and learner["jit"] is original
+
+
+def test_count_jit_builds_counts_the_learners_however_spelled(tmp_path: Path) -> None:
+    """Builds from a file count whether by `jax.jit`, a partial of it or the decorator factory;
+    the wrappers JAX builds for eager operations do not."""
+    import jax
+    import jax.numpy as jnp
+
+    from course.grading import count_jit_builds
+
+    learner = tmp_path / "learner.py"
+    source = (
+        "import functools, jax\n"
+        "_jit = functools.partial(jax.jit, donate_argnums=0)\n"
+        "def build(f):\n"
+        "    jax.jit(f)\n"
+        "    _jit(f)\n"
+        "    jax.jit(static_argnums=())(f)\n"
+    )
+    namespace: dict = {}
+    exec(compile(source, str(learner), "exec"), namespace)  # noqa: S102 - a learner's file, in miniature
+    with count_jit_builds(learner) as built:
+        namespace["build"](lambda x: x)
+        jnp.arange(3.0) * 2.5 + jnp.ones(3)  # eager work: JAX builds its own wrappers
+    assert built == [3]
+    with count_jit_builds(tmp_path / "other.py") as elsewhere:
+        namespace["build"](lambda x: x)
+    assert elsewhere == [0]
+    with count_jit_builds() as anywhere:
+        jax.jit(lambda x: x)
+    assert anywhere == [1]

@@ -165,10 +165,6 @@ class JitCall:
     line: int | None
     """The learner's line that made the call, when known."""
 
-    def donates(self, arg: int) -> bool:
-        """True when the call donates argument `arg` of the traced function itself (not a copy)."""
-        return any(d and s.arg == arg and s.via is None for d, s in zip(self.donated, self.sources, strict=True))
-
     def donated_copies(self, arg: int) -> list[Source]:
         """Donated inputs that were computed from argument `arg` rather than being it."""
         return [s for d, s in zip(self.donated, self.sources, strict=True) if d and s.arg == arg and s.via]
