@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,7 +17,7 @@ from course.grading.aliasing import first_read_after_write, run_aliased
 from course.grading.arrays import assert_array
 from course.grading.donation import assert_consumed, jitted_functions
 from course.grading.kernels import kernel_call, pallas_calls
-from course.grading.patching import replaced
+from course.grading.patching import count_jit_builds
 
 SHAPES = ((8, 128), (16, 256))
 WRAPPERS = ("swap_halves", "residual_tanh")
@@ -115,21 +114,7 @@ def test_x_consumed(submission: ModuleType, rng: np.random.Generator) -> None:
                                      "with `donate_argnums=(0,)` (and do not copy `x` first).")
 
 
-@contextlib.contextmanager
-def _count_jit_calls(module: ModuleType) -> Iterator[list[int]]:
-    """Count calls of `jax.jit` (also as imported into the learner's module) while active."""
-    original = jax.jit
-    calls = [0]
-
-    def counting_jit(*args: Any, **kwargs: Any) -> Any:
-        calls[0] += 1
-        return original(*args, **kwargs)
-
-    with replaced(jax, "jit", counting_jit, vars(module)):
-        yield calls
-
-
-def test_jitted_once(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_jitted_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """Both wrappers run through a `jax.jit` built once, at module scope"""
     check(jitted_functions(submission), "your module defines no jitted function at module scope; "
                                         "build the jitted wrappers once, at import, with `jax.jit`.")
@@ -139,8 +124,8 @@ def test_jitted_once(submission: ModuleType, rng: np.random.Generator) -> None:
         check(any(e.primitive.name == "jit" for e in closed.jaxpr.eqns),
               f"`{name}` does not run through `jax.jit`; jit it at module scope with "
               "`donate_argnums=(0,)`.")
-        with _count_jit_calls(submission) as calls:
+        with count_jit_builds(submission_path) as built:
             for _ in range(2):
                 jax.block_until_ready(fn(jnp.asarray(_draw(rng, SHAPES[0]))))
-        check(not calls[0], f"`{name}` calls `jax.jit` {calls[0]} times in 2 calls: it builds a new "
-                            "jitted function on every call. Build it once at module scope and call that.")
+        check(not built[0], f"`{name}` builds {built[0]} jitted wrapper(s) in 2 calls: a new jitted "
+                            "function on every call. Build it once at module scope and call that.")
