@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from course.cli import app
+from course.registry import load_course
 
 
 def run(cli: CliRunner, course: Path, *args: str) -> object:
@@ -188,3 +189,15 @@ def test_reset_refuses_without_original(cli: CliRunner, mini_course: Path) -> No
     result = run(cli, mini_course, "reset", "ex_fail", "--yes")
     assert result.exit_code == 2 and "cannot be found" in result.stderr
     assert target.read_text() == "# mine\n"
+
+
+def test_points_known_before_anything_is_graded(cli: CliRunner, mini_course: Path, tmp_path: Path) -> None:
+    """On a fresh workspace, `progress --json` and `list` give the course's true total, read from the graders."""
+    workspace = tmp_path / "fresh"
+    assert run(cli, mini_course, "init", str(workspace)).exit_code == 0
+    progress = json.loads(run(cli, mini_course, "progress", "--json", "--workspace", str(workspace)).stdout)
+    marks = {e.name: e.max_score for e in load_course(mini_course).exercises}
+    assert progress["max_score"] == sum(marks.values()) > 0 and progress["score"] == 0
+    assert {e["name"]: e["max_score"] for e in progress["exercises"]} == marks
+    listed = run(cli, mini_course, "list", "--workspace", str(workspace)).stdout
+    assert f"0/{marks['ex_fail']:g}" in listed and f"Points: 0 of {sum(marks.values()):g}" in listed
