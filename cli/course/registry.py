@@ -66,6 +66,8 @@ class Exercise:
     """A hash of the grader and metadata: a pass recorded against another hash is stale."""
     max_score: float | None = None
     """The grader's points, read statically; None when they cannot be (`course validate` says why)."""
+    hidden_max_score: float | None = 0.0
+    """The hidden grader's points, read the same way; 0 without a hidden grader."""
 
     @property
     def folder(self) -> str:
@@ -110,7 +112,7 @@ class Exercise:
     @property
     def hidden_grader_path(self) -> Path:
         """Checks run only when instructors grade, never by `course check`."""
-        return self.root / "graders" / self.folder / "hidden" / f"test_{self.name}_hidden.py"
+        return _grader_path(self.root, self.position, self.name, hidden=True)
 
 
 @dataclass
@@ -121,14 +123,14 @@ class Course:
     meta: CourseMeta
     exercise_metas: dict[str, ExerciseMeta]
 
-    graders: dict[str, tuple[str, float | None]] = field(default_factory=dict)
-    """Per exercise: its grader hash and its points, as `load_course` found them."""
+    graders: dict[str, tuple[str, float | None, float | None]] = field(default_factory=dict)
+    """Per exercise: its grader hash, its points and its hidden points, as `load_course` found them."""
 
     @cached_property
     def exercises(self) -> list[Exercise]:
         """All exercises, in course order."""
         return [
-            Exercise(name, i, self.exercise_metas[name], self.root, *self.graders.get(name, ("", None)))
+            Exercise(name, i, self.exercise_metas[name], self.root, *self.graders.get(name, ("", None, 0.0)))
             for i, name in enumerate(self.meta.exercises, start=1)
         ]
 
@@ -182,18 +184,20 @@ def load_course(root: Path) -> Course:
     names = _listed_names(root, course_bytes)
     metas = [_read_or_empty(_meta_path(root, i, n)) for i, n in enumerate(names, start=1)]
     graders = [_read_or_empty(_grader_path(root, i, n)) for i, n in enumerate(names, start=1)]
+    hidden = [_read_or_empty(_grader_path(root, i, n, hidden=True)) for i, n in enumerate(names, start=1)]
     digest = hashlib.sha256(_SCHEMA_TAG)
-    for part in [course_bytes, *metas, *graders]:
+    for part in [course_bytes, *metas, *graders, *hidden]:
         digest.update(hashlib.sha256(part).digest())
     cached = _cache_read(root, digest.hexdigest())
     if cached is None:
         cached = _validate_all(root)
-        cached["points"] = {n: static_points(g.decode("utf-8", "replace")) for n, g in zip(names, graders, strict=True)}
+        cached["points"] = {n: _points(g) for n, g in zip(names, graders, strict=True)}
+        cached["hidden_points"] = {n: _points(h) if h else 0.0 for n, h in zip(names, hidden, strict=True)}
         _cache_write(root, digest.hexdigest(), cached)
     course_meta = CourseMeta(**cached["course"])
     exercise_metas = {name: ExerciseMeta(**data) for name, data in cached["exercises"].items()}
     hashes = {n: _grader_hash(g, m) for n, g, m in zip(names, graders, metas, strict=True)}
-    info = {n: (hashes[n], cached["points"].get(n)) for n in course_meta.exercises}
+    info = {n: (hashes[n], cached["points"].get(n), cached["hidden_points"].get(n)) for n in course_meta.exercises}
     return Course(root=root, meta=course_meta, exercise_metas=exercise_metas, graders=info)
 
 
@@ -205,9 +209,15 @@ def _grader_hash(grader: bytes, meta: bytes) -> str:
     return digest.hexdigest()[:16]
 
 
-def _grader_path(root: Path, position: int, name: str) -> Path:
-    """Where exercise `name` at `position` keeps its grader."""
-    return root / "graders" / f"{position:02d}_{name}" / f"test_{name}.py"
+def _grader_path(root: Path, position: int, name: str, *, hidden: bool = False) -> Path:
+    """Where exercise `name` at `position` keeps its grader (or its hidden grader)."""
+    folder = root / "graders" / f"{position:02d}_{name}"
+    return folder / "hidden" / f"test_{name}_hidden.py" if hidden else folder / f"test_{name}.py"
+
+
+def _points(grader: bytes) -> float | None:
+    """A grader's points, read from its source."""
+    return static_points(grader.decode("utf-8", "replace"))
 
 
 def _listed_names(root: Path, course_bytes: bytes) -> list[str]:
@@ -243,7 +253,7 @@ def _cache_read(root: Path, digest: str) -> dict[str, Any] | None:
     if not isinstance(data, dict) or data.get("digest") != digest:
         return None
     validated = data.get("validated")
-    return validated if isinstance(validated, dict) and "points" in validated else None
+    return validated if isinstance(validated, dict) and "hidden_points" in validated else None
 
 
 def _cache_write(root: Path, digest: str, validated: dict[str, Any]) -> None:

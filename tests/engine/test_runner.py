@@ -150,3 +150,17 @@ def test_removed_manifest_is_the_learners_failure(mini_course: Path, tmp_path: P
     assert r.status == "failed" and "forged" in r.message
     path.unlink()
     assert verdict(exercise, path, b"k", Outcome(returncode=1)).status == "error"
+
+
+def test_hidden_checks_run_only_when_asked(mini_course: Path) -> None:
+    """`course check` never runs the hidden grader; instructors' grading runs both, flagged hidden."""
+    course = load_course(mini_course)
+    exercise = course.get("ex_fail")
+    assert exercise.hidden_grader_path.is_file() and exercise.hidden_max_score == 2
+    solution = exercise.solution_path
+    public = grade(exercise, solution)
+    both = grade(exercise, solution, hidden=True)
+    assert public.passed and not any(c.hidden for c in public.checks)
+    assert both.passed and [c.id for c in both.checks if c.hidden] == ["test_negative"]
+    assert both.max_score == public.max_score + 2 == exercise.max_score + exercise.hidden_max_score
+    assert both.to_json()["checks"][-1]["hidden"] is True and "hidden" not in public.to_json()["checks"][0]

@@ -238,3 +238,14 @@ def test_stub_that_does_not_parse(tmp_path: Path) -> None:
     root = write_course(tmp_path / "c", {"alpha": {"stub": "def double(x)\n    return x\n"}})
     problems = layout.static_problems(load_course(root).get("alpha"))
     assert problems == ["exercises/01_alpha/alpha.py does not parse (line 1: expected ':'); fix its syntax."]
+
+
+def test_hidden_checks_are_proven_too(mini_course: Path) -> None:
+    """Validate grades the hidden checks as well: a wrong variant may name one, and is caught by it;
+    without the hidden grader the same variant passes, and validate says so."""
+    result = run_cli("validate", "ex_fail", "--course", str(mini_course))
+    assert result.exit_code == 0 and "2/2 caught" in result.output, result.output
+    (mini_course / "graders" / "02_ex_fail" / "hidden" / "test_ex_fail_hidden.py").unlink()
+    result = run_cli("validate", "ex_fail", "--course", str(mini_course))
+    assert result.exit_code == 1, result.output
+    assert "positive_only.py passes every check" in result.output

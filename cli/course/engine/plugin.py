@@ -21,6 +21,8 @@ from course.engine import report, submission
 from course.grading.feedback import CheckFailed
 
 _SESSION = pytest.StashKey["Grading"]()
+HIDDEN_DIR = "hidden"
+"""Checks collected from a grader in this folder are hidden: run only when instructors grade."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,18 +97,24 @@ class Grading:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """List the expected checks and sign them before any learner code runs."""
         for item in session.items:
+            if item.name in self.checks:
+                self.collect_errors.append(f"two checks are called {item.name}; every check needs its own name")
             self.checks[item.name] = report.Check(
                 id=item.name,
                 title=_title(item),
                 max_score=_points(item),
                 status="failed",
                 message=UNFINISHED,
+                hidden=item.path.parent.name == HIDDEN_DIR,
             )
         self.write(
             report.manifest_path(self.report_path),
             self.key,
             {
-                "checks": [{"id": c.id, "title": c.title, "max_score": c.max_score} for c in self.checks.values()],
+                "checks": [
+                    {"id": c.id, "title": c.title, "max_score": c.max_score, "hidden": c.hidden}
+                    for c in self.checks.values()
+                ],
                 "collect_errors": self.collect_errors,
             },
         )

@@ -31,6 +31,7 @@ class Check:
     max_score: float = 1.0
     message: str = ""
     duration_s: float = 0.0
+    hidden: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict for the JSON report."""

@@ -37,11 +37,13 @@ def grade(
     worker: Launcher | None = None,
     cache_dir: Path | None = None,
     on_event: Callable[[CheckEvent], None] | None = None,
+    hidden: bool = False,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
     With `cache_dir`, XLA executables are kept there between gradings (see `base_environment`).
-    `on_event` hears of each check as it ends, for display; the result is the verdict.
+    `on_event` hears of each check as it ends, for display; the result is the verdict. With
+    `hidden`, the exercise's hidden checks run too (instructors' grading, never `course check`).
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not submission.is_file():
@@ -58,7 +60,7 @@ def grade(
         report_path = workdir / f"{secrets.token_hex(16)}.json"
         key = secrets.token_bytes(32)
         outcome = isolation.run_isolated(
-            _command(exercise, submission, report_path, seed),
+            _command(exercise, submission, report_path, seed, hidden),
             key=key,
             cwd=workdir,
             env=_environment(exercise, cache_dir),
@@ -88,8 +90,11 @@ def _events_for(name: str, on_event: Callable[[CheckEvent], None] | None) -> Cal
     return forward
 
 
-def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int) -> list[str]:
+def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int, hidden: bool) -> list[str]:
     """The pytest command line; `{keyfd}` and `{eventsfd}` are filled in by the launcher."""
+    graders = [str(exercise.grader_path)]
+    if hidden and exercise.hidden_grader_path.is_file():
+        graders.append(str(exercise.hidden_grader_path))
     ini = report_path.parent / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
     return [
@@ -97,7 +102,7 @@ def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int)
         "-I",
         "-m",
         "pytest",
-        str(exercise.grader_path),
+        *graders,
         "-p",
         "course.engine.plugin",
         "--noconftest",
@@ -175,13 +180,15 @@ def grade_many(
     on_event: Callable[[CheckEvent], None] | None = None,
     worker: Launcher | None = None,
     cache_dir: Path | None = None,
+    hidden: bool = False,
 ) -> list[ExerciseResult]:
     """Grade several exercises, `jobs` at a time; results come back in the order given."""
     pairs = list(items)
 
     def one(pair: tuple[Exercise, Path]) -> ExerciseResult:
         """Grade one pair and report it."""
-        result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event)
+        result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
+                       hidden=hidden)
         if on_result is not None:
             on_result(result)
         return result

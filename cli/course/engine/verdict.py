@@ -49,6 +49,8 @@ class CheckResult:
     score: float
     max_score: float
     message: str = ""
+    hidden: bool = False
+    """A check of the hidden grader, run only when instructors grade."""
 
 
 @dataclass
@@ -88,6 +90,7 @@ class ExerciseResult:
                     "score": c.score,
                     "max_score": c.max_score,
                     "message": c.message,
+                    **({"hidden": True} if c.hidden else {}),
                 }
                 for c in self.checks
             ],
@@ -151,6 +154,7 @@ def _from_report(base: ExerciseResult, manifest: dict, final: dict) -> ExerciseR
                 score=max_score if status == "passed" else 0.0,
                 max_score=max_score,
                 message=str(raw.get("message", "")),
+                hidden=bool(expected.get("hidden", False)),
             )
         )
     return _summarize(base)
@@ -158,7 +162,8 @@ def _from_report(base: ExerciseResult, manifest: dict, final: dict) -> ExerciseR
 
 def _failed_check(expected: dict, reason: str) -> CheckResult:
     """A check from the manifest that failed for `reason`."""
-    return CheckResult(expected["id"], expected["title"], "failed", 0.0, float(expected["max_score"]), reason)
+    return CheckResult(expected["id"], expected["title"], "failed", 0.0, float(expected["max_score"]), reason,
+                       hidden=bool(expected.get("hidden", False)))
 
 
 def _summarize(result: ExerciseResult) -> ExerciseResult:

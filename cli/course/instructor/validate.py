@@ -104,7 +104,7 @@ def validate(
     worker = start_worker() if len(todo) > 1 else None
     try:
         pairs = [(j.exercise, j.path) for j in todo]
-        results = grade_many(pairs, jobs=jobs or os.cpu_count() or 1, on_result=advance, worker=worker)
+        results = grade_many(pairs, jobs=jobs or os.cpu_count() or 1, on_result=advance, worker=worker, hidden=True)
     finally:
         if worker is not None:
             worker.close()
@@ -140,17 +140,19 @@ def _judge(report: ExerciseReport, exercise: Exercise, graded: list[tuple[Job, E
 def _judge_points(report: ExerciseReport, exercise: Exercise, graded: list[tuple[Job, ExerciseResult]]) -> None:
     """The points `course list` reads from the grader's marks must be the points its checks report."""
     reported = next((r.max_score for _, r in graded if r.checks), None)
-    if reported is None or exercise.max_score == reported:
+    parts = (exercise.max_score, exercise.hidden_max_score)
+    static = None if None in parts else sum(p or 0.0 for p in parts)
+    if reported is None or static == reported:
         return
     grader = checks.rel(exercise.grader_path, exercise.root)
-    if exercise.max_score is None:
+    if static is None:
         report.problems.append(
             f"the points of {grader} cannot be read without running it; give each check a literal "
             "`@pytest.mark.points(n)` and parametrize over literal lists, so `course list` knows the total."
         )
     else:
         report.problems.append(
-            f"{grader} reads as {exercise.max_score:g} points from its marks but its checks report "
+            f"{grader} (with its hidden checks) reads as {static:g} points from its marks but its checks report "
             f"{reported:g}; keep every check a plain `test_` function with a literal points mark."
         )
 
