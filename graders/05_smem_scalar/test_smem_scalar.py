@@ -7,6 +7,7 @@ checks read the kernel's jaxpr, where each ref carries its memory space and each
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -207,5 +208,6 @@ def test_new_lengths_compile_nothing(submission: ModuleType, rng: np.random.Gene
         advice = ("A compile per length vector means the lengths became part of the program (a "
                   "Python int, a static argument, a tuple, or a shape cut from them). Keep them an "
                   "int32 array that reaches the kernel by scalar prefetch.")
+    counted = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in Counter(names).items())
     fail(f"after a warm-up call, three calls with new lengths and the same shapes compiled "
-         f"{len(names)} time(s) ({', '.join(names)}). {advice}")
+         f"{len(names)} time(s) ({counted}). {advice}")
