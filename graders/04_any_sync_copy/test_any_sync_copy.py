@@ -19,6 +19,7 @@ import pytest
 from course.grading import (
     HBM_SPACES,
     KernelMemory,
+    RefInfo,
     assert_array,
     check,
     explain_strict_failure,
@@ -57,7 +58,7 @@ def _memory(submission: ModuleType, x: jax.Array, path: Path) -> KernelMemory:
     return kernel_memory(calls[0])
 
 
-def _input(mem: KernelMemory) -> Any:
+def _input(mem: KernelMemory) -> RefInfo:
     """The ref that receives `x`, the kernel's first operand."""
     return mem.args()[mem.call.num_index]
 
@@ -67,11 +68,11 @@ def _run(submission: ModuleType, x: jax.Array, path: Path) -> Any:
     try:
         return run_strict(submission.scale_shift, x)
     except Exception as exc:
-        why = explain_strict_failure(exc, _memory(submission, x, path))
         inner = interpreter_failure(exc)
-        if why is None and inner is None:
-            raise
-        fail(why or f"the TPU interpreter stopped your kernel with `{inner}`.")
+        if inner is None and "cannot be referenced directly" not in str(exc):
+            raise  # the learner's own error: the platform reports it with their line
+        why = explain_strict_failure(exc, _memory(submission, x, path))
+        fail(why or f"the TPU interpreter stopped your kernel with `{inner or exc}`.")
 
 
 def _sentence(text: str) -> str:

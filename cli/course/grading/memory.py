@@ -143,6 +143,6 @@ def hbm_access_message(access: MemoryAccess) -> str:
     else:
         verb, advice = "loads from", ("Copy it into a VMEM buffer with `pltpu.sync_copy` and "
                                       "index the copy.")
-    return (f"{at} {verb} {access.ref.describe()}, which lives in HBM: a TPU kernel cannot index "
-            "it, so this is not a slow access but no access at all (only `interpret=True` lets "
-            f"it pass). {advice}")
+    return (f"{at} {verb} {access.ref.describe()}, which lives in HBM. The vector unit has no "
+            "path to HBM, so a TPU compiler rejects this outright; only `interpret=True` lets it "
+            f"pass. {advice}")
