@@ -84,8 +84,9 @@ def _nan_message(name: str, got: np.ndarray, mem: KernelMemory) -> str:
     """Where the NaNs are, and why: memory that no copy or store ever filled."""
     rows = np.flatnonzero(np.isnan(got).any(axis=1))
     cause = mem.uncopied_cause() or (
-        "Nothing copied into that memory or wrote it: copy the whole of `x` (its shape varies, so "
-        "take it from the ref, not from constants) and write every element of the output.")
+        "Every DMA is waited, so part of `x` was never copied or part of the output never written: "
+        "copy the whole of `x` (its shape varies, so take shapes from the refs, not from "
+        "constants) and write every element of the output.")
     return (f"{name} has {int(np.isnan(got).sum())} NaN element(s) of {got.size}, in rows "
             f"{rows[0]} to {rows[-1]}. Under the strict TPU interpreter fresh memory reads as NaN, "
             f"so these come from memory that nothing was copied into. {_sentence(cause)}")
