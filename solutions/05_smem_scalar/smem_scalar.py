@@ -1,8 +1,35 @@
-"""Reference solution of `smem_scalar`."""
+"""Reference solution for `smem_scalar`: lengths arrive by scalar prefetch and are read one scalar at a time."""
 
 import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
 
 
-def smem_scalar(x: jax.Array) -> jax.Array:
-    """TODO(course new): what `smem_scalar` returns."""
-    raise NotImplementedError("TODO(course new): write the reference solution")
+def masked_row_sum_kernel(lengths_ref, x_ref, o_ref):
+    """o[b] = sum of the first lengths[b] rows of x[b]; one grid step per b."""
+    b = pl.program_id(0)
+    n = lengths_ref[b]  # a rank-0 read from SMEM: one scalar, on the scalar unit
+    x = x_ref[...]
+    rows = lax.broadcasted_iota(jnp.int32, x.shape, 0)
+    o_ref[pl.ds(b, 1), :] = jnp.sum(jnp.where(rows < n, x, 0.0), axis=0, keepdims=True)
+
+
+@jax.jit
+def masked_row_sum(x: jax.Array, lengths: jax.Array) -> jax.Array:
+    """out[b] = x[b, :lengths[b]].sum(0), compiled once per shape: the lengths stay data."""
+    batch, time, lanes = x.shape
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1,
+        grid=(batch,),
+        in_specs=[pl.BlockSpec((None, time, lanes), lambda b, lengths_ref: (b, 0, 0))],
+        # The whole (B, 128) output stays in VMEM across the grid; step b writes row b.
+        out_specs=pl.BlockSpec((batch, lanes), lambda b, lengths_ref: (0, 0)),
+    )
+    return pl.pallas_call(
+        masked_row_sum_kernel,
+        grid_spec=grid_spec,
+        out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
+        interpret=pltpu.InterpretParams(),
+    )(lengths, x)

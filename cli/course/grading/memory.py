@@ -1,0 +1,148 @@
+"""Memory spaces in a kernel: where each ref lives, which loads and stores touch it, and its DMAs.
+
+On a TPU a kernel's refs live in HBM (`pl.ANY`, `pltpu.HBM`), VMEM or SMEM, and only VMEM and
+SMEM can be loaded or stored; HBM is reached by DMA (`dma_start`, then `dma_wait`). Each ref in
+a kernel jaxpr carries its space in its type (`Ref<any>`, `Ref<vmem>`, `Ref<smem>`; `default`
+is a blocked operand, which Pallas copies into VMEM). `kernel_memory(call)` walks the kernel of a
+`KernelCall` in program order, through `run_scoped`, `pl.when`, loops and inner `jit`s, and
+records every ref (kernel arguments and scoped buffers), every access with its space, value shape
+and the learner's line, and every DMA with whether and where it is waited. A DMA made inside a
+library helper (`pltpu.sync_copy`) has no line of the learner's own, so it takes the line of the
+enclosing equation, which is the learner's call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from course.grading.kernels import KernelCall
+from course.grading.memory_walk import Dma, MemoryAccess, RefInfo, Walker, match_waits
+
+__all__ = [
+    "HBM_SPACES", "Dma", "KernelMemory", "MemoryAccess", "RefInfo", "dma_copies",
+    "explain_strict_failure", "hbm_access_message", "kernel_memory", "memory_accesses", "ref_spaces", "smem_reads",
+]
+
+# Spaces a kernel may only reach by DMA: indexing them is refused on a TPU.
+HBM_SPACES = frozenset({"any", "hbm"})
+
+
+@dataclass
+class KernelMemory:
+    """Every ref, access and DMA of one kernel, in program order."""
+
+    call: KernelCall
+    refs: list[RefInfo]
+    accesses: list[MemoryAccess]
+    dmas: list[Dma]
+
+    def args(self) -> list[RefInfo]:
+        """The refs the kernel receives as arguments, in order."""
+        return [r for r in self.refs if r.arg is not None]
+
+    def ref(self, name: str) -> RefInfo:
+        """The ref called `name` (a kernel argument name)."""
+        return next(r for r in self.refs if r.name == name)
+
+    def in_space(self, *spaces: str) -> list[MemoryAccess]:
+        """The loads and stores of refs in any of the given spaces."""
+        return [a for a in self.accesses if a.space in spaces]
+
+    def smem_refs(self) -> list[RefInfo]:
+        """The refs that live in SMEM (scalar-prefetch operands, SMEM specs and scratch)."""
+        return [r for r in self.refs if r.space == "smem"]
+
+    def smem_reads(self) -> list[MemoryAccess]:
+        """Every load from an SMEM ref; a scalar read has shape `()`."""
+        return [a for a in self.accesses if a.space == "smem" and a.kind in ("load", "update")]
+
+    def dmas_from(self, ref: RefInfo) -> list[Dma]:
+        """The DMAs whose source is `ref`."""
+        return [d for d in self.dmas if d.src.index == ref.index]
+
+    def unwaited(self) -> list[Dma]:
+        """The DMAs that no `.wait()` answers: their destination never receives the data."""
+        return [d for d in self.dmas if not d.waited]
+
+    def early_reads(self) -> list[Dma]:
+        """The DMAs whose destination is read after the start and before the wait."""
+        return [d for d in self.dmas if d.read_before_wait is not None]
+
+    def converting(self) -> list[Dma]:
+        """The DMAs between refs of two dtypes (a DMA copies bytes; it cannot convert)."""
+        return [d for d in self.dmas if not d.same_dtype]
+
+    def uncopied_cause(self) -> str | None:
+        """Why a destination may hold nothing: a DMA never waited, or read before its wait."""
+        for dma in self.unwaited():
+            return (f"{dma.describe()} is started but never waited: a DMA's destination is "
+                    "undefined until its `.wait()`, and the TPU interpreter copies at the wait.")
+        for dma in self.early_reads():
+            read = dma.read_before_wait
+            at = f"line {read.line}" if read is not None and read.line else "the kernel"
+            wait = f" at line {dma.wait_line}" if dma.wait_line else ""
+            return (f"{at} reads the destination of {dma.describe()} before its wait{wait}: "
+                    "until the wait returns, that memory holds nothing yet.")
+        return None
+
+
+def kernel_memory(call: KernelCall) -> KernelMemory:
+    """Walk the kernel of `call` and collect its refs, accesses and DMAs with memory spaces."""
+    walker = Walker(call.path)
+    env = {var: walker.new_ref(var, call.arg_names[i], i, None) for i, var in enumerate(call.jaxpr.invars)}
+    walker.walk(call.jaxpr, env, None)
+    return KernelMemory(call=call, refs=walker.refs, accesses=walker.accesses,
+                        dmas=match_waits(walker.starts, walker.waits, walker.accesses))
+
+
+def ref_spaces(call: KernelCall) -> dict[str, str]:
+    """{kernel argument name: memory space} for every ref the kernel receives."""
+    return {r.name: r.space for r in kernel_memory(call).args()}
+
+
+def memory_accesses(call: KernelCall) -> list[MemoryAccess]:
+    """Every load and store in the kernel, of arguments and scoped buffers, with its ref's space."""
+    return kernel_memory(call).accesses
+
+
+def dma_copies(call: KernelCall) -> list[Dma]:
+    """Every DMA the kernel starts, with spaces, dtypes, its wait and any read before the wait."""
+    return kernel_memory(call).dmas
+
+
+def smem_reads(call: KernelCall) -> list[MemoryAccess]:
+    """Every load from an SMEM ref, with the shape it reads (`()` for one scalar)."""
+    return kernel_memory(call).smem_reads()
+
+
+def explain_strict_failure(exc: BaseException, mem: KernelMemory) -> str | None:
+    """A sentence for an error the strict interpreter raised over this kernel, or None.
+
+    Two errors have a known cause: indexing an HBM/ANY ref ("cannot be referenced directly"),
+    and a DMA between two dtypes, which fails inside the simulator with a bare AssertionError.
+    Both are named by the learner's line.
+    """
+    text = str(exc)
+    direct = mem.in_space(*HBM_SPACES)
+    if "cannot be referenced directly" in text and direct:
+        return hbm_access_message(direct[0])
+    if "CpuCallback error" in text and mem.converting():
+        dma = mem.converting()[0]
+        return (f"{dma.describe()} failed in the TPU interpreter: a DMA copies bytes and cannot "
+                f"convert {dma.src.dtype} to {dma.dst.dtype}. Give the buffer the "
+                "source's dtype and convert after loading it, if you need to.")
+    return None
+
+
+def hbm_access_message(access: MemoryAccess) -> str:
+    """The rule an index of an HBM/ANY ref breaks, with the learner's line and what to do instead."""
+    at = f"line {access.line}" if access.line else "the kernel"
+    if access.kind == "store":
+        verb, advice = "stores to", ("Write the result into a VMEM buffer, then copy that buffer "
+                                     f"into `{access.ref.name}` with `pltpu.sync_copy`.")
+    else:
+        verb, advice = "loads from", ("Copy it into a VMEM buffer with `pltpu.sync_copy` and "
+                                      "index the copy.")
+    return (f"{at} {verb} {access.ref.describe()}, which lives in HBM. The vector unit has no "
+            "path to HBM, so a TPU compiler rejects this outright; only `interpret=True` lets it "
+            f"pass. {advice}")
