@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import pjit
 
+from course.grading.compiles import CompileRecorder
 from course.grading.executions import RunRecorder, record_runs
 
 
@@ -25,11 +26,12 @@ def test_cached_calls_of_a_module_jit_are_recorded() -> None:
 
     f = jax.jit(halve)
     f(_rows(8))  # warm: this entry would now be dispatched from C++ without Python
-    with record_runs({"halve"}) as rec:
+    with record_runs({"halve"}) as rec, CompileRecorder({"halve"}) as compiles:
         for n in (8, 8, 16):
             f(_rows(n))
         jnp.pad(_rows(3), ((0, 1), (0, 0)))  # an eager helper of another name
     assert rec.fun_names() == ["jit(halve)"] * 3
+    assert compiles.count() == 1  # only the new shape: recording recompiles nothing
     assert [r.shapes for r in rec.runs] == [((8, 4),), ((8, 4),), ((16, 4),)]
     assert rec.runs[-1].largest_size() == 64
 

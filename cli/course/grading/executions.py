@@ -8,11 +8,12 @@ at module scope, in a dict, in an object or built per call.
 
 JAX dispatches a cached call from C++ without returning to Python, so the recorder turns that fast
 path off while it is active (JAX then calls back into Python for every call, where the arguments
-are seen). It clears JAX's caches on entry, so no fast entry survives from before, and on exit,
-since an entry made without the fast path keeps going through Python until it is dropped: code
-run after a recorder compiles afresh, and is fast again. This relies on
-two private names of JAX 0.10 (`pjit._get_fastpath_data`, `pjit._pjit_call_impl_python`); the
-tests of this module fail loudly if a JAX upgrade moves them.
+are seen). It empties JAX's C++ dispatch caches on entry, so no fast entry survives from before,
+and on exit, since an entry made without the fast path keeps going through Python until it is
+dropped. Only those caches: traces and compiled programs are kept, so recording recompiles
+nothing. This relies on private names of JAX 0.10 (`pjit._get_fastpath_data`,
+`pjit._pjit_call_impl_python`, the C++ caches that `jax.clear_caches` also empties); the tests
+of this module fail loudly if a JAX upgrade moves them.
 """
 
 from __future__ import annotations
@@ -141,9 +142,19 @@ def _instrument() -> contextlib.ExitStack:
         return call_compiled(self, *args, **kwargs)
 
     stack = contextlib.ExitStack()
-    stack.callback(jax.clear_caches)  # runs last: drops the entries that have no fast path
+    stack.callback(_clear_dispatch_caches)  # runs last: drops the entries that have no fast path
     stack.enter_context(replaced(pjit, "_get_fastpath_data", lambda *a, **k: None))
     stack.enter_context(replaced(pjit, "_pjit_call_impl_python", recording_run))
     stack.enter_context(replaced(stages.Compiled, "__call__", recording_call))
-    jax.clear_caches()  # a call cached before now would still take the fast path
+    _clear_dispatch_caches()  # a call cached before now would still take the fast path
     return stack
+
+
+def _clear_dispatch_caches() -> None:
+    """Empty the C++ caches that dispatch a cached `jit` call without Python (as `jax.clear_caches` does)."""
+    from jax._src import pjit
+    from jax._src.lib import _jax
+
+    pjit._cpp_pjit_cache_fun_only.clear()
+    pjit._cpp_pjit_cache_explicit_attributes.clear()
+    _jax.PjitFunctionCache.clear_all()
