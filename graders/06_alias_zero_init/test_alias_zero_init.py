@@ -104,7 +104,8 @@ def _explain(found: list[BlockMismatch], blocks: Blocks) -> str:
     m = wrong_listed[0]
     if m.nan_count or m.same_as == "0":
         return (f"listed blocks {_blocks_text(wrong_listed)} hold {m.holds()}: the kernel never wrote "
-                "them. Each grid step's index maps must send it to `blocks[i]`.")
+                "them. Each grid step's index maps must send it to `blocks[i]` (and a DMA into the "
+                "output must be waited on before the step ends).")
     if m.same_as == "`x`":
         return (f"listed blocks {_blocks_text(wrong_listed)} hold `x` unscaled; each must be `scale * x`.")
     return f"listed block {m.index} holds {m.holds()}; it must be `scale * x`."
