@@ -1,4 +1,4 @@
-"""A correct `scaled_softmax` with a doubling loop for the bucket, padding by concatenation and a jit held by an object."""
+"""A correct `scaled_softmax`: a doubling loop for the bucket, padding by concatenation, a jit held by an object."""
 
 import jax
 import jax.numpy as jnp
