@@ -1,14 +1,230 @@
-"""Grader of `alias_zero_init`: TODO(course new) say what the checks prove (one rule per check)."""
+"""Grader for `alias_zero_init`: values under the strict TPU interpreter, grid length, output aliased from zeros."""
 
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
-from course.grading import assert_array
+from course.grading import (
+    BlockMismatch,
+    KernelCall,
+    assert_dtype,
+    assert_is_array,
+    assert_shape,
+    block_mismatches,
+    callback_error,
+    check,
+    fail,
+    learner_line,
+    output_origins,
+    pallas_calls,
+    tpu_interpret,
+)
+
+BLOCK = (8, 128)
+# (shape of x, listed blocks); None lists every block. Each case compiles once and runs one grid
+# step per listed block, about 2 ms a step under the strict interpreter: 19 steps in all.
+VALUE_CASES = (((16, 384), 1), ((16, 384), 2), ((16, 384), 4), ((32, 512), 6), ((24, 256), None))
+Blocks = tuple[tuple[int, int], ...]
 
 
-@pytest.mark.points(1)
-def test_values(submission, rng):
-    """alias_zero_init returns the right values."""
-    x = jnp.asarray(rng.standard_normal(16), dtype=jnp.float32)
-    expected = x  # TODO(course new): compute the expected value without the submission.
-    assert_array(submission.alias_zero_init(x), expected, name="the result of `alias_zero_init(x)`")
+def _case(rng: np.random.Generator, shape: tuple[int, int], k: int | None) -> tuple[np.ndarray, Blocks, float]:
+    """Random x, k distinct blocks in a random order (all of them for None), and a scale that is not 1."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    every = [(i, j) for i in range(shape[0] // BLOCK[0]) for j in range(shape[1] // BLOCK[1])]
+    order = rng.permutation(len(every))[: len(every) if k is None else k]
+    scale = float(np.round(rng.uniform(1.5, 3.5), 3))
+    return x, tuple(every[int(p)] for p in order), scale
+
+
+def _expected(x: np.ndarray, blocks: Blocks, scale: float) -> np.ndarray:
+    """scale * x on the listed blocks, 0 elsewhere."""
+    out = np.zeros_like(x)
+    for i, j in blocks:
+        rows, cols = slice(i * BLOCK[0], (i + 1) * BLOCK[0]), slice(j * BLOCK[1], (j + 1) * BLOCK[1])
+        out[rows, cols] = x[rows, cols] * np.float32(scale)
+    return out
+
+
+def _head(x: np.ndarray, blocks: Blocks, scale: float) -> str:
+    """How a message names the call it is about."""
+    return f"`block_sparse_scale(x, blocks, {scale})` for x of shape {x.shape} and blocks={blocks}"
+
+
+def _run(submission: ModuleType, x: np.ndarray, blocks: Blocks, scale: float) -> Any:
+    """Call the learner's function and wait for it, explaining a block index outside `x`."""
+    try:
+        return jax.block_until_ready(submission.block_sparse_scale(jnp.asarray(x), blocks, scale))
+    except Exception as exc:
+        inner = callback_error(exc)
+        if inner is None:
+            raise
+        found = re.search(r'block index \(([^)]*)\) for input "(\w+)" in iteration \((\d+)', inner)
+        if found is None:
+            fail(f"{_head(x, blocks, scale)} failed inside the strict TPU interpreter: {inner}")
+        index = tuple(int(v) for v in found.group(1).split(",") if v.strip())
+        fail(_outside_message(x, blocks, scale, index, found.group(2), int(found.group(3))))
+
+
+def _outside_message(x: np.ndarray, blocks: Blocks, scale: float, index: tuple[int, ...], ref: str,
+                     step: int) -> str:
+    """Why a grid step asked for a block that `x` does not have."""
+    rows, cols = x.shape[0] // BLOCK[0], x.shape[1] // BLOCK[1]
+    want = blocks[step] if step < len(blocks) else None
+    text = (f"{_head(x, blocks, scale)}: grid step {step} sent `{ref}` to block {index}, outside x's "
+            f"{rows} x {cols} blocks of (8, 128)")
+    if want is not None and index == tuple(reversed(want)):
+        return (text + f"; that step should work on listed block {want}. Your index map returns "
+                "(column, row): it must return (row, column), in the order of x's dimensions.")
+    return (text + (f"; that step should work on listed block {want}." if want is not None else ".")
+            + " An index map returns block coordinates (row block, column block), not element offsets.")
+
+
+def _blocks_text(found: list[BlockMismatch]) -> str:
+    """'(0, 1), (1, 2) and 3 more'."""
+    shown = ", ".join(str(m.index) for m in found[:4])
+    return shown + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+
+
+def _explain(found: list[BlockMismatch], blocks: Blocks) -> str:
+    """One or two sentences on what the wrong blocks hold, unlisted blocks first."""
+    listed = set(blocks)
+    unlisted = [m for m in found if m.index not in listed]
+    wrong_listed = [m for m in found if m.index in listed]
+    if unlisted:
+        return _explain_unlisted(unlisted, wrong_listed)
+    m = wrong_listed[0]
+    if m.nan_count or m.same_as == "0":
+        return (f"listed blocks {_blocks_text(wrong_listed)} hold {m.holds()}: the kernel never wrote "
+                "them. Each grid step's index maps must send it to `blocks[i]` (and a DMA into the "
+                "output must be waited on before the step ends).")
+    if m.same_as == "`x`":
+        return (f"listed blocks {_blocks_text(wrong_listed)} hold `x` unscaled; each must be `scale * x`.")
+    return f"listed block {m.index} holds {m.holds()}; it must be `scale * x`."
+
+
+def _explain_unlisted(unlisted: list[BlockMismatch], wrong_listed: list[BlockMismatch]) -> str:
+    """What the blocks that are not listed hold instead of 0, and what that says about the code."""
+    which = f"unlisted blocks {_blocks_text(unlisted)}"
+    first = unlisted[0]
+    if first.nan_count:
+        return (f"{which} hold {first.holds()}: nothing wrote them, and the strict interpreter "
+                "fills memory that nothing was copied into with NaN (a TPU leaves whatever was "
+                "there before). A block the grid never visits is never written, and a step that "
+                "skips its block (`pl.when`) still copies its unwritten output block back. Alias a "
+                "`jnp.zeros_like(x)` operand onto the output with `input_output_aliases` so every "
+                "block starts at 0, and visit only the listed blocks. "
+                "`InterpretParams(uninitialized_memory='zero')` only hides this in the "
+                "interpreter: a TPU has no such setting, and the grader always runs the strict one.")
+    if first.same_as == "`x`":
+        return (f"{which} hold the values of `x`: the output was aliased from `x` instead of the "
+                "zeros. Alias indices count every operand of the `pallas_call`, the scalar-prefetch "
+                "table included: with operands (table, x, zeros), the zeros are operand 2.")
+    if first.same_as == "`scale * x`":
+        missed = (f", and listed blocks {_blocks_text(wrong_listed)} were never written"
+                  if wrong_listed else "")
+        return (f"{which} hold `scale * x`: the kernel wrote blocks that are not listed{missed}. "
+                "Are row and column swapped in your index map? It must return "
+                "(blocks[i][0], blocks[i][1]), the row block first.")
+    return f"{which} must be exactly 0, but block {first.index} holds {first.holds()}."
+
+
+@pytest.mark.points(3)
+def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """Listed blocks hold `scale * x` and every other block is exactly 0, under the strict TPU interpreter"""
+    cases = [_case(rng, shape, k) for shape, k in VALUE_CASES]
+    with tpu_interpret(submission):
+        for x, blocks, scale in cases:
+            name = f"the result of {_head(x, blocks, scale)}"
+            out = assert_is_array(_run(submission, x, blocks, scale), name)
+            assert_dtype(out, np.float32, name)
+            assert_shape(out, x.shape, name)
+            sx = x * np.float32(scale)
+            found = block_mismatches(out, _expected(x, blocks, scale), BLOCK, rtol=1e-6,
+                                     known={"0": np.zeros_like(x), "`x`": x, "`scale * x`": sx})
+            if found:
+                fail(f"{_head(x, blocks, scale)}: {_explain(found, blocks)}")
+
+
+def _traced(submission: ModuleType, blocks: Blocks, scale: float) -> Callable[[jax.Array], Any]:
+    """The learner's function with the static arguments fixed, ready to trace on x alone."""
+    return lambda x: submission.block_sparse_scale(x, blocks, scale)
+
+
+def _when_line(calls: list[KernelCall], path: Path) -> int | None:
+    """The learner's line of the first `cond` (a `pl.when`) in a kernel body, if any."""
+    for call in calls:
+        for eqn in call.jaxpr.eqns:
+            if eqn.primitive.name == "cond":
+                return learner_line(eqn, path) or -1
+    return None
+
+
+def _too_many_steps(calls: list[KernelCall], total: int, k: int, shape: tuple[int, int], path: Path) -> str:
+    """Why a grid longer than the block list wastes work, shaped by what the kernel does."""
+    grids = " + ".join(" x ".join(str(g) for g in c.grid) or "1" for c in calls)
+    every = (shape[0] // BLOCK[0]) * (shape[1] // BLOCK[1])
+    text = (f"for x of shape {shape} ({every} blocks) and {k} listed block(s), your grid runs "
+            f"{total} steps ({grids}); it should run at most {k}, one per listed block. ")
+    line = _when_line(calls, path)
+    if line is not None:
+        at = f" (line {line})" if line > 0 else ""
+        return text + (f"Your kernel decides per block with `pl.when`{at}, but every step of the grid "
+                       "still runs: its blocks are still copied in and out, and each step has a "
+                       "fixed cost. Make the grid `(len(blocks),)` and let the index maps, reading "
+                       "the block list by scalar prefetch, send step i to `blocks[i]`.")
+    return text + ("A dense grid over every block (for example after masking `x` outside the "
+                   "kernel) reads and writes all of memory to change a few blocks. Make the grid "
+                   "`(len(blocks),)` and let the index maps send step i to `blocks[i]`.")
+
+
+@pytest.mark.points(2)
+def test_grid_steps(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+    """The grid has one step per listed block: at most `len(blocks)` steps in all"""
+    for shape, k in (((32, 512), 3), ((16, 384), 1)):
+        x, blocks, scale = _case(rng, shape, k)
+        calls = pallas_calls(_traced(submission, blocks, scale), jnp.asarray(x), path=submission_path)
+        check(calls, "`block_sparse_scale` makes no `pl.pallas_call`: the scaling must happen in "
+                     "`block_scale_kernel`, called through `pl.pallas_call`.")
+        steps = [c.grid_steps for c in calls]
+        if None in steps:
+            fail("your grid's size is known only at run time; make it `(len(blocks),)`, a Python int.")
+        total = sum(s for s in steps if s is not None)
+        if total > k:
+            fail(_too_many_steps(calls, total, k, shape, submission_path))
+
+
+@pytest.mark.points(2)
+def test_output_aliased(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+    """The result is the kernel's output, aliased from a zero-filled input, with nothing after the kernel"""
+    x, blocks, scale = _case(rng, (16, 384), 2)
+    origins = output_origins(_traced(submission, blocks, scale), jnp.asarray(x), path=submission_path)
+    check(len(origins) == 1, f"`block_sparse_scale` returns {len(origins)} arrays; return one.")
+    origin = origins[0]
+    if origin.kind == "op":
+        fail(f"the result is made by {origin.describe()}, after the kernel: a second pass over the "
+             "whole array rewrites the kernel's output. It moves as much memory as the kernel "
+             "itself, and on a TPU it cannot even work: unvisited blocks hold whatever was in "
+             "memory, not NaN, so `nan_to_num` or `where(isnan(...))` has nothing to find. Return "
+             "the kernel's output, and make unvisited blocks 0 by aliasing a zeros operand onto it.")
+    if origin.kind != "kernel":
+        fail(f"the result is {origin.describe()}, not the output of a `pallas_call`: the scaling "
+             "must happen in `block_scale_kernel`, called through `pl.pallas_call`.")
+    if origin.aliased_input is None:
+        fail(f"the result is {origin.describe()}, but that output is not aliased from any input, "
+             "so the blocks the grid never visits are never initialized. Pass `jnp.zeros_like(x)` "
+             "as an operand and alias it onto the output with `input_output_aliases={index: 0}`, "
+             "where the index counts every operand, the scalar-prefetch table included.")
+    if origin.aliased_from == "argument 0":
+        fail(f"the output of the `pallas_call` is aliased from operand {origin.aliased_input}, "
+             "which is `x` itself, so unvisited blocks keep `x`'s values instead of 0. Alias "
+             "indices count every operand, the scalar-prefetch table included: point the alias "
+             "at the zeros operand.")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from course.grading import CheckFailed
-from course.grading.arrays import assert_array, assert_dtype, assert_is_array, assert_shape
+from course.grading.arrays import assert_array, assert_dtype, assert_is_array, assert_shape, block_mismatches
 
 
 class AlwaysEqual(jax.Array):
@@ -120,3 +120,28 @@ def test_integer_and_dtype_override() -> None:
     assert_array(jnp.arange(3, dtype=jnp.int32), [0, 1, 2], dtype=np.int32)
     with pytest.raises(CheckFailed, match="expected int32"):
         assert_dtype(jnp.arange(3, dtype=jnp.float32), np.int32)
+
+
+def test_block_mismatches_say_what_each_wrong_block_holds() -> None:
+    """Blocks are compared whole and classified: NaN, equal to a named array, or other values."""
+    x = np.arange(16 * 256, dtype=np.float32).reshape(16, 256) + 1
+    want = np.zeros_like(x)
+    want[:8, :128] = 2 * x[:8, :128]
+    got = want.copy()
+    got[:8, 128:] = np.nan          # block (0, 1): never written
+    got[8:, :128] = x[8:, :128]     # block (1, 0): holds x
+    got[8, 200] = 5.0               # block (1, 1): one stray value
+    found = block_mismatches(jnp.asarray(got), want, (8, 128), known={"`x`": x})
+    assert [m.index for m in found] == [(0, 1), (1, 0), (1, 1)]
+    assert found[0].holds() == "NaN in all 1024 elements"
+    assert found[1].same_as == "`x`" and found[1].holds() == "the values of `x`"
+    assert found[2].first == (8, 200) and found[2].holds() == "other values (5.0 at index [8, 200], expected 0.0)"
+    assert block_mismatches(got, got, (8, 128)) == []
+
+
+def test_block_mismatches_tolerance() -> None:
+    """With a tolerance, a block that is close enough is not reported."""
+    want = np.ones((8, 256), np.float32)
+    got = want + np.float32(1e-7)
+    assert block_mismatches(got, want, (8, 128)) != []
+    assert block_mismatches(got, want, (8, 128), rtol=1e-6) == []

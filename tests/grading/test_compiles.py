@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from course.grading.compiles import CompileRecorder, own_function_names, record_compiles
+from course.grading.compiles import CompileRecorder, own_function_names, record_compiles, via_interpreter
 
 
 def _fresh(n: int) -> jax.Array:
@@ -105,3 +105,47 @@ def test_own_function_names_ignores_imported_functions(tmp_path: Path) -> None:
     """Plain functions imported from elsewhere are not the learner's."""
     module = _module(tmp_path, "from textwrap import dedent\n")
     assert own_function_names(module) == set()
+
+
+def test_own_function_names_reach_containers_comprehensions_and_aot(tmp_path: Path) -> None:
+    """Lambdas in comprehensions, jits kept in dicts or objects and AOT-compiled programs all count."""
+    module = _module(tmp_path, """
+        import jax
+        import jax.numpy as jnp
+
+        by_size = {n: jax.jit(lambda x: x * n) for n in (1, 2)}
+        foreign = [jax.jit(jnp.negative)]
+        spec = jax.ShapeDtypeStruct((3,), jnp.float32)
+        programs = {"tanh": jax.jit(jnp.tanh).lower(spec).compile()}
+
+        class Holder:
+            def __init__(self):
+                self.fn = jax.jit(jnp.exp)
+
+        holder = Holder()
+    """)
+    names = own_function_names(module)
+    assert {"<lambda>", "negative", "tanh", "exp", "__init__", "Holder"} <= names
+    assert "<dictcomp>" not in names and "<module>" not in names
+
+
+def test_compiles_under_the_tpu_interpreter_are_not_counted() -> None:
+    """The TPU interpreter compiles helpers lazily (`jit(multiply)`...); they are never the learner's."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    x = jnp.ones((8, 128), jnp.float32)
+    call = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          interpret=pltpu.InterpretParams())
+    jax.clear_caches()
+    helpers = {"multiply", "add", "unstack", "mul"}
+    with CompileRecorder(helpers) as rec:
+        jax.block_until_ready(call(x))
+    assert rec.count() == 0
+    with CompileRecorder(helpers) as eager:
+        jnp.multiply(_fresh(113), 2.0)
+    assert eager.fun_names() == ["jit(multiply)"]
+    assert not via_interpreter()

@@ -133,3 +133,22 @@ def test_primitive_presence_inside_jit_and_kernels() -> None:
     closed = jax.make_jaxpr(add)(X, X)
     assert primitive_counts(closed)["add"] == 1
     assert primitive_counts(closed, into_kernels=False)["add"] == 0
+
+
+def test_grid_and_grid_steps() -> None:
+    """The grid is read from the call; its steps are the product, 1 without a grid."""
+    def kernel(t_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    spec = pl.BlockSpec((8, 128), lambda i, j, t: (i, j))
+
+    def gridded(x):
+        grid_spec = pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, grid=(2, 3),
+                                                 in_specs=[spec], out_specs=spec)
+        return pl.pallas_call(kernel, grid_spec=grid_spec, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              interpret=True)(jnp.zeros(4, jnp.int32), x)
+
+    (call,) = pallas_calls(gridded, jnp.ones((16, 384)))
+    assert call.grid == (2, 3) and call.grid_steps == 6
+    single = kernel_call(add_kernel, X, X, out_shape=SDS)
+    assert single.grid == () and single.grid_steps == 1

@@ -14,8 +14,8 @@ from course.grading.feedback import CheckFailed, check, fail
 __all__ = ["SUBMODULES", "CheckFailed", "check", "fail"]
 
 # Searched in this order for a name not defined here; each lists its public names in `__all__`.
-SUBMODULES = ("arrays", "donation", "compiles", "kernels", "aliasing", "tpu", "patching", "source",
-              "memory")
+SUBMODULES = ("arrays", "donation", "compiles", "executions", "kernels", "dataflow", "aliasing", "tpu",
+              "patching", "source", "memory")
 
 
 def __getattr__(name: str) -> Any:

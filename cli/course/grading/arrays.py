@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import itertools
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -11,10 +13,12 @@ import numpy as np
 from course.grading.feedback import fail
 
 __all__ = [
+    "BlockMismatch",
     "assert_array",
     "assert_dtype",
     "assert_is_array",
     "assert_shape",
+    "block_mismatches",
     "describe_value",
 ]
 
@@ -112,3 +116,65 @@ def _assert_contents(got: np.ndarray, want: np.ndarray, *, name: str, rtol: floa
     where = list(first) if first else "[]"
     fail(f"{name} differs from the expected value in {len(bad)} of {got.size} element(s){how}; "
          f"the first is at index {where}: expected {want[first]!s}, got {got[first]!s}")
+
+
+@dataclass(frozen=True)
+class BlockMismatch:
+    """One block of a result that differs from the expected block, and what it holds instead."""
+
+    index: tuple[int, ...]
+    """The block's coordinates, e.g. (1, 2) for rows 8:16 and columns 256:384 of (8, 128) blocks."""
+    nan_count: int
+    size: int
+    same_as: str | None
+    """The name of the first `known` array whose block it equals, or None."""
+    first: tuple[int, ...]
+    """The first differing element, in the coordinates of the whole array."""
+    got: Any
+    want: Any
+
+    def holds(self) -> str:
+        """What the block holds, for a message: 'NaN in all 1024 elements', 'the values of `x`'..."""
+        if self.nan_count:
+            count = "all" if self.nan_count == self.size else f"{self.nan_count} of"
+            return f"NaN in {count} {self.size} elements"
+        if self.same_as is not None:
+            return f"the values of {self.same_as}"
+        return f"other values ({self.got!s} at index {list(self.first)}, expected {self.want!s})"
+
+
+def block_mismatches(got: Any, expected: Any, block: tuple[int, ...], *, known: dict[str, Any] | None = None,
+                     rtol: float = 0.0, atol: float = 0.0) -> list[BlockMismatch]:
+    """The blocks of `got` that differ from `expected`, in row-major order, each saying what it holds.
+
+    A block is compared whole; the array's shape must be a multiple of `block`. `known` names
+    arrays a wrong block might equal (`{"`x`": x}`): a mismatch says which one, so a message can
+    tell "never written (NaN)" from "copied from the input" from "computed wrongly". NaNs in the
+    same places count as equal, as in `assert_array`.
+    """
+    g, w = np.asarray(got), np.asarray(expected)
+    others = {name: np.asarray(a) for name, a in (known or {}).items()}
+    counts = [size // b for size, b in zip(w.shape, block, strict=True)]
+    found = []
+    for index in itertools.product(*(range(c) for c in counts)):
+        region = tuple(slice(i * b, (i + 1) * b) for i, b in zip(index, block, strict=True))
+        gb, wb = g[region], w[region]
+        same = _same(gb, wb, rtol=rtol, atol=atol)
+        if same.all():
+            continue
+        first = tuple(int(i) for i in np.argwhere(~same)[0])
+        name = next((n for n, a in others.items() if np.array_equal(gb, a[region])), None)
+        nans = int(np.isnan(gb).sum()) if np.issubdtype(gb.dtype, np.inexact) else 0
+        found.append(BlockMismatch(
+            index=index, nan_count=nans, size=int(gb.size), same_as=name,
+            first=tuple(i * b + f for i, b, f in zip(index, block, first, strict=True)),
+            got=gb[first], want=wb[first]))
+    return found
+
+
+def _same(got: np.ndarray, want: np.ndarray, *, rtol: float, atol: float) -> np.ndarray:
+    """Elementwise equality (within the tolerance when one is given), NaN equal to NaN."""
+    inexact = np.issubdtype(want.dtype, np.inexact)
+    if (rtol or atol) and inexact:
+        return np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    return (got == want) | (np.isnan(got) & np.isnan(want)) if inexact else got == want

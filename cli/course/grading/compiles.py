@@ -2,14 +2,18 @@
 
 JAX reports each backend compile as the event `/jax/core/compile/backend_compile_duration` with
 `fun_name="jit(name)"`. Eager operations compile helpers too (`jit(broadcast_in_dim)`,
-`jit(stage)`), so a check counts only the names of the learner's own functions. JAX has no public
-way to unregister a listener, so one listener is registered per process and dispatches to the
-recorders that are active at the time.
+`jit(_pad)`), so a check counts only the names of the learner's own functions
+(`own_function_names`). The TPU interpreter compiles helpers of its own lazily, on whichever call
+first takes a data-dependent path; compiles made under its frames are never the learner's and are
+left out. JAX has no public way to unregister a listener, so one listener is registered per
+process and dispatches to the recorders that are active at the time.
 """
 
 from __future__ import annotations
 
 import functools
+import linecache
+import sys
 import threading
 import types
 from collections.abc import Iterable, Iterator
@@ -20,11 +24,15 @@ __all__ = [
     "BACKEND_COMPILE_EVENT",
     "CompileEvent",
     "CompileRecorder",
+    "matches_name",
     "own_function_names",
     "record_compiles",
+    "via_interpreter",
 ]
 
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+# Frames of the TPU interpreter: what compiles or runs under them is the simulator's, not the learner's.
+INTERPRETER_DIR = "jax/_src/pallas/mosaic/interpret/"
 
 _lock = threading.Lock()
 _active: list[CompileRecorder] = []
@@ -39,7 +47,7 @@ class CompileEvent:
     seconds: float
 
 
-def _matches(fun_name: str, names: frozenset[str]) -> bool:
+def matches_name(fun_name: str, names: frozenset[str]) -> bool:
     """True when `fun_name` is `name` or `jit(name)` for one of `names`."""
     if fun_name in names:
         return True
@@ -73,17 +81,20 @@ class CompileRecorder:
             if self in _active:
                 _active.remove(self)
 
+    def wants(self, fun_name: str) -> bool:
+        """Whether a compile of `fun_name` passes this recorder's name filter."""
+        return self._filter is None or matches_name(fun_name, self._filter)
+
     def _receive(self, fun_name: str, seconds: float) -> None:
-        """Keep one event if it passes the name filter."""
-        if self._filter is None or _matches(fun_name, self._filter):
-            self.events.append(CompileEvent(fun_name, seconds))
+        """Keep one event that passed the filters."""
+        self.events.append(CompileEvent(fun_name, seconds))
 
     def count(self, names: Iterable[str] | None = None) -> int:
         """How many compiles were recorded, optionally only of functions named in `names`."""
         if names is None:
             return len(self.events)
         wanted = frozenset(names)
-        return sum(1 for e in self.events if _matches(e.fun_name, wanted))
+        return sum(1 for e in self.events if matches_name(e.fun_name, wanted))
 
     def fun_names(self) -> list[str]:
         """The names of the recorded compiles, in order."""
@@ -101,9 +112,22 @@ def _dispatch(event: str, duration_secs: float, **kwargs: Any) -> None:
         return
     fun_name = str(kwargs.get("fun_name", ""))
     with _lock:
-        recorders = list(_active)
+        recorders = [rec for rec in _active if rec.wants(fun_name)]
+    # Looking at the stack costs more than the name test, so only for events someone wants.
+    if not recorders or via_interpreter():
+        return
     for rec in recorders:
         rec._receive(fun_name, float(duration_secs))
+
+
+def via_interpreter() -> bool:
+    """True when the current Python stack passes through the TPU interpreter's own code."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if INTERPRETER_DIR in frame.f_code.co_filename.replace("\\", "/"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _install() -> None:
@@ -119,15 +143,22 @@ def _install() -> None:
 
 
 def own_function_names(module: types.ModuleType) -> set[str]:
-    """Names of the functions a learner's module defines or wraps with `jax.jit`.
+    """Names of the functions a learner's module defines, and of what its jitted objects wrap.
 
-    Walks the code objects reachable from the module's functions, so lambdas and inner
-    functions count too, and adds the name of whatever each module-level jitted object wraps
+    Every function and lambda written in the module's file counts, at any depth (inner functions,
+    lambdas in a dict comprehension). So does the target of each jitted or AOT-compiled object
+    the module holds, at module scope or in a dict, list, tuple or object of its own
     (`jax.jit(jnp.add)` compiles as `jit(add)`).
     """
     path = getattr(module, "__file__", None)
     names: set[str] = set()
-    for value in vars(module).values():
+    if isinstance(path, str):
+        names.update(_file_function_names(path))
+    for value in _held_values(module):
+        compiled_from = _program_name(value)
+        if compiled_from is not None:
+            names.add(compiled_from)
+            continue
         target = _unwrap(value)
         code = getattr(target, "__code__", None)
         if isinstance(code, types.CodeType) and code.co_filename == path:
@@ -137,6 +168,53 @@ def own_function_names(module: types.ModuleType) -> set[str]:
             if isinstance(name, str):
                 names.add(name)
     return names
+
+
+# Code objects Python makes for comprehensions: never a function a learner would jit.
+_NOT_FUNCTIONS = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+
+
+def _file_function_names(path: str) -> set[str]:
+    """Names of every function, lambda and class body compiled from the file at `path`."""
+    # The plugin puts the graded text in linecache, so what was run is what is read.
+    source = "".join(linecache.getlines(path))
+    try:
+        code = compile(source, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return set()
+    return set(_code_names(code)) - _NOT_FUNCTIONS
+
+
+def _held_values(module: types.ModuleType, depth: int = 3) -> Iterator[Any]:
+    """The module's values, and those inside its dicts, lists, tuples and objects, a few levels deep."""
+    seen: set[int] = set()
+    todo = [(v, 0) for k, v in vars(module).items() if not k.startswith("__")]
+    while todo and len(seen) < 10_000:  # bounds the walk, whatever the learner built
+        value, level = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        yield value
+        if level >= depth:
+            continue
+        if isinstance(value, dict):
+            inner: Iterable[Any] = value.values()
+        elif isinstance(value, list | tuple | set | frozenset):
+            inner = value
+        elif getattr(type(value), "__module__", None) == module.__name__:
+            inner = vars(value).values() if hasattr(value, "__dict__") else ()
+        else:
+            continue
+        todo.extend((v, level + 1) for v in inner)
+
+
+def _program_name(value: Any) -> str | None:
+    """For an AOT-compiled program, the name of the function it was compiled from."""
+    unsafe = getattr(getattr(value, "_executable", None), "unsafe_call", None)
+    name = getattr(unsafe, "name", None)
+    if isinstance(name, str) and name.startswith("jit(") and name.endswith(")"):
+        return name[4:-1]
+    return None
 
 
 def _unwrap(value: Any) -> Any:

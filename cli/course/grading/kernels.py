@@ -8,6 +8,7 @@ Counts are static: a loop body counts once, whatever its trip count.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -74,6 +75,16 @@ class KernelCall:
     def interpret(self) -> Any:
         """The `interpret=` argument the call was made with."""
         return self.params.get("interpret")
+
+    @property
+    def grid(self) -> tuple[int | None, ...]:
+        """The grid, one size per dimension (`()` for a single step); None for a size known only at run time."""
+        return tuple(g if isinstance(g, int) else None for g in self.params["grid_mapping"].grid)
+
+    @property
+    def grid_steps(self) -> int | None:
+        """How many times the kernel body runs: the product of the grid, None if a size is dynamic."""
+        return None if None in self.grid else math.prod(self.grid)
 
     @property
     def input_names(self) -> tuple[str, ...]:

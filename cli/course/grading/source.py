@@ -5,11 +5,15 @@ Free of JAX: the plugin uses it to explain an exception, graders to point at the
 
 from __future__ import annotations
 
+import re
 import traceback
 import types
 from pathlib import Path
 
-__all__ = ["describe_exception", "learner_frames", "learner_location", "learner_traceback"]
+__all__ = ["callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback"]
+
+# The last line of a Python traceback that JAX copies into the text of a failed host callback.
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.MULTILINE)
 
 
 def learner_frames(tb: types.TracebackType | None, path: Path | None) -> list[traceback.FrameSummary]:
@@ -43,3 +47,16 @@ def describe_exception(exc: BaseException) -> str:
     if len(first) > 300:
         first = first[:297] + "..."
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def callback_error(exc: BaseException) -> str | None:
+    """'IndexError: message' for the exception raised inside a host callback, when `exc` carries one.
+
+    JAX reports a Python exception raised in a callback (the TPU interpreter runs on them) as a
+    runtime error whose text holds the callback's traceback; its last exception line is the cause.
+    """
+    text = str(exc)
+    if "callback" not in text.lower() or "Traceback (most recent call last)" not in text:
+        return None
+    found = _RAISED.findall(text)
+    return f"{found[-1][0]}: {found[-1][1]}" if found else None

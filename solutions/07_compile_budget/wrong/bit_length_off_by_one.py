@@ -1,0 +1,22 @@
+"""Takes `1 << n.bit_length()` as the bucket, which doubles exact powers of two (16 rows go to 32); must fail test_bucket_rule."""
+
+import jax
+import jax.numpy as jnp
+
+
+def bucket_size(n: int) -> int:
+    """A power of two above n."""
+    return 1 << n.bit_length()
+
+
+@jax.jit
+def _softmax(x, t):
+    """softmax(x / t) over the rows of x."""
+    return jax.nn.softmax(x / t, axis=-1)
+
+
+def scaled_softmax(x, temperature):
+    """Pad, run, slice."""
+    n = x.shape[0]
+    padded = jnp.pad(x, ((0, bucket_size(n) - n), (0, 0)))
+    return _softmax(padded, jnp.asarray(temperature, jnp.float32))[:n]
