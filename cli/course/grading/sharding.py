@@ -8,7 +8,8 @@ a check compares them with `is_equivalent_to(other, ndim)` and prints them as `P
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -16,9 +17,11 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
 from course.grading.feedback import fail
+from course.grading.source import describe_exception, learner_location
 
 __all__ = [
     "assert_mesh",
+    "call_traced",
     "assert_sharding",
     "per_device_bytes",
     "shard_shapes",
@@ -103,3 +106,46 @@ def assert_mesh(mesh: Any, *, shape: Sequence[int], names: Sequence[str], name: 
              "part of each array's type and a mismatch is an error instead of a silent copy. "
              "`jax.make_mesh(shape, names, axis_types=(AxisType.Explicit,) * len(shape))` makes one "
              "(a bare `Mesh(devices, names)` is Auto).")
+
+
+_NO_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+             jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+
+
+def call_traced(fn: Callable[..., Any], *args: Any, name: str, path: Path | None = None,
+                jaxpr: bool = False) -> Any:
+    """`jax.jit(fn)(*args)`, or `jax.make_jaxpr(fn)(*args)`, explaining the usual tracing mistakes.
+
+    A Python number taken from a traced value, `jax.set_mesh` inside the function, and a
+    `shard_map` whose specs JAX refuses each fail the check with the learner's line.
+    """
+    try:
+        return jax.make_jaxpr(fn)(*args) if jaxpr else jax.jit(fn)(*args)
+    except _NO_VALUE as exc:
+        fail(f"{name} must work under `jax.jit`, where values are traced and have no number yet; "
+             f"your code asked for one{learner_location(exc.__traceback__, path)} (`float(...)`, "
+             "`.item()`, `np.asarray(...)` or an `if` on a value). Keep the result a jax.Array and return it.")
+    except ValueError as exc:
+        why = _spec_mistake(exc, name, learner_location(exc.__traceback__, path))
+        if not why:
+            raise  # the platform reports it with the learner's line
+        fail(why)
+
+
+def _spec_mistake(exc: ValueError, name: str, where: str) -> str:
+    """The course's explanation of a mesh or shard_map error JAX raised while tracing, or ''."""
+    text = str(exc)
+    if "set_mesh" in text:
+        return (f"{name} calls `jax.set_mesh`{where}, which cannot run inside `jax.jit`. The mesh is an "
+                "argument: pass it to `jax.shard_map(..., mesh=mesh)` instead of setting it.")
+    if "out_specs which require replication" in text:
+        return (f"{name}'s `shard_map` claims with its `out_specs` that a result is the same on every device, "
+                f"and JAX cannot prove it{where}. Only a collective over every mesh axis the spec leaves out "
+                "(a `psum` or `pmean` over all of them) makes a value equal everywhere; over fewer axes, "
+                "it still differs between devices.")
+    if "in_specs passed to shard_map" in text:
+        return (f"{name}'s `shard_map` was given `in_specs` that differ from how its argument is sharded"
+                f"{where}. On an Explicit mesh the spec must be the argument's own (or left out). "
+                f"JAX said: {describe_exception(exc)}")
+    return ""
+
