@@ -45,6 +45,9 @@ _COMM = frozenset({
     "reduce_scatter", "unreduced_psum", "unreduced_reduce_scatter",
 })
 
+# Primitives whose name differs from the `jax.lax` function a learner calls.
+_LAX_NAMES = {"psum_invariant": "psum", "all_gather_invariant": "all_gather", "reduce_scatter": "psum_scatter"}
+
 
 def compiled_hlo(fn: Callable[..., Any], *args: Any) -> str:
     """The optimized HLO text of `jax.jit(fn)` compiled for `args` (arrays are not consumed)."""
@@ -73,6 +76,11 @@ class Collective:
     enclosing: str | None
     """The `while` or `cond` that makes `times` unknown, if any."""
     line: int | None
+
+    @property
+    def lax_name(self) -> str:
+        """The `jax.lax` function that makes this primitive, for messages: `psum_invariant` is `psum`."""
+        return _LAX_NAMES.get(self.primitive, self.primitive)
 
     @property
     def elements(self) -> int:
