@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import numpy as np
 import pytest
 from eight_devices import on_eight_devices
+from jax import lax
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -13,6 +16,7 @@ from course.grading import CheckFailed
 from course.grading.sharding import (
     assert_mesh,
     assert_sharding,
+    call_traced,
     per_device_bytes,
     shard_shapes,
     sharding_text,
@@ -113,3 +117,57 @@ def test_assert_mesh_refuses_wrong_shape_names_and_devices() -> None:
         assert_mesh(half, shape=(2, 2), names=("x", "y"))
     with pytest.raises(CheckFailed, match="should be a jax.sharding.Mesh, but it is a tuple"):
         assert_mesh((2, 4), shape=(2, 4), names=("x", "y"))
+
+
+HERE = Path(__file__).resolve()
+
+
+@on_eight_devices
+def test_call_traced_returns_the_value_or_the_jaxpr() -> None:
+    """Under jit the result comes back as an array; with `jaxpr=True`, as the traced program."""
+    mesh = _mesh()
+    x = _placed((8, 8), P("x", "y"), mesh)
+    total = lambda a: jax.shard_map(lambda b: lax.psum(b.sum(), ("x", "y")), mesh=mesh,  # noqa: E731
+                                    in_specs=P("x", "y"), out_specs=P())(a)
+    assert float(call_traced(total, x, name="`total`")) == float(np.arange(64).sum())
+    assert "shard_map" in str(call_traced(total, x, name="`total`", jaxpr=True))
+
+
+@on_eight_devices
+def test_call_traced_explains_the_usual_tracing_mistakes() -> None:
+    """A Python float, `jax.set_mesh` inside, a partial psum under out_specs=P(), and refused in_specs."""
+    mesh = _mesh()
+    x = _placed((8, 8), P("x", "y"), mesh)
+
+    def as_float(a):
+        """Asks a traced value for a number."""
+        return float(a.sum())
+
+    def sets_mesh(a):
+        """Sets the mesh inside a traced function."""
+        with jax.set_mesh(mesh):
+            return a.sum()
+
+    partial = lambda a: jax.shard_map(lambda b: lax.psum(b.sum(), "y"), mesh=mesh,  # noqa: E731
+                                      in_specs=P("x", "y"), out_specs=P())(a)
+    rows = lambda a: jax.shard_map(lambda b: lax.psum(b.sum(), ("x", "y")), mesh=mesh,  # noqa: E731
+                                   in_specs=P("x"), out_specs=P())(a)
+    cases = [(as_float, r"must work under `jax.jit`.* at test_sharding.py line \d+: `return float\(a.sum\(\)\)`"),
+             (sets_mesh, r"calls `jax.set_mesh` at test_sharding.py line \d+"),
+             (partial, r"claims with its `out_specs` that a result is the same on every device"),
+             (rows, r"`in_specs` that differ from how its argument is sharded.*P\('x', None\)")]
+    for fn, pattern in cases:
+        for jaxpr in (False, True):
+            with pytest.raises(CheckFailed, match=pattern):
+                call_traced(fn, x, name="`f`", path=HERE, jaxpr=jaxpr)
+
+
+def test_call_traced_lets_other_errors_through() -> None:
+    """An error the course has no words for reaches the platform unchanged."""
+
+    def broken(a):
+        """Raises its own ValueError."""
+        raise ValueError("a bug of the learner's own")
+
+    with pytest.raises(ValueError, match="a bug of the learner's own"):
+        call_traced(broken, np.ones(3, np.float32), name="`broken`")

@@ -21,6 +21,7 @@ from course.grading.steps import (
     count_jit_builds,
     donated_leaves,
     jitted_candidates,
+    jitted_names,
     jitted_step,
 )
 
@@ -111,21 +112,54 @@ def test_jitted_candidates_look_in_closures_tables_and_objects(tmp_path: Path) -
     assert set(jitted_candidates(module.wrapped)) == {"inner"}
 
 
-def test_jitted_step_skips_jits_of_another_signature(tmp_path: Path) -> None:
-    """Of two module-level jits, the one that accepts (params, grads, lr) is the step."""
+def test_jitted_step_finds_what_a_wrapper_runs(tmp_path: Path) -> None:
+    """Of two jits, the one the wrapper calls is the step, even with its arguments reordered or by keyword."""
     module = _module(tmp_path, """
         import jax
 
-        norm = jax.jit(lambda p: sum(x.sum() for x in jax.tree.leaves(p)))
-        step = jax.jit(lambda p, g, lr: jax.tree.map(lambda a, b: a - lr * b, p, g), donate_argnums=0)
+        def update(lr, grads, *, params):
+            return jax.tree.map(lambda a, b: a - lr * b, params, grads)
+
+        keep = jax.jit(lambda p, g, lr: jax.tree.map(lambda a, b: a - lr * b, p, g))
+        step = jax.jit(update, donate_argnames="params")
 
         def sgd_step(params, grads, lr):
-            return step(params, grads, lr)
+            return step(lr, grads, params=params)
     """)
     name, lowered = jitted_step(module.sgd_step, _tree(), _tree(), 0.1, module=module)
-    assert name == "step"
+    assert name == "update"
     assert lowered.compile().memory_analysis().alias_size_in_bytes == 5 * 3 * 4 + 5 * 4
-    assert jitted_step(module.norm, 1, 2, 3, 4) is None
+    assert jitted_step(module.keep, _tree(), _tree(), 0.1)[1].compile().memory_analysis().alias_size_in_bytes == 0
+    assert jitted_step(lambda p: p, _tree()) is None
+
+
+def test_jitted_step_keeps_the_shardings_a_jit_was_given() -> None:
+    """A wrapper's jit with its own `out_shardings` is rebuilt with them, so its aliasing is measured as it is."""
+    mesh = jax.make_mesh((1,), ("d",), axis_types=(AxisType.Explicit,))
+    x = jax.device_put(np.ones(8, np.float32), NamedSharding(mesh, P("d")))
+    step = jax.jit(lambda a: a * 2, donate_argnums=0, out_shardings=NamedSharding(mesh, P()))
+    _, lowered = jitted_step(lambda a: step(a), x)
+    assert lowered.out_info[0].sharding.spec == P()
+
+
+def test_jitted_step_falls_back_to_candidates_for_a_static_argument(tmp_path: Path) -> None:
+    """A wrapper around a jit with a static lr cannot be traced; the module's jit that accepts the arguments is used."""
+    module = _module(tmp_path, """
+        import functools
+        import jax
+
+        @functools.partial(jax.jit, donate_argnums=0, static_argnums=2)
+        def _step(p, g, lr):
+            return jax.tree.map(lambda a, b: a - lr * b, p, g)
+
+        def sgd_step(params, grads, lr):
+            return _step(params, grads, lr)
+    """)
+    params, grads = _tree(), _tree()
+    name, lowered = jitted_step(module.sgd_step, params, grads, 0.1, module=module)
+    assert name == "_step"
+    assert donated_leaves(lowered, names=NAMES) == ["params['b']", "params['w']"]
+    assert jitted_names(module.sgd_step, module) == {"_step"}
 
 
 @on_eight_devices

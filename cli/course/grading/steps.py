@@ -27,6 +27,7 @@ __all__ = [
     "count_jit_builds",
     "donated_leaves",
     "jitted_candidates",
+    "jitted_names",
     "jitted_step",
 ]
 
@@ -37,12 +38,15 @@ def consumed_leaves(tree: Any, name: str) -> list[str]:
     return [name + tree_util.keystr(path) for path, leaf in flat if is_consumed(leaf)]
 
 
-def donated_leaves(fn: Callable[..., Any], *args: Any, names: Sequence[str]) -> list[str]:
+def donated_leaves(fn: Any, *args: Any, names: Sequence[str]) -> list[str]:
     """Paths of the argument leaves that `fn(*args)` asks to donate; `names` names the arguments.
 
-    For a jitted `fn` this reads `fn.lower(*args).args_info`. For a plain function (a wrapper) it
-    traces `fn` and reads the `donated_invars` of each jit it calls, following the caller's leaves.
+    For a jitted `fn` this reads `fn.lower(*args).args_info` (a `jax.stages.Lowered` may be given
+    instead, without args). For a plain function (a wrapper) it traces `fn` and reads the
+    `donated_invars` of each jit it calls, following the caller's own leaves.
     """
+    if isinstance(fn, jax.stages.Lowered):
+        return _donated_by_args_info(fn.args_info, names)
     if callable(getattr(fn, "lower", None)):
         return _donated_by_args_info(fn.lower(*args).args_info, names)
     flat, _ = tree_util.tree_flatten_with_path(tuple(args))
@@ -116,13 +120,70 @@ def _is_jitted(value: Any) -> bool:
 
 
 def jitted_step(fn: Any, *args: Any, module: types.ModuleType | None = None) -> tuple[str, Any] | None:
-    """(name, `jax.stages.Lowered`) of the first jitted candidate of `fn` that accepts `args`, or None."""
+    """(name, `jax.stages.Lowered`) of the jit that `fn(*args)` runs, or None when it runs none.
+
+    A jitted `fn` is lowered as it is. A wrapper is traced, and the first jit it calls (preferring
+    one that donates) is rebuilt from its jaxpr with the same donations and shardings, so the
+    wrapper may pass its arguments in any order or by keyword. When the wrapper cannot be traced
+    (a static argument given a traced value), the jitted candidates that accept `args` are tried.
+    """
+    if _is_jitted(fn):
+        with contextlib.suppress(Exception):
+            return getattr(fn, "__name__", "the function"), fn.lower(*args)
+    try:
+        rebuilt = _rebuilt_jit(fn, *args)
+    except Exception:  # noqa: BLE001 - e.g. a static argument traced; fall back to the candidates
+        rebuilt = None
+    if rebuilt is not None:
+        return rebuilt
     for name, jitted in jitted_candidates(fn, module).items():
         try:
             return name, jitted.lower(*args)
         except Exception:  # noqa: BLE001, S112 - a jitted function with another signature
             continue
     return None
+
+
+def _rebuilt_jit(fn: Callable[..., Any], *args: Any) -> tuple[str, Any] | None:
+    """The first jit `fn` calls, lowered again from its jaxpr with its donations, shardings and arguments."""
+    closed = jax.make_jaxpr(fn)(*args)
+    value_of = dict(zip(closed.jaxpr.invars, tree_util.tree_leaves(args), strict=True))
+    jits = [e for e in closed.jaxpr.eqns if e.primitive.name == "jit"]
+    if not jits:
+        return None
+    eqn = next((e for e in jits if any(e.params["donated_invars"])), jits[0])
+    operands = [_operand(v, value_of) for v in eqn.invars]
+    rebuilt = jax.jit(jex.core.jaxpr_as_fun(eqn.params["jaxpr"]),
+                      donate_argnums=tuple(i for i, d in enumerate(eqn.params["donated_invars"]) if d),
+                      in_shardings=tuple(_given(eqn.params["in_shardings"])),
+                      out_shardings=_given(eqn.params["out_shardings"]),
+                      keep_unused=bool(eqn.params.get("keep_unused", False)))
+    return str(eqn.params.get("name", "jit")), rebuilt.lower(*operands)
+
+
+def _given(shardings: Sequence[Any]) -> list[Any]:
+    """The shardings a jit was given, with None where it was given none (JAX then chooses)."""
+    return [s if isinstance(s, jax.sharding.Sharding) else None for s in shardings]
+
+
+def _operand(var: Any, value_of: dict[Any, Any]) -> Any:
+    """The caller's array behind a jit operand, a literal's value, or the shape of a value computed on the way."""
+    if isinstance(var, jex.core.Literal):
+        return var.val
+    if var in value_of:
+        return value_of[var]
+    aval = var.aval
+    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, sharding=getattr(aval, "sharding", None))
+
+
+def jitted_names(fn: Any, module: types.ModuleType | None = None) -> set[str]:
+    """The names the jitted candidates of `fn` compile under (`jit(name)`), for compile counting.
+
+    A jit held by an object or built from a method is not a module-level function, so
+    `own_function_names` alone would not know its name.
+    """
+    return {name for jitted in jitted_candidates(fn, module).values()
+            if isinstance(name := getattr(jitted, "__name__", None), str)}
 
 
 def compiles_per_call(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
