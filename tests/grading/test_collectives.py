@@ -165,3 +165,19 @@ def test_shift_needs_a_full_cyclic_permutation() -> None:
     assert make([(i, i + 1) for i in range(7)]).shift(8) is None
     assert make([(i, (i + 2) % 8) for i in range(8)]).shift(8) == 2
     assert make([(0, 1), (1, 0), *((i, i) for i in range(2, 8))]).shift(8) is None
+
+
+def test_walk_eqns_gives_each_equation_its_enclosing_ones() -> None:
+    """An add inside a scan inside a cond is reported with the cond, then the scan, around it."""
+    from course.grading.kernels import walk_eqns
+
+    def fn(x):
+        """A cond whose first branch runs a scan of adds."""
+        body = lambda c, _: (c + 1.0, None)  # noqa: E731
+        return lax.cond(x.sum() > 0, lambda v: lax.scan(body, v, length=3)[0], lambda v: v * 2.0, x)
+
+    walked = [(e.primitive.name, tuple(o.primitive.name for o in outer))
+              for e, outer in walk_eqns(jax.make_jaxpr(fn)(np.ones(2, np.float32)))]
+    assert ("add", ("cond", "scan")) in walked
+    assert ("mul", ("cond",)) in walked
+    assert walked[0][1] == ()
