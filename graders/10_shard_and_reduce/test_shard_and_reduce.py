@@ -129,6 +129,10 @@ def test_mean_replicated(submission: ModuleType, submission_path: Path, rng: np.
     mesh = _mesh()
     x, _ = _sharded(rng, (8, 16), mesh)
     got = assert_is_array(_mean(submission, submission_path, x, mesh), "`global_mean(x, mesh)`")
+    if got.shape != ():
+        fail(f"`global_mean(x, mesh)` has shape {got.shape}, sharded {sharding_text(got)}: each device contributes "
+             "its own piece to a bigger array. A mean is one scalar that every device holds whole: out_specs=P(), "
+             "which JAX accepts once the psum covers both axes.")
     assert_sharding(got, NamedSharding(mesh, P()), name="`global_mean(x, mesh)`",
                     hint="Every device should end with the same scalar: `out_specs=P()` after a psum over both axes.")
     if not got.sharding.is_fully_replicated or len(got.sharding.device_set) != 8:

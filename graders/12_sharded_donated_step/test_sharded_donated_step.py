@@ -6,12 +6,14 @@ from types import ModuleType
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from course.grading import (
+    CheckFailed,
     assert_array,
     assert_sharding,
     call_recording_warnings,
@@ -72,8 +74,32 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
         (params, p), (grads, g), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
         out = _as_dict(_step(submission, params, grads, lr))
         for k in LAYOUT:
-            assert_array(out[k], p[k] - np.float32(lr) * g[k], name=f"the new params[{k!r}] for lr = {lr:.4g}",
-                         rtol=1e-6, atol=1e-6)
+            name = f"the new params[{k!r}] for lr = {lr:.4g}"
+            try:
+                assert_array(out[k], p[k] - np.float32(lr) * g[k], name=name, rtol=1e-6, atol=1e-6)
+            except CheckFailed as exc:
+                fail(f"{exc}.{_why_values(np.asarray(out[k]), p[k], g[k], lr)}")
+
+
+def _why_values(got: np.ndarray, p: np.ndarray, g: np.ndarray, lr: float) -> str:
+    """A guess at what the learner computed instead, from the values they returned."""
+    if got.shape != p.shape or got.dtype != np.float32:
+        return ""
+    guesses = {
+        " That is params + lr * grads: the step must go against the gradient.": p + np.float32(lr) * g,
+        " That is the update computed in bfloat16 and cast back: it keeps only about 3 significant digits, "
+        "so small updates vanish. Compute in float32.": _bf16(_bf16(p) - _bf16(_bf16(np.float32(lr)) * _bf16(g))),
+        " That is params - grads: lr was left out.": p - g,
+    }
+    for why, value in guesses.items():
+        if np.allclose(got, value, rtol=1e-2, atol=1e-2):
+            return why
+    return ""
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """`x` rounded to bfloat16 and back to float32, as JAX would compute it."""
+    return np.asarray(jnp.asarray(x, jnp.bfloat16).astype(jnp.float32))
 
 
 @pytest.mark.points(1)
@@ -168,11 +194,9 @@ def test_alias_bytes(submission: ModuleType, rng: np.random.Generator) -> None:
     want = per_device_bytes(params)
     if aliased == want:
         return
-    outs = lowered.out_info
-    changed = [f"{k} ({outs[k].dtype})" for k in LAYOUT
-               if isinstance(outs, dict) and k in outs and outs[k].dtype != np.float32]
-    why = (f" Your outputs {', '.join(changed)} are not float32: a buffer can only be reused by an output of "
-           "its own dtype, shape and sharding, so XLA dropped those donations without a word." if changed else
+    dtypes = sorted({str(o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info) if o.dtype != np.float32})
+    why = (f" Some outputs are {', '.join(dtypes)}, not float32: a buffer can only be reused by an output of "
+           "its own dtype, shape and sharding, so XLA dropped those donations without a word." if dtypes else
            " Outputs reuse a donated buffer only when dtype, shape and sharding all match the param's.")
     fail(f"`{name}` compiles with alias_size_in_bytes = {aliased}; each device holds {want} bytes of params "
          f"shards (w1 256, b1 32, w2 256, scale 4), and all of them should be reused.{why}")

@@ -3,7 +3,7 @@
 A training step takes dicts of sharded arrays. Donation is decided per leaf, so a check names the
 leaves (`params['w1']`) that were consumed (`is_deleted()` after the call) or that the step asks to
 donate (`lower(...).args_info`). A learner may call the step through a thin wrapper, or keep the
-jit in a dict or an object: `jitted_step` finds the jitted function that accepts the same arguments.
+jit in a dict or an object: `jitted_step` finds the jit that a function really runs.
 """
 
 from __future__ import annotations

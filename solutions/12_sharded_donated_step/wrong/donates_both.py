@@ -1,4 +1,4 @@
-"""Donates params and grads; only one buffer per output can be reused, so JAX warns and keeps grads alive; must fail test_grads_not_donated."""
+"""Donates params and grads; only one buffer per output can be reused, so JAX warns and keeps grads alive; must fail test_no_unusable_donation."""
 
 import functools
 
