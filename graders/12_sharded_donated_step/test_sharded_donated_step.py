@@ -1,14 +1,256 @@
-"""Grader of `sharded_donated_step`: TODO(course new) say what the checks prove (one rule per check)."""
+"""Grader for `sharded_donated_step`: values, params consumed and grads kept, shardings, aliasing, compiles."""
 
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from course.grading import assert_array
+from course.grading import (
+    CheckFailed,
+    assert_array,
+    assert_sharding,
+    call_recording_warnings,
+    check,
+    compiles_per_call,
+    consumed_leaves,
+    count_jit_builds,
+    describe_value,
+    donated_leaves,
+    fail,
+    jitted_candidates,
+    jitted_names,
+    jitted_step,
+    own_function_names,
+    per_device_bytes,
+)
+
+LAYOUT = {"w1": ((16, 32), P("x", "y")), "b1": ((32,), P("y")), "w2": ((32, 8), P("y", None)), "scale": ((), P())}
+NAMES = ("params", "grads", "lr")
+
+
+def _mesh() -> jax.sharding.Mesh:
+    """The 2x4 Explicit mesh the parameters live on."""
+    return jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+
+
+def _tree(rng: np.random.Generator, mesh: jax.sharding.Mesh) -> tuple[dict[str, jax.Array], dict[str, np.ndarray]]:
+    """Random float32 leaves laid out as LAYOUT on `mesh`, each in a fresh buffer, and their NumPy values."""
+    host = {k: rng.standard_normal(shape).astype(np.float32) for k, (shape, _) in LAYOUT.items()}
+    placed = {k: jax.device_put(v, NamedSharding(mesh, LAYOUT[k][1])) for k, v in host.items()}
+    return placed, host
+
+
+def _lr(rng: np.random.Generator) -> float:
+    """A learning rate, a Python float."""
+    return float(rng.uniform(1e-3, 0.5))
+
+
+def _step(sub: ModuleType, params: dict[str, jax.Array], grads: dict[str, jax.Array], lr: float) -> Any:
+    """Call `sgd_step` and wait for it, so that consumed inputs are already marked."""
+    return jax.block_until_ready(sub.sgd_step(params, grads, lr))
+
+
+def _as_dict(out: Any) -> dict[str, Any]:
+    """The step's result, failing unless it is a dict with the keys of params."""
+    if not isinstance(out, dict):
+        fail(f"`sgd_step` returned {describe_value(out)}; it should return a dict with the keys of params.")
+    check(set(out) == set(LAYOUT), f"`sgd_step` returned keys {sorted(out)}; expected those of params, "
+                                   f"{sorted(LAYOUT)}.")
+    return out
+
+
+@pytest.mark.points(2)
+def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`sgd_step` returns {k: params[k] - lr * grads[k]} in float32, for three learning rates."""
+    mesh = _mesh()
+    for _ in range(3):
+        (params, p), (grads, g), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
+        out = _as_dict(_step(submission, params, grads, lr))
+        for k in LAYOUT:
+            name = f"the new params[{k!r}] for lr = {lr:.4g}"
+            try:
+                assert_array(out[k], p[k] - np.float32(lr) * g[k], name=name, rtol=1e-6, atol=1e-6)
+            except CheckFailed as exc:
+                fail(f"{exc}.{_why_values(np.asarray(out[k]), p[k], g[k], lr)}")
+
+
+def _why_values(got: np.ndarray, p: np.ndarray, g: np.ndarray, lr: float) -> str:
+    """A guess at what the learner computed instead, from the values they returned."""
+    if got.shape != p.shape or got.dtype != np.float32:
+        return ""
+    guesses = {
+        " That is params + lr * grads: the step must go against the gradient.": p + np.float32(lr) * g,
+        " That is the update computed in bfloat16 and cast back: it keeps only about 3 significant digits, "
+        "so small updates vanish. Compute in float32.": _bf16(_bf16(p) - _bf16(_bf16(np.float32(lr)) * _bf16(g))),
+        " That is params - grads: lr was left out.": p - g,
+    }
+    for why, value in guesses.items():
+        if np.allclose(got, value, rtol=1e-2, atol=1e-2):
+            return why
+    return ""
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """`x` rounded to bfloat16 and back to float32, as JAX would compute it."""
+    return np.asarray(jnp.asarray(x, jnp.bfloat16).astype(jnp.float32))
 
 
 @pytest.mark.points(1)
-def test_values(submission, rng):
-    """sharded_donated_step returns the right values."""
-    x = jnp.asarray(rng.standard_normal(16), dtype=jnp.float32)
-    expected = x  # TODO(course new): compute the expected value without the submission.
-    assert_array(submission.sharded_donated_step(x), expected, name="the result of `sharded_donated_step(x)`")
+def test_params_consumed(submission: ModuleType, rng: np.random.Generator) -> None:
+    """Every leaf of params is consumed: its buffers were donated to the step."""
+    mesh = _mesh()
+    (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
+    _step(submission, params, grads, lr)
+    gone = consumed_leaves(params, "params")
+    alive = [f"params[{k!r}]" for k in sorted(LAYOUT) if f"params[{k!r}]" not in gone]
+    if not alive:
+        return
+    verb = "is" if len(alive) == 1 else "are"
+    fresh_params, fresh_grads = _tree(rng, mesh)[0], _tree(rng, mesh)[0]  # lowering consumes nothing
+    asked = _donated(submission, fresh_params, fresh_grads, lr)
+    if asked and not any(leaf.startswith("params") for leaf in asked):
+        fail(f"{', '.join(alive)} {verb} still alive after the call: your step donates {asked[0]}"
+             f"{' and more' if len(asked) > 1 else ''}, not params. Donate argument 0, params: donate_argnums=0.")
+    found = jitted_step(submission.sgd_step, fresh_params, fresh_grads, lr, module=submission)
+    if found is not None and any(info.donated for info in jax.tree_util.tree_leaves(found[1].args_info)):
+        aliased, full = found[1].compile().memory_analysis().alias_size_in_bytes, per_device_bytes(fresh_params)
+        if aliased == full:
+            fail(f"{', '.join(alive)} {verb} still alive after the call, although `{found[0]}` donates and "
+                 "reuses every params buffer it is given: so what it received was a copy (jnp.copy, jnp.array, "
+                 "p + 0). The copy needs new buffers on every device, which is what donation should save; "
+                 "pass params itself.")
+        fail(f"{', '.join(alive)} {verb} still alive after the call: `{found[0]}` asks for donations, but its "
+             f"outputs can take only {aliased} of {full} bytes per device, so JAX kept the rest. An output "
+             "reuses a param's buffer only with the same dtype, shape and sharding.")
+    fail(f"{', '.join(alive)} {verb} still alive after the call: {'not every' if gone else 'no'} leaf of params "
+         "was donated. Build the step with jax.jit(..., donate_argnums=0) at module scope, and return float32 "
+         "results sharded like params.")
+
+
+def _donated(sub: ModuleType, params: dict, grads: dict, lr: float) -> list[str]:
+    """The argument leaves the step asks to donate, through a wrapper if need be."""
+    fn = sub.sgd_step
+    try:
+        return donated_leaves(fn, params, grads, lr, names=NAMES)
+    except Exception:  # noqa: BLE001 - a wrapper that cannot be traced (a static lr): ask its jit directly
+        found = jitted_step(fn, params, grads, lr, module=sub)
+        if found is None:
+            raise
+        return donated_leaves(found[1], names=NAMES)
+
+
+@pytest.mark.points(1)
+def test_grads_not_donated(submission: ModuleType, rng: np.random.Generator) -> None:
+    """No leaf of grads is consumed, nor asked to be donated."""
+    mesh = _mesh()
+    (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
+    call = call_recording_warnings(_step, submission, params, grads, lr)
+    gone = consumed_leaves(grads, "grads")
+    if gone:
+        fail(f"{', '.join(gone)} {'was' if len(gone) == 1 else 'were'} consumed by the step: you donated "
+             "grads. The caller may still need them (to log a norm, or accumulate), and the new params "
+             "should reuse the old params' buffers, not the gradients'. Donate argument 0 only.")
+    fresh_params, fresh_grads = _tree(rng, mesh)[0], _tree(rng, mesh)[0]  # lowering consumes nothing
+    asked = [leaf for leaf in _donated(submission, fresh_params, fresh_grads, lr) if leaf.startswith("grads")]
+    if asked:
+        warned = f" (JAX warned: \"{call.not_usable[0]}\")" if call.not_usable else ""
+        fail(f"your step asks to donate {', '.join(asked)}{warned}. Each output can reuse one buffer, and the "
+             "params already fill every output, so the grads' donation is wasted, and on an Explicit mesh "
+             "JAX refuses it with a warning. Donate params only: donate_argnums=0.")
+
+
+@pytest.mark.points(1)
+def test_output_sharding(submission: ModuleType, rng: np.random.Generator) -> None:
+    """Each new param keeps the sharding of the param it replaces."""
+    mesh = _mesh()
+    (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
+    before = {k: v.sharding for k, v in params.items()}
+    out = _as_dict(_step(submission, params, grads, lr))
+    for k in LAYOUT:
+        assert_sharding(out[k], before[k], name=f"the new params[{k!r}]",
+                        hint="An elementwise update keeps its input's sharding by itself; forcing another one "
+                             "(out_shardings, reshard) moves data between devices and stops the new value "
+                             "from reusing the old buffer.")
+
+
+@pytest.mark.points(2)
+def test_alias_bytes(submission: ModuleType, rng: np.random.Generator) -> None:
+    """The compiled step reuses every params shard: alias_size_in_bytes is one device's params bytes (548)."""
+    mesh = _mesh()
+    (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
+    found = jitted_step(submission.sgd_step, params, grads, lr, module=submission)
+    if found is None:
+        fail("found no function made by jax.jit that takes (params, grads, lr): make `sgd_step` itself the "
+             "jitted step, or have it call one built once at module scope.")
+    name, lowered = found
+    aliased = lowered.compile().memory_analysis().alias_size_in_bytes
+    want = per_device_bytes(params)
+    if aliased == want:
+        return
+    dtypes = sorted({str(o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info) if o.dtype != np.float32})
+    why = (f" Some outputs are {', '.join(dtypes)}, not float32: a buffer can only be reused by an output of "
+           "its own dtype, shape and sharding, so XLA dropped those donations without a word." if dtypes else
+           " Outputs reuse a donated buffer only when dtype, shape and sharding all match the param's.")
+    fail(f"`{name}` compiles with alias_size_in_bytes = {aliased}; each device holds {want} bytes of params "
+         f"shards (w1 256, b1 32, w2 256, scale 4), and all of them should be reused.{why}")
+
+
+@pytest.mark.points(1)
+def test_no_unusable_donation(submission: ModuleType, rng: np.random.Generator) -> None:
+    """JAX does not warn that donated buffers were not usable."""
+    jax.clear_caches()  # the warning comes only with a fresh compile
+    mesh = _mesh()
+    (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
+    call = call_recording_warnings(_step, submission, params, grads, lr)
+    if call.not_usable:
+        fail(f"JAX warned \"{call.not_usable[0]}\": it was given buffers that no output could take. Donate "
+             "params only, and keep each output's dtype, shape and sharding equal to its param's.")
+
+
+@pytest.mark.points(2)
+def test_no_compile_after_warmup(submission: ModuleType, rng: np.random.Generator) -> None:
+    """After a warm-up call, new arrays and learning rates compile nothing."""
+    mesh = _mesh()
+    calls = [(_tree(rng, mesh)[0], _tree(rng, mesh)[0], lr) for lr in (0.1, _lr(rng), _lr(rng), _lr(rng))]
+    names = own_function_names(submission) | jitted_names(submission.sgd_step, submission)
+    seen = compiles_per_call(submission.sgd_step, calls, names)
+    if not seen[0]:
+        fail("no compile of your code was seen on the first call of `sgd_step`: does it run a jax.jit of a "
+             "function written in your file?")
+    again = [(i, lr, fns) for i, ((_, _, lr), fns) in enumerate(zip(calls, seen, strict=True)) if i and fns]
+    if not again:
+        return
+    i, lr, fns = again[0]
+    head = (f"call {i + 1} (lr = {lr:.4g}, new arrays of the same shapes and shardings) compiled "
+            f"{', '.join(fns)} again, and {len(again)} of the 3 calls after the warm-up compiled.")
+    (params, _), (grads, _) = _tree(rng, mesh), _tree(rng, mesh)
+    found = jitted_step(submission.sgd_step, params, grads, lr, module=submission)
+    if found is not None and len(found[1].args_info[0]) < len(NAMES):
+        fail(f"{head} `{found[0]}` takes lr as a static argument, so each value is a new cache key and a new "
+             "program. Leave it traced: a Python float passed to a jit is a weakly typed float32 scalar, "
+             "one type for every value.")
+    fail(f"{head} A jax.jit built inside the call starts with an empty cache, and a static lr compiles once "
+         "per value: keep lr traced and build the jit once, at module scope.")
+
+
+@pytest.mark.points(1)
+def test_jit_built_once(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`sgd_step` runs a jax.jit built once, at module scope, not one per call."""
+    mesh = _mesh()
+    with count_jit_builds(submission) as builds:
+        for _ in range(2):
+            (params, _), (grads, _) = _tree(rng, mesh), _tree(rng, mesh)
+            _step(submission, params, grads, _lr(rng))
+    check(not builds[0], f"`sgd_step` called jax.jit {builds[0]} times in 2 calls: it builds a new jitted function "
+                         "on every call. Build it once at module scope and call that.")
+    if not jitted_candidates(submission.sgd_step, submission):
+        fail("`sgd_step` runs no function made by jax.jit: eagerly, every leaf's update is a separate dispatch "
+             "and nothing is donated. Decorate it with jax.jit(..., donate_argnums=0), or have it call a jit "
+             "built at import.")

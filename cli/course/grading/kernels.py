@@ -21,7 +21,7 @@ from jax import tree_util
 
 __all__ = [
     "Access", "KernelCall", "pallas_calls", "kernel_call", "primitive_counts",
-    "has_primitive", "nested_primitive_counts", "learner_line", "describe_lines",
+    "has_primitive", "nested_primitive_counts", "learner_line", "describe_lines", "walk_eqns",
 ]
 
 LOADS = frozenset({"get", "masked_load"})
@@ -218,14 +218,25 @@ def _kernel_call(eqn: Any, path: Path | None) -> KernelCall:
                       num_index=num_index, num_inputs=num_in, num_outputs=num_out, path=path)
 
 
-def _eqns(jaxpr: Any, *, into_kernels: bool = True) -> Iterator[Any]:
-    """Every equation of a jaxpr and of the jaxprs nested in its parameters, in program order."""
-    for eqn in jaxpr.eqns:
-        yield eqn
+def walk_eqns(jaxpr: Any, *, into_kernels: bool = True) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """Every equation of a (closed) jaxpr and its nested jaxprs, in order, with the equations enclosing it."""
+    yield from _walk_nested(jaxpr, into_kernels, ())
+
+
+def _walk_nested(jaxpr: Any, into_kernels: bool, outer: tuple[Any, ...]) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """`walk_eqns` below the enclosing equations `outer`."""
+    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+        yield eqn, outer
         if eqn.primitive.name == "pallas_call" and not into_kernels:
             continue
         for sub in jex.core.jaxprs_in_params(eqn.params):
-            yield from _eqns(getattr(sub, "jaxpr", sub), into_kernels=into_kernels)
+            yield from _walk_nested(sub, into_kernels, (*outer, eqn))
+
+
+def _eqns(jaxpr: Any, *, into_kernels: bool = True) -> Iterator[Any]:
+    """Every equation of a jaxpr and of the jaxprs nested in its parameters, in program order."""
+    for eqn, _ in walk_eqns(jaxpr, into_kernels=into_kernels):
+        yield eqn
 
 
 def _walk(jaxpr: Any, env: dict[Any, int], names: tuple[str, ...], path: Path | None,

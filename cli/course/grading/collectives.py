@@ -1,0 +1,154 @@
+"""Collectives: which ones a compiled program runs, and which ones a jaxpr asks for, how often and where.
+
+The compiled HLO says what the devices really exchange, whoever wrote it: `jnp.mean` on a sharded
+array compiles to the same all-reduce as a hand-written `psum`. The jaxpr says who wrote it, with
+each collective's mesh axes and, for `ppermute`, its source→destination pairs. A loop with
+constant bounds traces to a `scan` whose body holds one copy of its collectives, while the HLO
+shows one collective inside a loop, so steps are counted in the jaxpr: each collective times the
+length of every enclosing `scan`. Under a `while` or a `cond` the count is unknown.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from course.grading.kernels import learner_line, walk_eqns
+
+__all__ = [
+    "HLO_COLLECTIVES",
+    "Collective",
+    "collectives_in",
+    "compiled_hlo",
+    "hlo_collectives",
+    "jaxpr_collectives",
+    "total_steps",
+]
+
+HLO_COLLECTIVES = ("all-reduce", "all-gather", "all-to-all", "collective-permute", "reduce-scatter")
+
+# An opcode is preceded by the instruction's shape and followed by its operands: `f32[] all-reduce(%x)`.
+# Instruction names (`%all-reduce.1`) and `-done` halves of async pairs do not match.
+_HLO_OP = re.compile(r"(?<![\w%.\-])(" + "|".join(HLO_COLLECTIVES) + r")(?:-start)?\(")
+
+# The primitives that move data between devices; `axis_index` and `pvary` do not.
+_COMM = frozenset({
+    "psum", "psum_invariant", "pmax", "pmin", "ppermute", "psend", "precv", "pbroadcast",
+    "all_gather", "all_gather_invariant", "all_gather_reduced", "all_to_all", "ragged_all_to_all",
+    "reduce_scatter", "unreduced_psum", "unreduced_reduce_scatter",
+})
+
+# Primitives whose name differs from the `jax.lax` function a learner calls.
+_LAX_NAMES = {"psum_invariant": "psum", "all_gather_invariant": "all_gather", "reduce_scatter": "psum_scatter"}
+
+
+def compiled_hlo(fn: Callable[..., Any], *args: Any) -> str:
+    """The optimized HLO text of `jax.jit(fn)` compiled for `args` (arrays are not consumed)."""
+    return jax.jit(fn).lower(*args).compile().as_text()
+
+
+def hlo_collectives(hlo: Any) -> Counter[str]:
+    """How many of each collective (`all-reduce`, `all-gather`, ...) an HLO text or compiled object holds."""
+    text = hlo if isinstance(hlo, str) else hlo.as_text()
+    return Counter(m.group(1) for m in _HLO_OP.finditer(text))
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective equation of a jaxpr, with what it moves and how many times it runs."""
+
+    primitive: str
+    """The primitive's name without an async `_start` suffix: `psum`, `ppermute`, `all_gather`, ..."""
+    axes: tuple[str, ...]
+    perm: tuple[tuple[int, int], ...] | None
+    """For `ppermute`: the (source, destination) pairs along the axes."""
+    shapes: tuple[tuple[int, ...], ...]
+    """The per-device shapes of its operands (inside `shard_map`, the local blocks)."""
+    times: int | None
+    """The product of the lengths of the enclosing `scan`s, or None under a `while` or `cond`."""
+    enclosing: str | None
+    """The `while` or `cond` that makes `times` unknown, if any."""
+    line: int | None
+
+    @property
+    def lax_name(self) -> str:
+        """The `jax.lax` function that makes this primitive, for messages: `psum_invariant` is `psum`."""
+        return _LAX_NAMES.get(self.primitive, self.primitive)
+
+    @property
+    def elements(self) -> int:
+        """Elements moved per device per run: the operands' sizes summed."""
+        return sum(math.prod(s) for s in self.shapes)
+
+    def shift(self, size: int) -> int | None:
+        """The common `(dst - src) % size` when `perm` moves every position of the axis by one offset."""
+        if not self.perm or len(self.perm) != size:
+            return None
+        offsets = {(dst - src) % size for src, dst in self.perm}
+        sources = {src for src, _ in self.perm}
+        if len(offsets) != 1 or sources != set(range(size)):
+            return None
+        return offsets.pop()
+
+
+def jaxpr_collectives(jaxpr: Any, *, path: Path | None = None) -> list[Collective]:
+    """Every collective in a (closed) jaxpr and its nested jaxprs, in program order."""
+    found = []
+    for eqn, outer in walk_eqns(jaxpr):
+        name = eqn.primitive.name.removesuffix("_start")
+        if name not in _COMM:
+            continue
+        times, enclosing = _repeats(outer)
+        perm = eqn.params.get("perm")
+        found.append(Collective(
+            primitive=name,
+            axes=_axes(eqn.params),
+            perm=tuple((int(s), int(d)) for s, d in perm) if perm is not None else None,
+            shapes=tuple(tuple(getattr(v.aval, "shape", ())) for v in eqn.invars),
+            times=times,
+            enclosing=enclosing,
+            line=learner_line(eqn, path),
+        ))
+    return found
+
+
+def collectives_in(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> list[Collective]:
+    """Trace `fn(*args)` with `jax.make_jaxpr` and list its collectives."""
+    return jaxpr_collectives(jax.make_jaxpr(fn)(*args), path=path)
+
+
+def total_steps(collectives: Iterable[Collective]) -> int | None:
+    """How many times the collectives run in all, or None when one of them runs an unknown number of times."""
+    total = 0
+    for c in collectives:
+        if c.times is None:
+            return None
+        total += c.times
+    return total
+
+
+def _repeats(outer: tuple[Any, ...]) -> tuple[int | None, str | None]:
+    """(product of enclosing scan lengths, None), or (None, 'while'/'cond') when a loop count is unknown."""
+    times = 1
+    for eqn in outer:
+        name = eqn.primitive.name
+        if name in ("while", "cond"):
+            return None, name
+        if name == "scan":
+            times *= int(eqn.params["length"])
+    return times, None
+
+
+def _axes(params: dict[str, Any]) -> tuple[str, ...]:
+    """The mesh axes a collective runs over, as a tuple of names."""
+    axes = params.get("axes", params.get("axis_name", ()))
+    if not isinstance(axes, tuple | list):
+        axes = (axes,)
+    return tuple(str(a) for a in axes)

@@ -1,0 +1,151 @@
+"""Meshes and shardings in the course's words: `P(...)` notation, equivalence, shard shapes and bytes.
+
+Two shardings that place every element on the same devices can still differ under `==` (a mesh
+with Explicit axes against the same devices with Auto axes, `P('x')` against `P('x', None)`), so
+a check compares them with `is_equivalent_to(other, ndim)` and prints them as `P(...)`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, NamedSharding, PartitionSpec
+
+from course.grading.feedback import fail
+from course.grading.source import describe_exception, learner_location
+
+__all__ = [
+    "assert_mesh",
+    "call_traced",
+    "assert_sharding",
+    "per_device_bytes",
+    "shard_shapes",
+    "sharding_text",
+    "spec_text",
+]
+
+
+def spec_text(spec: PartitionSpec | None) -> str:
+    """A PartitionSpec written as in code, e.g. `P('x', 'y')` or `P()`."""
+    if spec is None:
+        return "no spec"
+    parts = []
+    for entry in spec:
+        if entry is None:
+            parts.append("None")
+        elif isinstance(entry, tuple):
+            parts.append("(" + ", ".join(repr(a) for a in entry) + ")")
+        else:
+            parts.append(repr(entry))
+    return f"P({', '.join(parts)})"
+
+
+def sharding_text(value: Any) -> str:
+    """How an array (or a sharding) is laid out: `P('x', 'y')`, or which single device holds it."""
+    sharding = getattr(value, "sharding", value)
+    if isinstance(sharding, NamedSharding):
+        return spec_text(sharding.spec)
+    devices = getattr(sharding, "device_set", None)
+    if devices is not None and len(devices) == 1:
+        return f"one device only ({next(iter(devices))})"
+    if getattr(sharding, "is_fully_replicated", False):
+        return "replicated on every device (P())"
+    return f"a {type(sharding).__name__}"
+
+
+def assert_sharding(got: Any, expected: jax.sharding.Sharding, *, name: str, hint: str = "") -> None:
+    """Fail unless `got` (an array) is laid out like `expected`, compared with `is_equivalent_to`."""
+    sharding = getattr(got, "sharding", None)
+    ndim = len(getattr(got, "shape", ()))
+    if sharding is not None and sharding.is_equivalent_to(expected, ndim):
+        return
+    fail(f"{name} is sharded {sharding_text(got)}, expected {sharding_text(expected)} on the mesh "
+         f"{_mesh_text(expected)}.{' ' + hint if hint else ''}")
+
+
+def _mesh_text(sharding: Any) -> str:
+    """The mesh of a NamedSharding as `{'x': 2, 'y': 4}`, or '' for other shardings."""
+    mesh = getattr(sharding, "mesh", None)
+    return str(dict(mesh.shape)) if mesh is not None else ""
+
+
+def shard_shapes(x: jax.Array) -> list[tuple[int, ...]]:
+    """The shape of the block each device holds, in device order."""
+    return [tuple(s.data.shape) for s in sorted(x.addressable_shards, key=lambda s: s.device.id)]
+
+
+def per_device_bytes(tree: Any) -> int:
+    """Bytes one device holds of every leaf of `tree` (arrays or ShapeDtypeStructs with a sharding)."""
+    total = 0
+    for leaf in jax.tree_util.tree_leaves(tree):
+        shape = leaf.sharding.shard_shape(tuple(leaf.shape))
+        total += math.prod(shape) * np.dtype(leaf.dtype).itemsize
+    return total
+
+
+def assert_mesh(mesh: Any, *, shape: Sequence[int], names: Sequence[str], name: str = "the mesh") -> None:
+    """Fail unless `mesh` is a Mesh over all devices with these axis sizes and names, every axis Explicit."""
+    if not isinstance(mesh, jax.sharding.Mesh):
+        fail(f"{name} should be a jax.sharding.Mesh, but it is a {type(mesh).__name__}")
+    want = dict(zip(names, shape, strict=True))
+    if tuple(mesh.axis_names) != tuple(names) or dict(mesh.shape) != want:
+        fail(f"{name} has axes {dict(mesh.shape)}, expected {want} (names in that order)")
+    devices = list(np.asarray(mesh.devices).flat)
+    if sorted(d.id for d in devices) != sorted(d.id for d in jax.devices()):
+        fail(f"{name} uses devices {sorted(d.id for d in devices)}, expected each of the "
+             f"{jax.device_count()} devices once")
+    auto = [n for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True) if t != AxisType.Explicit]
+    if auto:
+        kinds = ", ".join(getattr(t, "name", str(t)) for t in mesh.axis_types)
+        fail(f"{name} has axis types ({kinds}); every axis must be Explicit, so that the sharding is "
+             "part of each array's type and a mismatch is an error instead of a silent copy. "
+             "`jax.make_mesh(shape, names, axis_types=(AxisType.Explicit,) * len(shape))` makes one "
+             "(a bare `Mesh(devices, names)` is Auto).")
+
+
+_NO_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+             jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+
+
+def call_traced(fn: Callable[..., Any], *args: Any, name: str, path: Path | None = None,
+                jaxpr: bool = False) -> Any:
+    """`jax.jit(fn)(*args)`, or `jax.make_jaxpr(fn)(*args)`, explaining the usual tracing mistakes.
+
+    A Python number taken from a traced value, `jax.set_mesh` inside the function, and a
+    `shard_map` whose specs JAX refuses each fail the check with the learner's line.
+    """
+    try:
+        return jax.make_jaxpr(fn)(*args) if jaxpr else jax.jit(fn)(*args)
+    except _NO_VALUE as exc:
+        fail(f"{name} must work under `jax.jit`, where values are traced and have no number yet; "
+             f"your code asked for one{learner_location(exc.__traceback__, path)} (`float(...)`, "
+             "`.item()`, `np.asarray(...)` or an `if` on a value). Keep the result a jax.Array and return it.")
+    except ValueError as exc:
+        why = _spec_mistake(exc, name, learner_location(exc.__traceback__, path))
+        if not why:
+            raise  # the platform reports it with the learner's line
+        fail(why)
+
+
+def _spec_mistake(exc: ValueError, name: str, where: str) -> str:
+    """The course's explanation of a mesh or shard_map error JAX raised while tracing, or ''."""
+    text = str(exc)
+    if "set_mesh" in text:
+        return (f"{name} calls `jax.set_mesh`{where}, which cannot run inside `jax.jit`. The mesh is an "
+                "argument: pass it to `jax.shard_map(..., mesh=mesh)` instead of setting it.")
+    if "out_specs which require replication" in text:
+        return (f"{name}'s `shard_map` claims with its `out_specs` that a result is the same on every device, "
+                f"and JAX cannot prove it{where}. Only a collective over every mesh axis the spec leaves out "
+                "(a `psum` or `pmean` over all of them) makes a value equal everywhere; over fewer axes, "
+                "it still differs between devices.")
+    if "in_specs passed to shard_map" in text:
+        return (f"{name}'s `shard_map` was given `in_specs` that differ from how its argument is sharded"
+                f"{where}. On an Explicit mesh the spec must be the argument's own (or left out). "
+                f"JAX said: {describe_exception(exc)}")
+    return ""
+

@@ -1,0 +1,25 @@
+"""Returns one copy of the mean per device, an (8,) array sharded P(('x', 'y')), instead of a replicated scalar; must fail test_mean_replicated."""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def make_mesh():
+    """A 2x4 Explicit mesh."""
+    return jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+
+
+def place(x, mesh):
+    """Rows over x, columns over y."""
+    return jax.device_put(x, NamedSharding(mesh, P("x", "y")))
+
+
+def global_mean(x, mesh):
+    """Each device keeps its own copy of the total, so no replication needs to be claimed."""
+    def body(block):
+        return (lax.psum(jnp.sum(block), ("x", "y")) / x.size).reshape(1)
+
+    return jax.shard_map(body, mesh=mesh, in_specs=P("x", "y"), out_specs=P(("x", "y")))(x)
