@@ -6,9 +6,7 @@ checks read the kernel's jaxpr, where each ref carries its memory space and each
 
 from __future__ import annotations
 
-import inspect
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -18,7 +16,6 @@ import numpy as np
 import pytest
 
 from course.grading import (
-    CompileEvent,
     CompileRecorder,
     KernelMemory,
     assert_array,
@@ -156,32 +153,6 @@ def test_scalar_reads(submission: ModuleType, submission_path: Path) -> None:
              "padded to a full tile of vector work. Read `lengths_ref[b]` from a 1-D table.")
 
 
-@dataclass(eq=False)
-class _LearnerCompiles(CompileRecorder):
-    """Compiles of the learner's functions, or made from their file; never the TPU interpreter's helpers.
-
-    A minimal stand-in until `course.grading.compiles` filters the interpreter itself: the TPU
-    interpreter compiles small helpers lazily, on whichever call first takes a data-dependent
-    path, and an un-jitted `pallas_call` compiles as `jit(wrapped)`, a name of Pallas's own.
-    """
-
-    learner_file: str = ""
-
-    def _receive(self, fun_name: str, seconds: float) -> None:
-        """Keep an event made outside the interpreter, by a learner's name or from the learner's file."""
-        files = set()
-        frame = inspect.currentframe()
-        while frame is not None:
-            files.add(frame.f_code.co_filename)
-            frame = frame.f_back
-        if any("pallas/mosaic/interpret/" in f.replace("\\", "/") for f in files):
-            return
-        before = len(self.events)
-        super()._receive(fun_name, seconds)
-        if len(self.events) == before and self.learner_file in files:
-            self.events.append(CompileEvent(fun_name, seconds))
-
-
 @pytest.mark.points(2)
 def test_new_lengths_compile_nothing(submission: ModuleType, rng: np.random.Generator,
                                      submission_path: Path) -> None:
@@ -192,7 +163,7 @@ def test_new_lengths_compile_nothing(submission: ModuleType, rng: np.random.Gene
     for cap, vector in zip((time, 8, 16, 24), vectors, strict=True):
         vector[:] = np.minimum(vector, cap)  # new maxima too, so a length-dependent shape shows
         vector[0] = cap
-    recorder = _LearnerCompiles(names=own_function_names(submission), learner_file=str(submission_path))
+    recorder = CompileRecorder(names=own_function_names(submission), path=str(submission_path))
     with tpu_interpret():
         jax.block_until_ready(submission.masked_row_sum(x, jnp.asarray(vectors[0])))
         with recorder:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -16,6 +17,7 @@ from course.grading import (
     assert_array,
     assert_is_array,
     check,
+    count_jit_builds,
     fail,
     own_function_names,
 )
@@ -118,17 +120,21 @@ SIZES = (1, 2, 3, 5, 7, 9, 16, 17, 31, 33, 64, 65, 127, 300, 513, 700, 1000)
 
 
 @pytest.mark.points(2)
-def test_compiles_per_batch_size(submission: ModuleType, rng: np.random.Generator) -> None:
-    """17 batch sizes from 1 to 1000 compile your code at most 11 times"""
+def test_compiles_per_batch_size(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """17 batch sizes from 1 to 1000 compile your code at most 11 times, through a jit built once"""
     names = own_function_names(submission)
     sizes = [int(n) for n in rng.permutation(SIZES)]
     inputs = [jax.device_put(_x(rng, n)) for n in sizes + sizes[:1]]  # made before counting
     per_call = []
-    with RunRecorder(names) as runs:
+    with RunRecorder(names) as runs, count_jit_builds(submission_path) as built:
         for x in inputs:
             with CompileRecorder(names) as rec:
                 jax.block_until_ready(submission.scaled_softmax(x, 1.5))
             per_call.append(rec.count())
+    if built[0]:
+        fail(f"18 calls of `scaled_softmax` built {built[0]} jitted wrapper(s): a `jax.jit` made inside the "
+             "function is a new object on every call, with caches of its own to look up and fill. Build it "
+             "once, at module scope, and call it.")
     total = sum(per_call[:-1])
     if total <= MOST_PROGRAMS:
         return

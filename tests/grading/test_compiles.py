@@ -149,3 +149,18 @@ def test_compiles_under_the_tpu_interpreter_are_not_counted() -> None:
         jnp.multiply(_fresh(113), 2.0)
     assert eager.fun_names() == ["jit(multiply)"]
     assert not via_interpreter()
+
+
+def test_compiles_made_from_the_learners_file_count_by_path(tmp_path: Path) -> None:
+    """With `path`, a compile under a name of JAX's own counts when the learner's file is on the stack."""
+    learner = tmp_path / "learner.py"
+    namespace: dict = {}
+    source = "import jax\ndef run(x):\n    return jax.jit(lambda v: v * 3.0)(x)\n"
+    exec(compile(source, str(learner), "exec"), namespace)  # noqa: S102 - a learner's file, in miniature
+    x = jnp.ones(11)
+    with CompileRecorder(names={"nothing_of_theirs"}, path=str(learner)) as by_path:
+        namespace["run"](x)
+        jax.jit(lambda v: v + 7.0)(jnp.ones(13))  # not from their file: not counted
+    with CompileRecorder(names={"nothing_of_theirs"}) as by_name:
+        namespace["run"](jnp.ones(12))
+    assert by_path.fun_names() == ["jit(<lambda>)"] and by_name.count() == 0

@@ -18,10 +18,8 @@ from course.grading.sharding import per_device_bytes
 from course.grading.steps import (
     compiles_per_call,
     consumed_leaves,
-    count_jit_builds,
     donated_leaves,
     jitted_candidates,
-    jitted_names,
     jitted_step,
 )
 
@@ -159,7 +157,7 @@ def test_jitted_step_falls_back_to_candidates_for_a_static_argument(tmp_path: Pa
     name, lowered = jitted_step(module.sgd_step, params, grads, 0.1, module=module)
     assert name == "_step"
     assert donated_leaves(lowered, names=NAMES) == ["params['b']", "params['w']"]
-    assert jitted_names(module.sgd_step, module) == {"_step"}
+    assert "_step" in own_function_names(module)
 
 
 @on_eight_devices
@@ -201,22 +199,3 @@ def test_compiles_per_call_sees_a_static_value_compile_again(tmp_path: Path) -> 
     assert [len(c) for c in compiles_per_call(module.traced_step, calls, names)] == [1, 0, 0]
     seen = compiles_per_call(module.static_step, calls, names)
     assert seen == [["jit(static_step)"]] * 3
-
-
-def test_count_jit_builds_counts_both_spellings(tmp_path: Path) -> None:
-    """`jax.jit` and `from jax import jit` built inside a call are both counted, and restored afterwards."""
-    module = _module(tmp_path, """
-        import jax
-        from jax import jit
-
-        def per_call(x):
-            return jax.jit(lambda a: a + 1)(x) + jit(lambda a: a * 2)(x)
-
-        once = jax.jit(lambda a: a - 1)
-    """)
-    original = jax.jit
-    with count_jit_builds(module) as builds:
-        module.per_call(np.float32(1.0))
-        module.once(np.float32(1.0))
-    assert builds == [2]
-    assert jax.jit is original and module.jit is original

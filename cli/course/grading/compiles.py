@@ -58,11 +58,15 @@ def matches_name(fun_name: str, names: frozenset[str]) -> bool:
 class CompileRecorder:
     """Records the backend compiles that happen while it is active (`with CompileRecorder():`).
 
-    With `names`, only compiles of functions with those names (`f` or `jit(f)`) are kept.
+    With `names`, only compiles of functions with those names (`f` or `jit(f)`) are kept; with
+    `path` as well, so are compiles made while code of the file at `path` is on the stack (an
+    un-jitted `pallas_call` compiles as `jit(wrapped)`, a name of Pallas's own, from the learner's
+    line). Compiles made by the TPU interpreter's own helpers are never kept.
     """
 
     names: Iterable[str] | None = None
     events: list[CompileEvent] = field(default_factory=list)
+    path: str | None = None
 
     def __post_init__(self) -> None:
         """Freeze the filter so matching is cheap and the caller's set can change freely."""
@@ -112,22 +116,31 @@ def _dispatch(event: str, duration_secs: float, **kwargs: Any) -> None:
         return
     fun_name = str(kwargs.get("fun_name", ""))
     with _lock:
-        recorders = [rec for rec in _active if rec.wants(fun_name)]
-    # Looking at the stack costs more than the name test, so only for events someone wants.
-    if not recorders or via_interpreter():
+        by_name = [rec for rec in _active if rec.wants(fun_name)]
+        by_file = [rec for rec in _active if rec.path and rec not in by_name]
+    # Looking at the stack costs more than the name test, so only for events someone may want.
+    if not by_name and not by_file:
         return
-    for rec in recorders:
+    files = _stack_files()
+    if any(INTERPRETER_DIR in f.replace("\\", "/") for f in files):
+        return
+    for rec in by_name + [r for r in by_file if r.path in files]:
         rec._receive(fun_name, float(duration_secs))
+
+
+def _stack_files() -> set[str]:
+    """The files of every frame on the current Python stack."""
+    files = set()
+    frame = sys._getframe(1)
+    while frame is not None:
+        files.add(frame.f_code.co_filename)
+        frame = frame.f_back
+    return files
 
 
 def via_interpreter() -> bool:
     """True when the current Python stack passes through the TPU interpreter's own code."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if INTERPRETER_DIR in frame.f_code.co_filename.replace("\\", "/"):
-            return True
-        frame = frame.f_back
-    return False
+    return any(INTERPRETER_DIR in f.replace("\\", "/") for f in _stack_files())
 
 
 def _install() -> None:

@@ -33,6 +33,8 @@ __all__ = [
     "is_deleted_error",
     "jit_calls",
     "jitted_functions",
+    "operand_spec",
+    "rebuilt_call",
 ]
 
 NOT_USABLE_WARNING = "Some donated buffers were not usable"
@@ -204,17 +206,38 @@ def _note_outputs(eqn: Any, origin: dict[Any, Source], line: int | None) -> None
             origin[out] = Source(arg, eqn.primitive.name, line)
 
 
-def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None) -> JitCall:
-    """Compile the called program alone, with its donation, and read what it does."""
+def rebuilt_call(eqn: Any) -> Any:
+    """The program a traced `jit` equation calls, as a jitted function of its own, with the same
+    donations, shardings and kept arguments: what the learner's call compiles, wherever its jit lives."""
     from jax.extend.core import jaxpr_as_fun
 
-    closed = eqn.params["jaxpr"]
+    donated = eqn.params["donated_invars"]
+    return jax.jit(
+        jaxpr_as_fun(eqn.params["jaxpr"]),
+        donate_argnums=tuple(i for i, d in enumerate(donated) if d),
+        in_shardings=tuple(_given(eqn.params.get("in_shardings", ()))) or None,
+        out_shardings=_given(eqn.params.get("out_shardings", ())) or None,
+        keep_unused=bool(eqn.params.get("keep_unused", False)),
+    )
+
+
+def _given(shardings: Any) -> list[Any]:
+    """The shardings a jit was given, with None where it was given none (JAX then chooses)."""
+    return [s if isinstance(s, jax.sharding.Sharding) else None for s in shardings]
+
+
+def operand_spec(var: Any) -> Any:
+    """A `jax.ShapeDtypeStruct` standing for a traced operand, with its sharding when it has one."""
+    aval = var.aval
+    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, sharding=getattr(aval, "sharding", None))
+
+
+def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None) -> JitCall:
+    """Compile the called program alone, with its donation, and read what it does."""
     donated = tuple(bool(d) for d in eqn.params["donated_invars"])
-    specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
-    program = jax.jit(jaxpr_as_fun(closed), donate_argnums=tuple(i for i, d in enumerate(donated) if d))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        lowered = program.lower(*specs)
+        lowered = rebuilt_call(eqn).lower(*(operand_spec(v) for v in eqn.invars))
     analysis = lowered.compile().memory_analysis()
     texts = [str(w.message).splitlines()[0] for w in caught if NOT_USABLE_WARNING in str(w.message)]
     return JitCall(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -18,16 +18,13 @@ import jax.extend as jex
 from jax import tree_util
 
 from course.grading.compiles import CompileRecorder
-from course.grading.donation import is_consumed
-from course.grading.patching import replaced
+from course.grading.donation import is_consumed, operand_spec, rebuilt_call
 
 __all__ = [
     "compiles_per_call",
     "consumed_leaves",
-    "count_jit_builds",
     "donated_leaves",
     "jitted_candidates",
-    "jitted_names",
     "jitted_step",
 ]
 
@@ -145,7 +142,8 @@ def jitted_step(fn: Any, *args: Any, module: types.ModuleType | None = None) -> 
 
 
 def _rebuilt_jit(fn: Callable[..., Any], *args: Any) -> tuple[str, Any] | None:
-    """The first jit `fn` calls, lowered again from its jaxpr with its donations, shardings and arguments."""
+    """The first jit `fn` calls (preferring one that donates), rebuilt from its jaxpr and lowered
+    on the caller's own arrays where they flow straight in."""
     closed = jax.make_jaxpr(fn)(*args)
     value_of = dict(zip(closed.jaxpr.invars, tree_util.tree_leaves(args), strict=True))
     jits = [e for e in closed.jaxpr.eqns if e.primitive.name == "jit"]
@@ -153,37 +151,14 @@ def _rebuilt_jit(fn: Callable[..., Any], *args: Any) -> tuple[str, Any] | None:
         return None
     eqn = next((e for e in jits if any(e.params["donated_invars"])), jits[0])
     operands = [_operand(v, value_of) for v in eqn.invars]
-    rebuilt = jax.jit(jex.core.jaxpr_as_fun(eqn.params["jaxpr"]),
-                      donate_argnums=tuple(i for i, d in enumerate(eqn.params["donated_invars"]) if d),
-                      in_shardings=tuple(_given(eqn.params["in_shardings"])),
-                      out_shardings=_given(eqn.params["out_shardings"]),
-                      keep_unused=bool(eqn.params.get("keep_unused", False)))
-    return str(eqn.params.get("name", "jit")), rebuilt.lower(*operands)
-
-
-def _given(shardings: Sequence[Any]) -> list[Any]:
-    """The shardings a jit was given, with None where it was given none (JAX then chooses)."""
-    return [s if isinstance(s, jax.sharding.Sharding) else None for s in shardings]
+    return str(eqn.params.get("name", "jit")), rebuilt_call(eqn).lower(*operands)
 
 
 def _operand(var: Any, value_of: dict[Any, Any]) -> Any:
     """The caller's array behind a jit operand, a literal's value, or the shape of a value computed on the way."""
     if isinstance(var, jex.core.Literal):
         return var.val
-    if var in value_of:
-        return value_of[var]
-    aval = var.aval
-    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, sharding=getattr(aval, "sharding", None))
-
-
-def jitted_names(fn: Any, module: types.ModuleType | None = None) -> set[str]:
-    """The names the jitted candidates of `fn` compile under (`jit(name)`), for compile counting.
-
-    A jit held by an object or built from a method is not a module-level function, so
-    `own_function_names` alone would not know its name.
-    """
-    return {name for jitted in jitted_candidates(fn, module).values()
-            if isinstance(name := getattr(jitted, "__name__", None), str)}
+    return value_of[var] if var in value_of else operand_spec(var)
 
 
 def compiles_per_call(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
@@ -195,18 +170,3 @@ def compiles_per_call(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
             jax.block_until_ready(fn(*args))
         seen.append(rec.fun_names())
     return seen
-
-
-@contextlib.contextmanager
-def count_jit_builds(module: types.ModuleType) -> Iterator[list[int]]:
-    """Count the calls of `jax.jit` (also as imported into the learner's module) while active: `[n]`."""
-    original = jax.jit
-    calls = [0]
-
-    def counting_jit(*a: Any, **kw: Any) -> Any:
-        """`jax.jit`, counted."""
-        calls[0] += 1
-        return original(*a, **kw)
-
-    with replaced(jax, "jit", counting_jit, vars(module)):
-        yield calls
