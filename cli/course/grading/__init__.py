@@ -14,7 +14,8 @@ from course.grading.feedback import CheckFailed, check, fail
 __all__ = ["CheckFailed", "check", "fail"]
 
 # Searched in this order for a name not defined here; each lists its public names in `__all__`.
-_SUBMODULES = ("arrays", "donation", "compiles", "kernels", "aliasing", "tpu", "patching", "source")
+_SUBMODULES = ("arrays", "donation", "compiles", "kernels", "aliasing", "tpu", "patching", "source", "refs",
+               "properties")
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,104 @@
+"""Property-based checks: Hypothesis, seeded by the check, bounded, its smallest failure told as one line.
+
+`check_property(prop, strategy, seed=seed, reproduce=...)` runs `prop` on cases drawn from
+`strategy`. The run is derandomized from the check's seed, so `course check --seed N` draws the
+same cases; it keeps no example database, says nothing about health checks, and stops after
+`max_examples` cases. When a case fails, Hypothesis shrinks it for at most `shrink_seconds`,
+and the check fails with the smallest case written by `reproduce` as a line the learner can run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from course.grading.feedback import CheckFailed, fail
+from course.grading.source import describe_exception, learner_location
+
+__all__ = ["check_property"]
+
+T = TypeVar("T")
+
+
+class _Falsified(Exception):
+    """Raised for every failing case from one line, so Hypothesis sees a single kind of failure."""
+
+
+def check_property(prop: Callable[[T], None], strategy: Any, *, seed: int, rule: str,
+                   reproduce: Callable[[T], str] = repr, max_examples: int = 30,
+                   shrink_seconds: float = 2.0, path: Path | None = None,
+                   explain: Callable[[BaseException], str | None] | None = None) -> None:
+    """Run `prop` on cases from `strategy`; fail with the smallest failing case as a reproduction.
+
+    `prop(case)` fails a case by raising `CheckFailed` (its message says what was seen against
+    what was expected) or any exception from the learner's code (told with their line, and with
+    `explain(exc)` when that has something to add).
+    """
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import seed as seeded
+
+    failures: dict[str, tuple[T, str]] = {}
+    clock: list[float] = []
+
+    def body(case: T) -> None:
+        key = repr(case)
+        if key not in failures:
+            # Past the budget, unseen cases pass at once: the shrinker finds nothing smaller
+            # and stops, and the smallest failure so far is what it reports.
+            if clock and time.perf_counter() - clock[0] > shrink_seconds:
+                return
+            detail = _run(prop, case, path, explain)
+            if detail is None:
+                return
+            failures[key] = (case, detail)
+            clock.append(time.perf_counter())
+        raise _Falsified(key)
+
+    config = settings(max_examples=max_examples, deadline=None, database=None, derandomize=False,
+                      report_multiple_bugs=False, suppress_health_check=list(HealthCheck),
+                      phases=(Phase.explicit, Phase.generate, Phase.shrink),
+                      verbosity=Verbosity.quiet, print_blob=False)
+    test = seeded(seed)(config(given(strategy)(body)))
+    try:
+        with _scratch_storage():
+            test()
+    except _Falsified as exc:
+        case, detail = failures[exc.args[0]]
+        fail(f"{rule} The smallest failing case found: `{reproduce(case)}` {detail} "
+             "(cases are drawn from the run's seed: `--seed` repeats them).")
+
+
+def _run(prop: Callable[[T], None], case: T, path: Path | None,
+         explain: Callable[[BaseException], str | None] | None) -> str | None:
+    """None when `prop` accepts `case`, else what went wrong, in a sentence fragment."""
+    try:
+        prop(case)
+    except CheckFailed as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - any exception of the learner's code fails the case
+        extra = explain(exc) if explain is not None else None
+        where = learner_location(exc.__traceback__, path)
+        return f"raised {describe_exception(exc)}{where}" + (f": {extra}" if extra else "")
+    return None
+
+
+@contextlib.contextmanager
+def _scratch_storage() -> Iterator[None]:
+    """Give Hypothesis a temporary home, so its caches are never written beside the grader."""
+    from hypothesis import configuration
+
+    setter = getattr(configuration, "set_hypothesis_home_dir", None)
+    if setter is None:  # an older Hypothesis: it writes where it always did
+        yield
+        return
+    before = vars(configuration).get("__hypothesis_home_directory")
+    with tempfile.TemporaryDirectory(prefix="course-hypothesis-") as home:
+        setter(home)
+        try:
+            yield
+        finally:
+            setter(before)
