@@ -22,7 +22,7 @@ class NamedRef:
 
     @property
     def named_shape(self):
-        return {name: n for name, n in zip(self.axes, self.ref.shape)}
+        return {name: n for name, n in zip(self.axes, self.ref.shape, strict=True)}
 
     @property
     def dtype(self):
@@ -46,12 +46,12 @@ class NamedRef:
         index = self._index(sel)
         # The selection's shape, from a zero-size NumPy stand-in of the buffer (no data moves).
         target = np.broadcast_to(np.float32(0), self.shape)[index].shape
-        kept = [name for name, entry in zip(self.axes, index) if isinstance(entry, slice)]
+        kept = [name for name, entry in zip(self.axes, index, strict=True) if isinstance(entry, slice)]
         value = jnp.asarray(value).astype(self.dtype)
         if value.shape == ():
             value = jnp.full(target, value, self.dtype)
         if value.shape != target:
-            raise ValueError(f"shape {value.shape} does not fit the selection {dict(zip(kept, target))}")
+            raise ValueError(f"shape {value.shape} does not fit the selection {dict(zip(kept, target, strict=True))}")
         self.ref[index] = value
 
 

@@ -1,10 +1,10 @@
 """named_ref with JAX's functional ref API (`jax.ref.get` / `jax.ref.set`) and `register_pytree_node`."""
 
+import jax
+import numpy as np
 from jax import numpy as jnp
 from jax import ref as jref
 from jax import tree_util
-import jax
-import numpy as np
 
 
 class NamedRef:
@@ -17,7 +17,7 @@ class NamedRef:
 
     @property
     def named_shape(self):
-        return dict(zip(self.axes, self.shape))
+        return dict(zip(self.axes, self.shape, strict=True))
 
     @property
     def dtype(self):
@@ -39,7 +39,7 @@ class NamedRef:
 
     def __setitem__(self, sel, value):
         where = self._where(sel)
-        keep = [(a, len(range(*w.indices(n)))) for a, n, w in zip(self.axes, self.shape, where)
+        keep = [(a, len(range(*w.indices(n)))) for a, n, w in zip(self.axes, self.shape, where, strict=True)
                 if isinstance(w, slice)]
         shape = tuple(n for _, n in keep)
         value = jnp.asarray(value).astype(self.dtype)

@@ -16,7 +16,7 @@ class NamedRef:
         self.axes = tuple(axes)
 
     shape = property(lambda self: tuple(self.ref.shape))
-    named_shape = property(lambda self: dict(zip(self.axes, self.shape)))
+    named_shape = property(lambda self: dict(zip(self.axes, self.shape, strict=True)))
     dtype = property(lambda self: self.ref.dtype)
 
     def _index(self, sel):
@@ -32,7 +32,8 @@ class NamedRef:
 
     def __setitem__(self, sel, value):
         index = self._index(sel)
-        named = {a: len(range(n)[s]) for a, n, s in zip(self.axes, self.shape, index) if isinstance(s, slice)}
+        named = {a: len(range(n)[s])
+                 for a, n, s in zip(self.axes, self.shape, index, strict=True) if isinstance(s, slice)}
         shape = tuple(named.values())
         value = jnp.asarray(value, dtype=self.dtype)
         if value.ndim == 0:
