@@ -1,10 +1,11 @@
 """Property-based checks: Hypothesis, seeded by the check, bounded, its smallest failure told as one line.
 
-`check_property(prop, strategy, seed=seed, reproduce=...)` runs `prop` on cases drawn from
-`strategy`. The run is derandomized from the check's seed, so `course check --seed N` draws the
-same cases; it keeps no example database, says nothing about health checks, and stops after
-`max_examples` cases. When a case fails, Hypothesis shrinks it for at most `shrink_seconds`,
-and the check fails with the smallest case written by `reproduce` as a line the learner can run.
+`check_property(prop, strategy, seed=seed, reproduce=...)` runs `prop` on any fixed `examples`,
+then on cases drawn from `strategy`. The draw is derandomized from the check's seed, so
+`course check --seed N` draws the same cases; it keeps no example database, says nothing about
+health checks, and stops after `max_examples` cases. When a case fails, Hypothesis shrinks it
+for at most `shrink_seconds`, and the check fails with the smallest case written by `reproduce`
+as a line the learner can run.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,16 +30,17 @@ class _Falsified(Exception):
 
 
 def check_property(prop: Callable[[T], None], strategy: Any, *, seed: int, rule: str,
-                   reproduce: Callable[[T], str] = repr, max_examples: int = 30,
-                   shrink_seconds: float = 2.0, path: Path | None = None,
+                   reproduce: Callable[[T], str] = repr, examples: Sequence[T] = (), max_examples: int = 30,
+                   shrink_seconds: float = 1.0, path: Path | None = None,
                    explain: Callable[[BaseException], str | None] | None = None) -> None:
-    """Run `prop` on cases from `strategy`; fail with the smallest failing case as a reproduction.
+    """Run `prop` on `examples`, then on cases from `strategy`; fail with the smallest failing case.
 
     `prop(case)` fails a case by raising `CheckFailed` (its message says what was seen against
     what was expected) or any exception from the learner's code (told with their line, and with
-    `explain(exc)` when that has something to add).
+    `explain(exc)` when that has something to add). `examples` always run first, unshrunk: give
+    the cases that a usual mistake must fail, so catching it never depends on the draw.
     """
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import HealthCheck, Phase, Verbosity, example, given, settings
     from hypothesis import seed as seeded
 
     failures: dict[str, tuple[T, str]] = {}
@@ -62,7 +64,10 @@ def check_property(prop: Callable[[T], None], strategy: Any, *, seed: int, rule:
                       report_multiple_bugs=False, suppress_health_check=list(HealthCheck),
                       phases=(Phase.explicit, Phase.generate, Phase.shrink),
                       verbosity=Verbosity.quiet, print_blob=False)
-    test = seeded(seed)(config(given(strategy)(body)))
+    test = given(strategy)(body)
+    for case in reversed(examples):  # decorators apply inside out: keep the given order
+        test = example(case)(test)
+    test = seeded(seed)(config(test))
     try:
         with _scratch_storage():
             test()
