@@ -418,8 +418,8 @@ def test_unsliced(submission: ModuleType, rng: np.random.Generator, submission_p
     for chain in (({"head": 1},), ({"layer": slice(1, 5)}, {"dim": slice(None, None, 2)}, {"layer": -1})):
         view = _follow(r, chain)
         base = view.unsliced()
-        check(base is r, f"`{_show(chain)}.unsliced()` is {type(base).__name__} object, not the NamedRef the "
-                         "chain started from; keep the base itself, not a copy or the parent view.")
+        check(base is r, f"`{_show(chain)}.unsliced()` returns another {type(base).__name__} object, not the "
+                         "NamedRef the chain started from; keep the base itself, not a copy or the parent view.")
     value = _draw(rng, (4, 3))
     with explained_ref_errors("the write", submission_path):
         view[{"dim": slice(0, 3)}] = jnp.asarray(value)
