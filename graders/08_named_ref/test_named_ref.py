@@ -15,6 +15,7 @@ import pytest
 from course.grading import CheckFailed, check, fail
 from course.grading.arrays import assert_array
 from course.grading.kernels import primitive_counts
+from course.grading.named import numpy_index
 from course.grading.refs import describe_accesses, explained_ref_errors, trace_refs
 from course.grading.source import describe_exception, learner_location
 
@@ -37,11 +38,6 @@ COUNTED = {"dim": slice(1, 4), "layer": -1}
 def _draw(rng: np.random.Generator, shape: tuple[int, ...] = SHAPE) -> np.ndarray:
     """Random float32 values from this check's generator."""
     return rng.standard_normal(shape).astype(np.float32)
-
-
-def _np_index(sel: Any, axes: tuple[str, ...] = AXES) -> Any:
-    """The NumPy index a selector means: each named axis in the buffer's order, the rest whole."""
-    return ... if sel is Ellipsis else tuple(sel.get(name, slice(None)) for name in axes)
 
 
 def _show(sel: Any) -> str:
@@ -129,7 +125,7 @@ def test_reads(submission: ModuleType, rng: np.random.Generator, submission_path
         with explained_ref_errors(f"`{_show(sel)}`", submission_path):
             got = r[sel]
         try:
-            assert_array(got, data[_np_index(sel)], name=f"`{_show(sel)}`")
+            assert_array(got, data[numpy_index(sel, AXES)], name=f"`{_show(sel)}`")
         except CheckFailed as exc:
             fail(f"{exc}.{_dict_order_note(sel, got, data)}")
 
@@ -140,8 +136,8 @@ def test_writes(submission: ModuleType, rng: np.random.Generator, submission_pat
     data = _draw(rng)
     r = submission.new_ref(jnp.asarray(data), AXES)
     for sel in SELECTORS:
-        value = _draw(rng, data[_np_index(sel)].shape)
-        data[_np_index(sel)] = value
+        value = _draw(rng, data[numpy_index(sel, AXES)].shape)
+        data[numpy_index(sel, AXES)] = value
         with explained_ref_errors(f"`{_show(sel)} = value`", submission_path):
             r[sel] = jnp.asarray(value)
         assert_array(submission.freeze(r), data,
@@ -159,7 +155,7 @@ def test_scalar_fill_and_cast(submission: ModuleType, rng: np.random.Generator, 
               ({"layer": 0, "dim": slice(0, 4, 2)}, ints, "an int32 array of shape (3, 2)"),
               ({"dim": 0}, halves, "a bfloat16 array of shape (4, 3)")]
     for sel, value, what in writes:
-        data[_np_index(sel)] = np.asarray(value, np.float32)
+        data[numpy_index(sel, AXES)] = np.asarray(value, np.float32)
         with explained_ref_errors(f"writing {what} with `{_show(sel)} = ...` into a float32 ref",
                                   submission_path):
             r[sel] = value
@@ -186,7 +182,7 @@ def test_mismatched_write_refused(submission: ModuleType, rng: np.random.Generat
             fail(f"{what} raised {_learner_error(exc, submission_path)}; raise a ValueError naming the axes.")
         else:
             fail(f"{what} was accepted, but the selection has the shape "
-                 f"{data[_np_index(sel)].shape}; refuse it with a ValueError (only a scalar is filled in).")
+                 f"{data[numpy_index(sel, AXES)].shape}; refuse it with a ValueError (only a scalar is filled in).")
         assert_array(submission.freeze(r), data, name=f"the buffer after the refused {what}")
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from course.grading import CheckFailed, check, fail
 from course.grading.arrays import assert_array
+from course.grading.named import numpy_index, numpy_view, selector_code, selectors
 from course.grading.properties import check_property
 from course.grading.refs import describe_accesses, explained_ref_errors, ref_error_hint, trace_refs
 from course.grading.source import describe_exception, learner_location
@@ -26,52 +27,6 @@ SHAPE = (6, 4, 5)
 NAMES = ("a", "b", "c", "x", "y", "batch", "head", "time")
 # A 3-level chain with a step, a window, an int and a negative: its view has shape (3, 2).
 CHAIN = ({"layer": slice(1, None, 2)}, {"head": slice(1, 3)}, {"dim": -1})
-
-
-# The NumPy model: a selector over named axes means one int or slice per axis, NumPy's way.
-def _entries(sel: Any, axes: tuple[str, ...]) -> tuple[Any, ...]:
-    """One entry per axis: dict names placed by position, `...` expanded, trailing axes whole."""
-    if isinstance(sel, dict):
-        return tuple(sel.get(a, slice(None)) for a in axes)
-    items = sel if isinstance(sel, tuple) else (sel,)
-    if any(i is Ellipsis for i in items):
-        k = next(j for j, i in enumerate(items) if i is Ellipsis)
-        items = items[:k] + (slice(None),) * (len(axes) - len(items) + 1) + items[k + 1:]
-    return items + (slice(None),) * (len(axes) - len(items))
-
-
-def _np_index(sel: Any, axes: tuple[str, ...]) -> Any:
-    """The NumPy index `sel` means: a dict by name, anything else as NumPy reads it; always a view."""
-    index = _entries(sel, axes) if isinstance(sel, dict) else sel if isinstance(sel, tuple) else (sel,)
-    # A trailing `...` makes NumPy return a (0-d) view even when ints take every axis.
-    return index if any(i is Ellipsis for i in index) else (*index, ...)
-
-
-def _np_apply(view: np.ndarray, axes: tuple[str, ...], sel: Any) -> tuple[np.ndarray, tuple[str, ...]]:
-    """The NumPy view `sel` selects and the axes it keeps."""
-    kept = tuple(a for a, e in zip(axes, _entries(sel, axes), strict=True) if isinstance(e, slice))
-    return view[_np_index(sel, axes)], kept
-
-
-def _np_chain(data: np.ndarray, axes: tuple[str, ...], chain: tuple[Any, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
-    """The NumPy view at the end of a chain of selectors (writes through it reach `data`)."""
-    for sel in chain:
-        data, axes = _np_apply(data, axes, sel)
-    return data, axes
-
-
-def _code(sel: Any) -> str:
-    """A selector written as Python: `{'a': slice(1, 4)}`, `(0, ...)`, `...`."""
-    if sel is Ellipsis:
-        return "..."
-    if isinstance(sel, slice):
-        parts = [sel.start, sel.stop] + ([sel.step] if sel.step is not None else [])
-        return f"slice({', '.join(map(str, parts))})"
-    if isinstance(sel, dict):
-        return "{" + ", ".join(f"{k!r}: {_code(v)}" for k, v in sel.items()) + "}"
-    if isinstance(sel, tuple):
-        return "(" + ", ".join(map(_code, sel)) + ("," if len(sel) == 1 else "") + ")"
-    return repr(sel)
 
 
 def _text(x: Any) -> str:
@@ -89,41 +44,6 @@ def _gave(got: Any, want: np.ndarray) -> None:
         fail(f"gave a wrong value: {str(exc).removeprefix('the result ')}")
 
 
-# Hypothesis strategies: refs of 1-4 named axes, chains of 0-3 views, selectors valid for each view.
-def _fit(s: slice, n: int) -> slice:
-    """`s` if it selects something from n elements, else its bounds swapped, else everything."""
-    for candidate in (s, slice(s.stop, s.start, s.step)):
-        if len(range(n)[candidate]):
-            return candidate
-    return slice(None, None, s.step)
-
-
-def _entry(n: int) -> st.SearchStrategy[Any]:
-    """A slice (bounds may fall outside the axis; never empty) or an int, for an axis of length n."""
-    bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
-    slices = st.builds(slice, bound, bound, st.sampled_from((None, 1, 2, 3))).map(lambda s: _fit(s, n))
-    return st.one_of(slices, st.integers(-n, n - 1))
-
-
-@st.composite
-def _selector(draw: Any, axes: tuple[str, ...], shape: tuple[int, ...]) -> Any:
-    """A dict over some of the view's axes, a positional index with at most one `...`, or `...`."""
-    kind = draw(st.sampled_from(("dict", "positional", "dict", "positional", "ellipsis"))) if axes else "ellipsis"
-    if kind == "ellipsis":
-        return ...
-    if kind == "dict":
-        names = draw(st.lists(st.sampled_from(axes), min_size=1, unique=True))
-        return {a: draw(_entry(shape[axes.index(a)])) for a in names}
-    if draw(st.booleans()):  # with an ellipsis: some leading and some trailing axes
-        before = draw(st.integers(0, len(shape)))
-        after = draw(st.integers(0, len(shape) - before))
-        lead = [draw(_entry(n)) for n in shape[:before]]
-        trail = [draw(_entry(n)) for n in shape[len(shape) - after:]]
-        return (*lead, ..., *trail)
-    items = tuple(draw(_entry(n)) for n in shape[: draw(st.integers(1, len(shape)))])
-    return items[0] if len(items) == 1 and draw(st.booleans()) else items
-
-
 @dataclass(frozen=True)
 class Case:
     """A ref, a chain of `.slice` steps, and a final read or write selector (None: `.value()`)."""
@@ -136,7 +56,7 @@ class Case:
 
     def expr(self) -> str:
         """The chain as code, e.g. `r.slice({'a': 1})`."""
-        return "r" + "".join(f".slice({_code(s)})" for s in self.chain)
+        return _show(self.chain)
 
     def opening(self) -> str:
         """The line that makes the ref."""
@@ -153,9 +73,9 @@ def _cases(draw: Any, writes: bool) -> Case:
     chain, view = [], np.zeros(shape)
     here = axes
     for _ in range(draw(st.integers(0, 3))):
-        chain.append(draw(_selector(here, view.shape)))
-        view, here = _np_apply(view, here, chain[-1])
-    final = draw(_selector(here, np.shape(view)))
+        chain.append(draw(selectors(here, view.shape)))
+        view, here = numpy_view(view, here, chain[-1:])
+    final = draw(selectors(here, np.shape(view)))
     if not writes and chain and draw(st.booleans()):
         final = None
     return Case(shape, axes, tuple(chain), final, scalar=writes and draw(st.booleans()))
@@ -174,7 +94,7 @@ def _chain(submission: ModuleType, case: Case) -> tuple[Any, Any, np.ndarray]:
 def _read(submission: ModuleType, case: Case) -> None:
     """Read through the case's chain and compare with the NumPy view."""
     _, view, data = _chain(submission, case)
-    want, _ = _np_chain(data, case.axes, case.chain + (() if case.final is None else (case.final,)))
+    want, _ = numpy_view(data, case.axes, case.chain + (() if case.final is None else (case.final,)))
     _gave(view.value() if case.final is None else view[case.final], np.asarray(want))
 
 
@@ -189,8 +109,8 @@ def _write_value(case: Case, shape: tuple[int, ...]) -> tuple[Any, str]:
 
 def _write_target(case: Case, data: np.ndarray) -> tuple[np.ndarray, Any]:
     """The NumPy view a write case ends at, and the index of its final selector."""
-    target, axes = _np_chain(data, case.axes, case.chain)
-    return target, _np_index(case.final, axes)
+    target, axes = numpy_view(data, case.axes, case.chain)
+    return target, numpy_index(case.final, axes)
 
 
 def _write(submission: ModuleType, case: Case) -> None:
@@ -205,7 +125,7 @@ def _write(submission: ModuleType, case: Case) -> None:
 
 def _reproduce_read(case: Case) -> str:
     """The read case as one line of code."""
-    tail = ".value()" if case.final is None else f"[{_code(case.final)}]"
+    tail = ".value()" if case.final is None else f"[{selector_code(case.final)}]"
     return case.opening() + case.expr() + tail
 
 
@@ -214,7 +134,7 @@ def _reproduce_write(case: Case) -> str:
     data = np.zeros(case.shape, np.float32)
     target, index = _write_target(case, data)
     _, code = _write_value(case, np.shape(target[index]))
-    return f"{case.opening()}{case.expr()}[{_code(case.final)}] = {code}; freeze(r)"
+    return f"{case.opening()}{case.expr()}[{selector_code(case.final)}] = {code}; freeze(r)"
 
 
 def _explain(exc: BaseException) -> str | None:
@@ -244,8 +164,8 @@ def _follow(r: Any, chain: tuple[Any, ...]) -> Any:
 
 def _show(chain: tuple[Any, ...], final: Any = None) -> str:
     """`r.slice(...).slice(...)[...]` as code, for a message."""
-    tail = "" if final is None else f"[{_code(final)}]"
-    return "r" + "".join(f".slice({_code(s)})" for s in chain) + tail
+    tail = "" if final is None else f"[{selector_code(final)}]"
+    return "r" + "".join(f".slice({selector_code(s)})" for s in chain) + tail
 
 
 def _check_read(r: Any, data: np.ndarray, chain: tuple[Any, ...], final: Any, path: Path, note: str = "") -> None:
@@ -253,7 +173,7 @@ def _check_read(r: Any, data: np.ndarray, chain: tuple[Any, ...], final: Any, pa
     what = _show(chain, final)
     with explained_ref_errors(f"`{what}`", path):
         got = _follow(r, chain)[final]
-    want, _ = _np_chain(data, AXES, chain + (final,))
+    want, _ = numpy_view(data, AXES, chain + (final,))
     try:
         assert_array(got, np.asarray(want), name=f"`{what}`")
     except CheckFailed as exc:
@@ -265,7 +185,7 @@ def test_view_properties(submission: ModuleType, rng: np.random.Generator) -> No
     r, data = _fresh(submission, rng)
     for chain in (({"head": 2}, {"dim": slice(1, None, 2)}), ((..., 0),), ({"layer": slice(1, 9)}, 1)):
         view = _follow(r, chain)
-        values, axes = _np_chain(data, AXES, chain)
+        values, axes = numpy_view(data, AXES, chain)
         want = {"axes": axes, "shape": values.shape, "named_shape": dict(zip(axes, values.shape, strict=True)),
                 "dtype": np.dtype(np.float32)}
         for prop, expected in want.items():

@@ -15,7 +15,7 @@ __all__ = ["CheckFailed", "check", "fail"]
 
 # Searched in this order for a name not defined here; each lists its public names in `__all__`.
 _SUBMODULES = ("arrays", "donation", "compiles", "kernels", "aliasing", "tpu", "patching", "source", "refs",
-               "properties")
+               "properties", "named")
 
 
 def __getattr__(name: str) -> Any:
