@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -13,92 +12,35 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import strategies as st
 
 from course.grading import CheckFailed, check, fail
 from course.grading.arrays import assert_array
-from course.grading.named import numpy_index, numpy_view, selector_code, selectors
-from course.grading.properties import check_property
+from course.grading.named import ViewCase, numpy_view, selector_code, view_cases
+from course.grading.properties import assert_gave, check_property
 from course.grading.refs import describe_accesses, explained_ref_errors, ref_error_hint, trace_refs
 from course.grading.source import describe_exception, learner_location
 
 AXES = ("layer", "head", "dim")
 SHAPE = (6, 4, 5)
-NAMES = ("a", "b", "c", "x", "y", "batch", "head", "time")
 # A 3-level chain with a step, a window, an int and a negative: its view has shape (3, 2).
 CHAIN = ({"layer": slice(1, None, 2)}, {"head": slice(1, 3)}, {"dim": -1})
 
 
-def _text(x: Any) -> str:
-    """An array on one line."""
-    return " ".join(np.array2string(np.asarray(x), separator=", ").split())
-
-
-def _gave(got: Any, want: np.ndarray) -> None:
-    """Fail with 'gave X, expected Y' (or the first difference, for a large array)."""
-    try:
-        assert_array(got, want, name="the result")
-    except CheckFailed as exc:
-        if isinstance(got, jax.Array) and got.shape == want.shape and want.size <= 24:
-            fail(f"gave {_text(got)}, expected {_text(want)}")
-        fail(f"gave a wrong value: {str(exc).removeprefix('the result ')}")
-
-
-@dataclass(frozen=True)
-class Case:
-    """A ref, a chain of `.slice` steps, and a final read or write selector (None: `.value()`)."""
-
-    shape: tuple[int, ...]
-    axes: tuple[str, ...]
-    chain: tuple[Any, ...]
-    final: Any
-    scalar: bool = False
-
-    def expr(self) -> str:
-        """The chain as code, e.g. `r.slice({'a': 1})`."""
-        return _show(self.chain)
-
-    def opening(self) -> str:
-        """The line that makes the ref."""
-        dims = ", ".join(map(str, self.shape))
-        return f"r = new_ref(jnp.arange({math.prod(self.shape)}.).reshape({dims}), {self.axes!r}); "
-
-
-@st.composite
-def _cases(draw: Any, writes: bool) -> Case:
-    """A random case: the chain's selectors are drawn against the view each step leaves."""
-    ndim = draw(st.integers(1, 4))
-    axes = tuple(draw(st.lists(st.sampled_from(NAMES), min_size=ndim, max_size=ndim, unique=True)))
-    shape = tuple(draw(st.lists(st.integers(2, 4), min_size=ndim, max_size=ndim)))
-    chain, view = [], np.zeros(shape)
-    here = axes
-    for _ in range(draw(st.integers(0, 3))):
-        chain.append(draw(selectors(here, view.shape)))
-        view, here = numpy_view(view, here, chain[-1:])
-    final = draw(selectors(here, np.shape(view)))
-    if not writes and chain and draw(st.booleans()):
-        final = None
-    return Case(shape, axes, tuple(chain), final, scalar=writes and draw(st.booleans()))
-
-
-def _chain(submission: ModuleType, case: Case) -> tuple[Any, Any, np.ndarray]:
-    """The learner's ref, their view at the end of the case's chain, and the NumPy data."""
+def _chain(submission: ModuleType, case: ViewCase) -> tuple[Any, Any, np.ndarray]:
+    """The learner's ref over `arange` data, their view at the end of the case's chain, and the data."""
     data = np.arange(math.prod(case.shape), dtype=np.float32).reshape(case.shape)
     r = submission.new_ref(jnp.asarray(data), case.axes)
-    view = r
-    for sel in case.chain:
-        view = view.slice(sel)
-    return r, view, data
+    return r, _follow(r, case.chain), data
 
 
-def _read(submission: ModuleType, case: Case) -> None:
+def _read(submission: ModuleType, case: ViewCase) -> None:
     """Read through the case's chain and compare with the NumPy view."""
     _, view, data = _chain(submission, case)
-    want, _ = numpy_view(data, case.axes, case.chain + (() if case.final is None else (case.final,)))
-    _gave(view.value() if case.final is None else view[case.final], np.asarray(want))
+    target, index = case.target(data)
+    assert_gave(view.value() if case.final is None else view[case.final], target[index])
 
 
-def _write_value(case: Case, shape: tuple[int, ...]) -> tuple[Any, str]:
+def _write_value(case: ViewCase, shape: tuple[int, ...]) -> tuple[Any, str]:
     """The value a write case stores (distinct negatives, or the Python int -7) and its code."""
     if case.scalar:
         return -7, "-7"
@@ -107,34 +49,33 @@ def _write_value(case: Case, shape: tuple[int, ...]) -> tuple[Any, str]:
     return -1 - np.arange(size, dtype=np.float32).reshape(shape), f"-1 - jnp.arange({size}.).reshape({dims})"
 
 
-def _write_target(case: Case, data: np.ndarray) -> tuple[np.ndarray, Any]:
-    """The NumPy view a write case ends at, and the index of its final selector."""
-    target, axes = numpy_view(data, case.axes, case.chain)
-    return target, numpy_index(case.final, axes)
-
-
-def _write(submission: ModuleType, case: Case) -> None:
+def _write(submission: ModuleType, case: ViewCase) -> None:
     """Write through the case's chain and compare the whole buffer with NumPy's."""
     r, view, data = _chain(submission, case)
-    target, index = _write_target(case, data)
+    target, index = case.target(data)
     value, _ = _write_value(case, np.shape(target[index]))
     view[case.final] = value if case.scalar else jnp.asarray(value)
     target[index] = value
-    _gave(submission.freeze(r), data)
+    assert_gave(submission.freeze(r), data)
 
 
-def _reproduce_read(case: Case) -> str:
+def _opening(case: ViewCase) -> str:
+    """The code that makes the case's ref."""
+    dims = ", ".join(map(str, case.shape))
+    return f"r = new_ref(jnp.arange({math.prod(case.shape)}.).reshape({dims}), {case.axes!r}); "
+
+
+def _reproduce_read(case: ViewCase) -> str:
     """The read case as one line of code."""
     tail = ".value()" if case.final is None else f"[{selector_code(case.final)}]"
-    return case.opening() + case.expr() + tail
+    return _opening(case) + _show(case.chain) + tail
 
 
-def _reproduce_write(case: Case) -> str:
+def _reproduce_write(case: ViewCase) -> str:
     """The write case as one line of code."""
-    data = np.zeros(case.shape, np.float32)
-    target, index = _write_target(case, data)
+    target, index = case.target(np.zeros(case.shape, np.float32))
     _, code = _write_value(case, np.shape(target[index]))
-    return f"{case.opening()}{case.expr()}[{selector_code(case.final)}] = {code}; freeze(r)"
+    return f"{_opening(case)}{_show(case.chain, case.final)} = {code}; freeze(r)"
 
 
 def _explain(exc: BaseException) -> str | None:
@@ -198,18 +139,18 @@ def test_view_properties(submission: ModuleType, rng: np.random.Generator) -> No
 # Cases every run tries first, one per usual mistake: a negative int, steps composed, a stop past
 # the view, and `...` between two indices, each on a view that is not the whole axis.
 READ_EXAMPLES = (
-    Case((5, 3), ("a", "b"), ({"a": slice(1, 4)},), {"a": -1}),
-    Case((9,), ("x",), ({"x": slice(1, None, 2)},), slice(1, None, 2)),
-    Case((6, 2), ("a", "b"), ({"a": slice(1, 4)},), {"a": slice(1, 9)}),
-    Case((2, 3, 4), ("a", "b", "c"), ((..., slice(1, 3)),), (1, ..., 0)),
+    ViewCase((5, 3), ("a", "b"), ({"a": slice(1, 4)},), {"a": -1}),
+    ViewCase((9,), ("x",), ({"x": slice(1, None, 2)},), slice(1, None, 2)),
+    ViewCase((6, 2), ("a", "b"), ({"a": slice(1, 4)},), {"a": slice(1, 9)}),
+    ViewCase((2, 3, 4), ("a", "b", "c"), ((..., slice(1, 3)),), (1, ..., 0)),
 )
-WRITE_EXAMPLES = tuple(Case(c.shape, c.axes, c.chain, c.final, scalar=False) for c in READ_EXAMPLES)
+WRITE_EXAMPLES = tuple(ViewCase(c.shape, c.axes, c.chain, c.final, scalar=False) for c in READ_EXAMPLES)
 
 
 @pytest.mark.points(3)
 def test_property_reads(submission: ModuleType, seed: int, submission_path: Path) -> None:
     """Reads through chains of 0 to 3 views of 1- to 4-axis refs equal NumPy's views (property-based)"""
-    check_property(lambda case: _read(submission, case), _cases(writes=False), seed=seed,
+    check_property(lambda case: _read(submission, case), view_cases(writes=False), seed=seed,
                    examples=READ_EXAMPLES, reproduce=_reproduce_read, path=submission_path, explain=_explain,
                    max_examples=30,
                    rule="A read through a chain of views must equal the same chain of NumPy views.")
@@ -218,7 +159,7 @@ def test_property_reads(submission: ModuleType, seed: int, submission_path: Path
 @pytest.mark.points(3)
 def test_property_writes(submission: ModuleType, seed: int, submission_path: Path) -> None:
     """Writes through chains of 0 to 3 views change exactly what NumPy's views would (property-based)"""
-    check_property(lambda case: _write(submission, case), _cases(writes=True), seed=seed,
+    check_property(lambda case: _write(submission, case), view_cases(writes=True), seed=seed,
                    examples=WRITE_EXAMPLES, reproduce=_reproduce_write, path=submission_path, explain=_explain,
                    max_examples=20,
                    rule="A write through a chain of views must change exactly what the same NumPy views "

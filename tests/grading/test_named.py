@@ -6,7 +6,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course.grading.named import numpy_index, numpy_view, selector_code, selector_entries, selectors
+from course.grading.named import (
+    ViewCase,
+    numpy_index,
+    numpy_view,
+    selector_code,
+    selector_entries,
+    selectors,
+    view_cases,
+)
 
 AXES = ("layer", "head", "dim")
 DATA = np.arange(60).reshape(4, 3, 5)
@@ -53,3 +61,21 @@ def test_drawn_selectors_are_valid_and_never_empty(data: st.DataObject) -> None:
     assert picked.size >= 1 and len(kept) == picked.ndim
     if isinstance(sel, dict):
         assert set(sel) <= set(axes)
+
+
+@settings(max_examples=30, database=None, deadline=None)
+@given(view_cases(writes=True))
+def test_view_cases_chain_valid_selectors_to_a_writable_target(case: ViewCase) -> None:
+    """Each drawn chain applies on NumPy; a write through the case's target reaches the data."""
+    assert 1 <= len(case.shape) <= 4 and len(set(case.axes)) == len(case.axes) and len(case.chain) <= 3
+    data = np.zeros(case.shape)
+    target, index = case.target(data)
+    target[index] = 1
+    assert data.sum() == target[index].size >= 1
+
+
+def test_view_case_target_of_a_whole_view_read() -> None:
+    """With no final selector the target is the whole view at the end of the chain."""
+    case = ViewCase((4, 3), ("a", "b"), ({"a": slice(1, 3)},), None)
+    target, index = case.target(np.arange(12).reshape(4, 3))
+    assert np.array_equal(target[index], np.arange(12).reshape(4, 3)[1:3])

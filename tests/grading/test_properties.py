@@ -6,11 +6,13 @@ import os
 import time
 from pathlib import Path
 
+import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import strategies as st
 
 from course.grading import CheckFailed, check
-from course.grading.properties import check_property
+from course.grading.properties import assert_gave, check_property
 
 
 def small_sum(xs: list[int]) -> None:
@@ -73,3 +75,15 @@ def test_learner_exceptions_are_told_with_line_and_explanation() -> None:
     text = str(info.value)
     assert "`4` raised IndexError: index out of range at test_properties.py line" in text
     assert "`raise IndexError" in text and ": count from the view" in text
+
+
+def test_assert_gave_shows_small_arrays_whole_and_large_ones_by_first_difference() -> None:
+    """Small results are shown whole on one line; large ones by their first difference."""
+    assert_gave(jnp.arange(3.0), np.arange(3.0, dtype=np.float32))
+    whole = r"^gave \[\[0\., 1\.\], \[2\., 9\.\]\], expected \[\[0\., 1\.\], \[2\., 3\.\]\]$"
+    with pytest.raises(CheckFailed, match=whole):
+        assert_gave(jnp.array([[0.0, 1.0], [2.0, 9.0]]), np.arange(4, dtype=np.float32).reshape(2, 2))
+    with pytest.raises(CheckFailed, match=r"^gave a wrong value: differs .* first is at index \[7\]"):
+        assert_gave(jnp.arange(30.0).at[7].set(-1), np.arange(30, dtype=np.float32))
+    with pytest.raises(CheckFailed, match=r"has shape \(2,\), expected \(3,\)"):
+        assert_gave(jnp.zeros(2), np.zeros(3, np.float32))

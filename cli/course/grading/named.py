@@ -9,11 +9,13 @@ Python for a reproduction line (`selector_code`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["axis_entries", "numpy_index", "numpy_view", "selector_code", "selector_entries", "selectors"]
+__all__ = ["ViewCase", "axis_entries", "numpy_index", "numpy_view", "selector_code", "selector_entries",
+           "selectors", "view_cases"]
 
 
 def selector_entries(sel: Any, axes: tuple[str, ...]) -> tuple[Any, ...]:
@@ -94,5 +96,47 @@ def selectors(axes: tuple[str, ...], shape: tuple[int, ...]) -> Any:
             return (*lead, ..., *trail)
         items = tuple(draw(axis_entries(n)) for n in shape[: draw(st.integers(1, len(shape)))])
         return items[0] if len(items) == 1 and draw(st.booleans()) else items
+
+    return draw_one()
+
+
+NAMES = ("a", "b", "c", "x", "y", "batch", "head", "time")
+
+
+@dataclass(frozen=True)
+class ViewCase:
+    """A buffer's shape and axis names, a chain of views, and a final selector (None: the whole view)."""
+
+    shape: tuple[int, ...]
+    axes: tuple[str, ...]
+    chain: tuple[Any, ...]
+    final: Any
+    scalar: bool = False  # for a write: store a scalar rather than an array of the selection's shape
+
+    def target(self, data: np.ndarray) -> tuple[np.ndarray, tuple[Any, ...]]:
+        """The NumPy view at the end of the chain, and the index of the final selector in it."""
+        view, axes = numpy_view(data, self.axes, self.chain)
+        return view, numpy_index(... if self.final is None else self.final, axes)
+
+
+def view_cases(*, writes: bool = False, max_ndim: int = 4, max_steps: int = 3, sizes: tuple[int, int] = (2, 4),
+               names: tuple[str, ...] = NAMES) -> Any:
+    """A strategy for ViewCases: each selector of the chain is drawn against the view the steps before leave."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draw_one(draw: Any) -> ViewCase:
+        ndim = draw(st.integers(1, max_ndim))
+        axes = tuple(draw(st.lists(st.sampled_from(names), min_size=ndim, max_size=ndim, unique=True)))
+        shape = tuple(draw(st.lists(st.integers(*sizes), min_size=ndim, max_size=ndim)))
+        chain: list[Any] = []
+        view, kept = np.zeros(shape), axes
+        for _ in range(draw(st.integers(0, max_steps))):
+            chain.append(draw(selectors(kept, view.shape)))
+            view, kept = numpy_view(view, kept, chain[-1:])
+        final = draw(selectors(kept, view.shape))
+        if not writes and chain and draw(st.booleans()):
+            final = None
+        return ViewCase(shape, axes, tuple(chain), final, scalar=writes and draw(st.booleans()))
 
     return draw_one()

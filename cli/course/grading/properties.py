@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from course.grading.feedback import CheckFailed, fail
 from course.grading.source import describe_exception, learner_location
 
-__all__ = ["check_property"]
+__all__ = ["assert_gave", "check_property"]
 
 T = TypeVar("T")
 
@@ -75,6 +77,24 @@ def check_property(prop: Callable[[T], None], strategy: Any, *, seed: int, rule:
         case, detail = failures[exc.args[0]]
         fail(f"{rule} The smallest failing case found: `{reproduce(case)}` {detail} "
              "(cases are drawn from the run's seed: `--seed` repeats them).")
+
+
+def assert_gave(got: Any, want: Any, *, small: int = 24) -> None:
+    """Fail with 'gave X, expected Y' (whole arrays up to `small` elements, else the first difference)."""
+    from course.grading.arrays import assert_array
+
+    want = np.asarray(want)
+    try:
+        assert_array(got, want, name="the result")
+    except CheckFailed as exc:
+        if getattr(got, "shape", None) == want.shape and want.size <= small:
+            fail(f"gave {_one_line(got)}, expected {_one_line(want)}")
+        fail(f"gave a wrong value: {str(exc).removeprefix('the result ')}")
+
+
+def _one_line(x: Any) -> str:
+    """An array on one line."""
+    return " ".join(np.array2string(np.asarray(x), separator=", ").split())
 
 
 def _run(prop: Callable[[T], None], case: T, path: Path | None,
