@@ -11,7 +11,13 @@ import pytest
 from jax import lax
 
 from course.grading import CheckFailed
-from course.grading.refs import describe_accesses, explained_ref_errors, ref_error_hint, trace_refs
+from course.grading.refs import (
+    describe_accesses,
+    explained_ref_errors,
+    moves_selection,
+    ref_error_hint,
+    trace_refs,
+)
 
 HERE = Path(__file__)
 
@@ -117,3 +123,14 @@ def test_explained_ref_errors_fails_with_the_hint_and_lets_others_through() -> N
         r[...] = np.ones(3, np.int32)
     with pytest.raises(ZeroDivisionError), explained_ref_errors("dividing"):
         _ = 1 / 0
+
+
+def test_moves_selection_ignores_axes_of_length_one() -> None:
+    """A `pl.ds(i, 1)` load reshaped afterwards moves the selection; a whole-buffer load does not."""
+    from jax.experimental import pallas as pl
+
+    r = jax.new_ref(jnp.zeros((4, 6)))
+    (one,) = trace_refs(lambda ref: ref[pl.ds(2, 1), 1:4].reshape(3), r).loads()
+    (whole,) = trace_refs(whole_then_slice, r).loads()
+    assert one.value_shape == (1, 3) and moves_selection(one, (3,))
+    assert not moves_selection(whole, (2, 3)) and moves_selection(whole, (4, 6))

@@ -20,7 +20,7 @@ from course.grading.feedback import fail
 from course.grading.kernels import Access, accesses_in
 from course.grading.source import describe_exception, learner_location
 
-__all__ = ["RefTrace", "describe_accesses", "explained_ref_errors", "ref_error_hint", "trace_refs"]
+__all__ = ["RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "trace_refs"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,17 @@ def trace_refs(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> 
     found = accesses_in(closed.jaxpr, positions, names, path)
     return RefTrace(jaxpr=closed, ref_names=tuple(names[i] for i in positions.values()),
                     accesses=tuple(found))
+
+
+def moves_selection(access: Access, shape: tuple[int, ...]) -> bool:
+    """Whether an access moved exactly as many elements as a selection of `shape`, in its layout.
+
+    Axes of length 1 are ignored, so `ref[pl.ds(i, 1), 2:5]` followed by a reshape counts as
+    the selection `ref[i, 2:5]`: both move the same elements.
+    """
+    if access.value_shape is None:
+        return False
+    return [d for d in access.value_shape if d != 1] == [d for d in shape if d != 1]
 
 
 def describe_accesses(accesses: Sequence[Access]) -> str:
