@@ -77,7 +77,8 @@ def _traced(what: str, fn: Callable[..., Any], r: Any, *args: Any, path: Path) -
     """`trace_refs(fn, r, *args)`, failing in plain words when the NamedRef `r` cannot be traced."""
     leaves, treedef = jax.tree_util.tree_flatten(r)
     try:
-        same = jax.tree_util.tree_leaves(jax.tree_util.tree_unflatten(treedef, leaves)) == leaves
+        again = jax.tree_util.tree_leaves(jax.tree_util.tree_unflatten(treedef, leaves))
+        same = len(again) == len(leaves) and all(a is b for a, b in zip(again, leaves, strict=True))
     except Exception:  # noqa: BLE001 - the pytree check explains what went wrong
         same = False
     check(len(leaves) == 1 and isinstance(leaves[0], jax.Ref) and same,
@@ -111,7 +112,7 @@ def test_creation(submission: ModuleType, rng: np.random.Generator) -> None:
 def test_bad_axes_rejected(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`new_ref` refuses too few, too many or repeated axis names with a ValueError"""
     value = jnp.asarray(_draw(rng))
-    for axes, why in (((("layer", "head")), "2 names for 3 dimensions"),
+    for axes, why in ((("layer", "head"), "2 names for 3 dimensions"),
                       (AXES + ("extra",), "4 names for 3 dimensions"),
                       (("layer", "head", "layer"), "a repeated name")):
         try:
@@ -261,7 +262,7 @@ def test_freeze_in_jaxpr(submission: ModuleType, rng: np.random.Generator) -> No
 
 
 def _leaf_kinds(leaves: list[Any]) -> str:
-    """'a jax.Ref, 3 str' for a message about pytree leaves."""
+    """'1 jax.Ref, 3 str' for a message about pytree leaves."""
     kinds: dict[str, int] = {}
     for leaf in leaves:
         name = "jax.Ref" if isinstance(leaf, jax.Ref) else type(leaf).__name__
