@@ -15,7 +15,7 @@ import pytest
 from course.grading import CheckFailed, check, fail
 from course.grading.arrays import assert_array
 from course.grading.kernels import primitive_counts
-from course.grading.named import numpy_index
+from course.grading.named import numpy_index, selector_code
 from course.grading.refs import describe_accesses, explained_ref_errors, moves_selection, trace_refs
 from course.grading.source import describe_exception, learner_location
 
@@ -42,7 +42,7 @@ def _draw(rng: np.random.Generator, shape: tuple[int, ...] = SHAPE) -> np.ndarra
 
 def _show(sel: Any) -> str:
     """A selector as the learner writes it: `r[{'dim': 2}]` or `r[...]`."""
-    return "r[...]" if sel is Ellipsis else f"r[{sel!r}]"
+    return f"r[{selector_code(sel)}]"
 
 
 def _contents(submission: ModuleType, r: Any) -> Any:

@@ -187,7 +187,10 @@ def test_lesson_examples(submission: ModuleType, rng: np.random.Generator, submi
                          (({"dim": slice(None, None, 2)}, {"dim": slice(1, None)}), ...),
                          (({"layer": slice(1, None, 2)}, {"layer": slice(None, None, 2)}), {"layer": -1}),
                          (({"layer": slice(None, None, 2)},), {"layer": 1, "head": -1})):
-        _check_read(r, data, chain, final, submission_path)
+        _check_read(r, data, chain, final, submission_path,
+                    " Position i of a view kept as `range(start, stop, step)` is base position "
+                    "`start + i * step`, and a negative i counts from the view's end: `range(...)[sel]` "
+                    "maps a selector through the view exactly.")
     view = _follow(r, ({"layer": slice(1, 4)}, {"layer": 0}))
     with explained_ref_errors("`view.value()`", submission_path):
         got = view.value()
