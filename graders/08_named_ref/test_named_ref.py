@@ -1,14 +1,339 @@
-"""Grader of `named_ref`: TODO(course new) say what the checks prove (one rule per check)."""
+"""Grader for `named_ref`: names over one `jax.Ref`, reads and writes by name, a pytree, one load or store."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
-from course.grading import assert_array
+from course.grading import CheckFailed, check, fail
+from course.grading.arrays import assert_array
+from course.grading.kernels import primitive_counts
+from course.grading.named import numpy_index, selector_code
+from course.grading.refs import describe_accesses, explained_ref_errors, moves_selection, trace_refs
+from course.grading.source import describe_exception, learner_location
+
+AXES = ("layer", "head", "dim")
+SHAPE = (4, 3, 5)
+# Dict order differs from axis order; negatives, steps, `...` and `{}` are all here.
+SELECTORS: list[Any] = [
+    {"dim": 2, "layer": 1},
+    {"head": slice(0, 2), "layer": -1},
+    {"dim": slice(None, None, 2)},
+    {"dim": slice(-3, None), "layer": slice(1, 4, 2)},
+    {"dim": -1, "head": -2, "layer": 0},
+    ...,
+    {},
+]
+# Selectors for the load and store counts: a name out of order, a negative int, a window.
+COUNTED = {"dim": slice(1, 4), "layer": -1}
 
 
-@pytest.mark.points(1)
-def test_values(submission, rng):
-    """named_ref returns the right values."""
-    x = jnp.asarray(rng.standard_normal(16), dtype=jnp.float32)
-    expected = x  # TODO(course new): compute the expected value without the submission.
-    assert_array(submission.named_ref(x), expected, name="the result of `named_ref(x)`")
+def _draw(rng: np.random.Generator, shape: tuple[int, ...] = SHAPE) -> np.ndarray:
+    """Random float32 values from this check's generator."""
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _show(sel: Any) -> str:
+    """A selector as the learner writes it: `r[{'dim': 2}]` or `r[...]`."""
+    return f"r[{selector_code(sel)}]"
+
+
+def _contents(submission: ModuleType, r: Any) -> Any:
+    """The buffer's contents: read from the `jax.Ref` leaf itself when there is one, else by `freeze`."""
+    leaves = jax.tree_util.tree_leaves(r)
+    if len(leaves) == 1 and isinstance(leaves[0], jax.Ref):
+        return leaves[0][...]  # so a check of writes never depends on the learner's read or freeze
+    return submission.freeze(r)
+
+
+def _learner_error(exc: BaseException, path: Path) -> str:
+    """'ValueError: ... at named_ref.py line 12: `code`' for an exception from the learner's code."""
+    return f"{describe_exception(exc)}{learner_location(exc.__traceback__, path)}"
+
+
+def _dict_order_note(sel: Any, got: Any, data: np.ndarray) -> str:
+    """A hint when the value read is what the dict's own order would select."""
+    if not isinstance(sel, dict) or list(sel) == [a for a in AXES if a in sel]:
+        return ""
+    as_listed = tuple(sel.values()) + (slice(None),) * (len(AXES) - len(sel))
+    try:
+        same = np.array_equal(np.asarray(got), data[as_listed])
+    except (IndexError, TypeError, ValueError):
+        return ""
+    if not same:
+        return ""
+    return (" That is what the dict's own order selects: a dict lists names in the caller's order, "
+            "so place each entry by its name's position in `axes`.")
+
+
+def _traced(what: str, fn: Callable[..., Any], r: Any, *args: Any, path: Path) -> Any:
+    """`trace_refs(fn, r, *args)`, failing in plain words when the NamedRef `r` cannot be traced."""
+    leaves, treedef = jax.tree_util.tree_flatten(r)
+    try:
+        again = jax.tree_util.tree_leaves(jax.tree_util.tree_unflatten(treedef, leaves))
+        same = len(again) == len(leaves) and all(a is b for a, b in zip(again, leaves, strict=True))
+    except Exception:  # noqa: BLE001 - the pytree check explains what went wrong
+        same = False
+    check(len(leaves) == 1 and isinstance(leaves[0], jax.Ref) and same,
+          f"{what} could not be traced: JAX passes a NamedRef to a traced function only as a pytree "
+          "whose single leaf is its `jax.Ref` (see the pytree check).")
+    with explained_ref_errors(what, path):
+        return trace_refs(fn, r, *args, path=path)
+
+
+def test_creation(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`new_ref` gives a NamedRef with the axes, shape, named shape and dtype of its value"""
+    cases = [(jnp.asarray(_draw(rng)), list(AXES)),
+             (jnp.asarray(rng.integers(-9, 9, (2, 6)).astype(np.int32)), ("row", "col"))]
+    for value, axes in cases:
+        r = submission.new_ref(value, axes)
+        what = f"new_ref(<{value.dtype} array of shape {value.shape}>, {axes!r})"
+        want = {"axes": tuple(axes), "shape": tuple(value.shape),
+                "named_shape": dict(zip(axes, value.shape, strict=True)), "dtype": value.dtype}
+        for prop, expected in want.items():
+            got = getattr(r, prop)
+            kind = type(expected)
+            if prop == "dtype":
+                ok = np.dtype(got) == expected
+            else:
+                ok = isinstance(got, kind) and got == expected and (
+                    prop != "named_shape" or list(got) == list(expected))
+            check(ok, f"`{what}.{prop}` is {got!r}, expected {expected!r}"
+                      f"{'' if prop == 'dtype' else f' (a {kind.__name__})'}.")
+
+
+def test_bad_axes_rejected(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """`new_ref` refuses too few, too many or repeated axis names with a ValueError"""
+    value = jnp.asarray(_draw(rng))
+    for axes, why in ((("layer", "head"), "2 names for 3 dimensions"),
+                      (AXES + ("extra",), "4 names for 3 dimensions"),
+                      (("layer", "head", "layer"), "a repeated name")):
+        try:
+            submission.new_ref(value, axes)
+        except ValueError:
+            continue
+        except Exception as exc:  # noqa: BLE001 - any other exception is the wrong one
+            fail(f"`new_ref(x, {axes!r})` ({why}) raised {_learner_error(exc, submission_path)}; "
+                 "raise a ValueError.")
+        fail(f"`new_ref(x, {axes!r})` ({why}) was accepted; check the names against `value.ndim` "
+             "and for repeats, and raise a ValueError.")
+
+
+@pytest.mark.points(2)
+def test_reads(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """A read selects by name, whatever the order of the dict, with negatives, steps, `...` and `{}`"""
+    data = _draw(rng)
+    r = submission.new_ref(jnp.asarray(data), AXES)
+    for sel in SELECTORS:
+        with explained_ref_errors(f"`{_show(sel)}`", submission_path):
+            got = r[sel]
+        try:
+            assert_array(got, data[numpy_index(sel, AXES)], name=f"`{_show(sel)}`")
+        except CheckFailed as exc:
+            fail(f"{exc}.{_dict_order_note(sel, got, data)}")
+
+
+@pytest.mark.points(2)
+def test_writes(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """A write changes exactly the selected elements"""
+    data = _draw(rng)
+    r = submission.new_ref(jnp.asarray(data), AXES)
+    for sel in SELECTORS:
+        value = _draw(rng, data[numpy_index(sel, AXES)].shape)
+        data[numpy_index(sel, AXES)] = value
+        with explained_ref_errors(f"`{_show(sel)} = value`", submission_path):
+            r[sel] = jnp.asarray(value)
+        assert_array(_contents(submission, r), data,
+                     name=f"the buffer after `{_show(sel)} = value` (value of shape {value.shape})")
+
+
+def test_scalar_fill_and_cast(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """A write casts its value to the ref's dtype, and a scalar fills the whole selection"""
+    data = _draw(rng)
+    r = submission.new_ref(jnp.asarray(data), AXES)
+    ints = rng.integers(-9, 9, (3, 2)).astype(np.int32)
+    halves = jnp.asarray(rng.integers(-9, 9, (4, 3)) / 2, jnp.bfloat16)
+    writes = [({"head": 1}, 2, "the Python int 2"),
+              ({"dim": -1}, 0.5, "the Python float 0.5"),
+              ({"layer": 0, "dim": slice(0, 4, 2)}, ints, "an int32 array of shape (3, 2)"),
+              ({"dim": 0}, halves, "a bfloat16 array of shape (4, 3)")]
+    for sel, value, what in writes:
+        data[numpy_index(sel, AXES)] = np.asarray(value, np.float32)
+        with explained_ref_errors(f"writing {what} with `{_show(sel)} = ...` into a float32 ref",
+                                  submission_path):
+            r[sel] = value
+        assert_array(_contents(submission, r), data, name=f"the buffer after writing {what} into `{_show(sel)}`")
+
+
+def test_mismatched_write_refused(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """A value of another shape is refused with a ValueError naming the selection's axes, and nothing is written"""
+    data = _draw(rng)
+    r = submission.new_ref(jnp.asarray(data), AXES)
+    for sel, shape, names in (({"layer": 1}, (5, 3), ("head", "dim")),
+                              ({"dim": slice(0, 2)}, (4, 3), AXES),
+                              ({"layer": 0}, (5,), ("head", "dim"))):
+        what = f"`{_show(sel)} = value` with a value of shape {shape}"
+        try:
+            r[sel] = jnp.ones(shape, jnp.float32)
+        except ValueError as exc:
+            missing = [n for n in names if n not in str(exc)]
+            check(not missing, f"{what} raised a ValueError that does not name the selection's axes "
+                               f"{names} (it says: {str(exc).splitlines()[0][:160]!r}). JAX's own shape "
+                               "error speaks of positions; check the shape yourself before the store "
+                               "and name the axes.")
+        except Exception as exc:  # noqa: BLE001 - any other exception is the wrong one
+            fail(f"{what} raised {_learner_error(exc, submission_path)}; raise a ValueError naming the axes.")
+        else:
+            fail(f"{what} was accepted, but the selection has the shape "
+                 f"{data[numpy_index(sel, AXES)].shape}; refuse it with a ValueError (only a scalar is filled in).")
+        assert_array(_contents(submission, r), data, name=f"the buffer after the refused {what}")
+
+
+def test_unknown_axis_refused(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """An unknown axis name is refused with a KeyError or ValueError that names it"""
+    r = submission.new_ref(jnp.asarray(_draw(rng)), AXES)
+
+    def read() -> None:
+        r[{"time": 0}]
+
+    def write() -> None:
+        r[{"layer": 0, "time": 1}] = 0.0
+
+    for action, what in ((read, "r[{'time': 0}]"), (write, "r[{'layer': 0, 'time': 1}] = 0.0")):
+        try:
+            action()
+        except (KeyError, ValueError) as exc:
+            check("time" in str(exc), f"`{what}` raised {type(exc).__name__} without naming the axis "
+                                      f"'time' (it says: {str(exc)[:160]!r}).")
+            continue
+        except Exception as exc:  # noqa: BLE001 - any other exception is the wrong one
+            fail(f"`{what}` raised {_learner_error(exc, submission_path)}; raise a KeyError or ValueError "
+                 "naming 'time'.")
+        fail(f"`{what}` was accepted although there is no axis 'time' (the axes are {AXES}); a name "
+             "that is not an axis is a mistake, so refuse it with a KeyError or ValueError naming it.")
+
+
+def test_freeze(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`freeze` returns the buffer's contents as a jax.Array"""
+    data = _draw(rng)
+    r = submission.new_ref(jnp.asarray(data), AXES)
+    try:
+        assert_array(submission.freeze(r), data, name="`freeze(r)` of a fresh ref")
+    except CheckFailed as exc:
+        fail(f"{exc}. `freeze` ends the reference and hands the buffer over as a plain array: return "
+             "`jax.freeze` of the `jax.Ref` itself.")
+
+
+@pytest.mark.points(2)
+def test_under_jit(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """Creation, reads, writes and `freeze` work inside `jax.jit`"""
+    data, row = _draw(rng), _draw(rng, (4, 3))
+
+    @jax.jit
+    def program(x: jax.Array, v: jax.Array) -> tuple[jax.Array, jax.Array]:
+        r = submission.new_ref(x, AXES)
+        r[{"head": 1, "dim": slice(0, 5, 2)}] = v[:, :3]
+        r[{"layer": -1}] = jnp.zeros(r.shape[1:], r.dtype) + 0.5
+        return r[{"dim": 3, "layer": slice(0, 4, 2)}], submission.freeze(r)
+
+    with explained_ref_errors("inside `jax.jit`, the program", submission_path):
+        read, frozen = program(jnp.asarray(data), jnp.asarray(row))
+    data[:, 1, 0:5:2] = row[:, :3]
+    data[-1] = 0.5
+    assert_array(read, data[0:4:2, :, 3], name="`r[{'dim': 3, 'layer': slice(0, 4, 2)}]` inside `jax.jit`")
+    assert_array(frozen, data, name="`freeze(r)` inside `jax.jit` after two writes")
+
+
+def test_freeze_in_jaxpr(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`freeze` ends the reference with `jax.freeze`, not with a read"""
+    closed = jax.make_jaxpr(lambda x: submission.freeze(submission.new_ref(x, AXES)))(jnp.asarray(_draw(rng)))
+    counts = primitive_counts(closed)
+    check(counts["freeze"] == 1 and not counts["get"],
+          f"`freeze(new_ref(x, axes))` traces to {counts['freeze']} `freeze` and {counts['get']} load(s); "
+          "expected one `freeze` and no load. Reading `ref[...]` copies the buffer and leaves the ref "
+          "alive; `jax.freeze(ref)` hands the buffer over and ends the reference.")
+
+
+def _leaf_kinds(leaves: list[Any]) -> str:
+    """'1 jax.Ref, 3 str' for a message about pytree leaves."""
+    kinds: dict[str, int] = {}
+    for leaf in leaves:
+        name = "jax.Ref" if isinstance(leaf, jax.Ref) else type(leaf).__name__
+        kinds[name] = kinds.get(name, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in kinds.items())
+
+
+@pytest.mark.points(2)
+def test_pytree(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """A NamedRef is a pytree whose only leaf is its `jax.Ref`, so a write inside `jax.jit` reaches the caller"""
+    data, row = _draw(rng), _draw(rng, (4, 5))
+    r = submission.new_ref(jnp.asarray(data), AXES)
+    leaves, treedef = jax.tree_util.tree_flatten(r)
+    if len(leaves) == 1 and leaves[0] is r:
+        fail("flattening a NamedRef gives the NamedRef itself as its only leaf: it is not registered as "
+             "a pytree, so `jax.jit` cannot take it. Register the class with the `jax.Ref` as its only "
+             "child and the names as static aux data.")
+    check(len(leaves) == 1 and isinstance(leaves[0], jax.Ref),
+          f"flattening a NamedRef gives {len(leaves)} leaves ({_leaf_kinds(leaves)}); it should give one, "
+          "the `jax.Ref`. The names belong in the static aux data, not among the children.")
+    try:
+        again = jax.tree_util.tree_unflatten(treedef, leaves)
+    except Exception as exc:  # noqa: BLE001 - explained below
+        fail(f"rebuilding a NamedRef from its leaf raised {_learner_error(exc, submission_path)}; "
+             "unflattening must wrap the ref it is given, not make a new one from it.")
+    again_leaves = jax.tree_util.tree_leaves(again)
+    check(again_leaves and again_leaves[0] is leaves[0] and tuple(again.axes) == AXES,
+          "unflattening a NamedRef does not give back the same ref with the same names; wrap the given "
+          "leaf as it is (a new ref would be a copy that writes never reach).")
+
+    def write(ref: Any, v: jax.Array) -> None:
+        ref[{"head": 2}] = v
+
+    with explained_ref_errors("a write inside `jax.jit` to a NamedRef argument", submission_path):
+        jax.jit(write)(r, jnp.asarray(row))
+    data[:, 2] = row
+    assert_array(leaves[0][...], data, name="the caller's buffer after `jax.jit(write)(r, v)` wrote "
+                                            "`r[{'head': 2}] = v`")
+
+
+@pytest.mark.points(2)
+def test_read_one_load(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """A read is one load of just the selection"""
+    r = submission.new_ref(jnp.asarray(_draw(rng)), AXES)
+    for sel, shape in ((COUNTED, (3, 3)), ({"head": 0, "dim": slice(1, 5)}, (4, 4))):
+        trace = _traced(f"`{_show(sel)}`", lambda ref, s=sel: ref[s], r, path=submission_path)
+        loads, stores = trace.loads(), trace.stores()
+        seen = describe_accesses(trace.accesses)
+        check(not stores, f"reading `{_show(sel)}` also writes the buffer ({seen}); a read only loads.")
+        check(len(loads) == 1, f"reading `{_show(sel)}` makes {len(loads)} loads ({seen}); build one index "
+                               "from the names and load once.")
+        check(moves_selection(loads[0], shape),
+              f"reading `{_show(sel)}` loads shape {loads[0].value_shape} ({seen}), but the selection has "
+              f"shape {shape}: the whole buffer was read and sliced afterwards. Turn the names into one "
+              "index so the load brings in only the selected elements.")
+
+
+@pytest.mark.points(2)
+def test_write_one_store(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """A write is one store of just the selection, and no load"""
+    r = submission.new_ref(jnp.asarray(_draw(rng)), AXES)
+    # The values are closed over, not traced: 1.5 stays the Python float a learner would write.
+    for sel, value in ((COUNTED, jnp.ones((3, 3))), ({"head": 0}, 1.5)):
+        trace = _traced(f"`{_show(sel)} = value`", lambda ref, s=sel, v=value: ref.__setitem__(s, v), r,
+                        path=submission_path)
+        loads, stores = trace.loads(), trace.stores()
+        seen = describe_accesses(trace.accesses)
+        check(not loads, f"writing `{_show(sel)} = value` loads the buffer ({seen}). A write needs no read: "
+                         "the shape and dtype are known from the ref's type (`ref.shape`, `ref.dtype`), "
+                         "so never load to learn them, and store just the selection.")
+        want = (3, 3) if sel is COUNTED else (4, 5)
+        check(len(stores) == 1 and moves_selection(stores[0], want),
+              f"writing `{_show(sel)} = value` makes {seen}; expected one store of shape {want}, just the "
+              "selection.")

@@ -15,7 +15,7 @@ __all__ = ["SUBMODULES", "CheckFailed", "check", "fail"]
 
 # Searched in this order for a name not defined here; each lists its public names in `__all__`.
 SUBMODULES = ("arrays", "donation", "compiles", "executions", "kernels", "dataflow", "aliasing", "tpu",
-              "patching", "source", "memory", "sharding", "collectives", "steps")
+              "patching", "source", "memory", "sharding", "collectives", "steps", "refs", "properties", "named")
 
 
 def __getattr__(name: str) -> Any:

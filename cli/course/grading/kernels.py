@@ -21,7 +21,7 @@ from jax import tree_util
 
 __all__ = [
     "Access", "KernelCall", "pallas_calls", "kernel_call", "primitive_counts",
-    "has_primitive", "nested_primitive_counts", "learner_line", "describe_lines", "walk_eqns",
+    "has_primitive", "nested_primitive_counts", "learner_line", "describe_lines", "walk_eqns", "accesses_in",
 ]
 
 LOADS = frozenset({"get", "masked_load"})
@@ -46,6 +46,8 @@ class Access:
     shape: tuple[int, ...]
     line: int | None
     order: int
+    # The shape of the value loaded or stored: the selection's shape, where `shape` is the ref's.
+    value_shape: tuple[int, ...] | None = None
 
     def text(self) -> str:
         """The access written as indexing, e.g. `x_ref[:, 64:]`."""
@@ -179,6 +181,12 @@ def learner_line(eqn: Any, path: Path | None) -> int | None:
     return None
 
 
+def accesses_in(jaxpr: Any, positions: dict[Any, int], names: tuple[str, ...],
+                path: Path | None = None) -> list[Access]:
+    """Every load, store and update, in program order, of the refs bound to `positions` ({variable: arg index})."""
+    return list(_walk(getattr(jaxpr, "jaxpr", jaxpr), positions, names, path, Counter()))
+
+
 def describe_lines(accesses: list[Access]) -> str:
     """'lines 12, 12, 13' for a message, or '' when no line is known."""
     lines = [str(a.line) for a in accesses if a.line is not None]
@@ -298,9 +306,13 @@ def _access(eqn: Any, env: dict[Any, int], names: tuple[str, ...], path: Path | 
     kind = "load" if prim in LOADS else "store" if prim in STORES else "update"
     counter["order"] += 1
     arg = env[ref]
+    # A load (and a swap, which returns the old value) has the selection as its output;
+    # an addupdate returns nothing, so take the value it adds.
+    value = eqn.outvars[0] if eqn.outvars else eqn.invars[1]
     return Access(arg=arg, name=names[arg], kind=kind, primitive=prim,
                   region=_region(transforms, shape, defs), shape=shape,
-                  line=learner_line(eqn, path), order=counter["order"])
+                  line=learner_line(eqn, path), order=counter["order"],
+                  value_shape=tuple(value.aval.shape))
 
 
 def _region(transforms: Any, shape: tuple[int, ...], defs: dict[Any, Any]) -> tuple[Dim, ...] | None:
