@@ -126,15 +126,20 @@ def test_compiles_per_batch_size(submission: ModuleType, rng: np.random.Generato
     sizes = [int(n) for n in rng.permutation(SIZES)]
     inputs = [jax.device_put(_x(rng, n)) for n in sizes + sizes[:1]]  # made before counting
     per_call = []
-    with RunRecorder(names) as runs, count_jit_builds(submission_path) as built:
-        for x in inputs:
+    with RunRecorder(names) as runs:
+        for x in inputs[:-1]:
             with CompileRecorder(names) as rec:
                 jax.block_until_ready(submission.scaled_softmax(x, 1.5))
             per_call.append(rec.count())
+        # The last call repeats the first shape: a program kept anywhere (module scope, a dict, an
+        # AOT cache filled per bucket) is reused, so nothing is built for it again.
+        with CompileRecorder(names) as rec, count_jit_builds(submission_path) as built:
+            jax.block_until_ready(submission.scaled_softmax(inputs[-1], 1.5))
+        per_call.append(rec.count())
     if built[0]:
-        fail(f"18 calls of `scaled_softmax` built {built[0]} jitted wrapper(s): a `jax.jit` made inside the "
-             "function is a new object on every call, with caches of its own to look up and fill. Build it "
-             "once, at module scope, and call it.")
+        fail(f"a second call with the shape ({sizes[0]}, {WIDTH}) built {built[0]} new jitted wrapper(s): a "
+             "`jax.jit` made inside the function is a new object on every call, with caches of its own to look "
+             "up and fill. Build it once, at module scope (or once per bucket, and keep it), and call it.")
     total = sum(per_call[:-1])
     if total <= MOST_PROGRAMS:
         return

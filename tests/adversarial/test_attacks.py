@@ -30,13 +30,17 @@ HERE = Path(__file__).parent
 COURSE_DIR = HERE / "course"
 ATTACKS = HERE / "attacks"
 COURSE_BIN = Path(sys.executable).with_name("course")
-STUBS = {"double": "exercises/01_double/double.py", "double_array": "exercises/02_double_array/double_array.py"}
-LIMITS = {"double": 4.0, "double_array": 12.0}
+STUBS = {
+    "double": "exercises/01_double/double.py",
+    "double_array": "exercises/02_double_array/double_array.py",
+    "donate_double": "exercises/03_donate_double/donate_double.py",
+}
+LIMITS = {"double": 4.0, "double_array": 12.0, "donate_double": 20.0}
 # Starting `course` and pytest, and a busy 2-core machine, on top of the exercise's own limit.
 SLACK_S = 6.0
 END_EARLY = r"ended before reporting.*`sys\.exit` or `os\._exit`"
 WRONG = r"should be -?\d+, but it is"
-TAMPERED = r"replaced part of the grading machinery"
+TAMPERED = r"grading machinery was tampered with"
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,8 @@ CASES = [
     Case("os_exit_import", message=END_EARLY),
     Case("os_exit_call", message=END_EARLY),
     Case("infinite_loop", statuses=("timeout",), message=r"ran past the 4 s limit"),
-    Case("ignore_sigterm", statuses=("timeout",), message=r"ran past the 4 s limit"),
+    # Signal handlers are refused while checks run (one could run inside the notary's frame).
+    Case("ignore_sigterm", message=TAMPERED + r": your code installed a signal handler"),
     Case("thread_left_running"),
     Case("child_left_running"),
     Case("double_fork_escape"),
@@ -67,7 +72,7 @@ CASES = [
     Case("shadow_modules_array", exercise="double_array", beside=True, message=r"differs from the expected value"),
     Case("fake_passed_lines"),
     Case("forged_report_tmp"),
-    Case("forged_report_argv", message=r"report was (altered or forged|damaged)"),
+    Case("forged_report_argv", message=TAMPERED + r": your code touched the folder of the grading report"),
     Case("progress_claim"),
     Case("always_equal", exercise="double_array", message=r"should be a jax\.Array, but it is an object"),
     Case("numpy_result", exercise="double_array", message=r"should be a jax\.Array, but it is a NumPy array"),
@@ -81,14 +86,33 @@ CASES = [
     Case("rewrite_own_stub", after="rewritten"),
     Case("close_stdio"),
     Case("close_sys_stdout", message=WRONG + r".*did not run to the end.*close standard output"),
+    # Forging the verdict (docs/security.md): every one must end in a report that says so.
+    Case("steal_key_gc", message=TAMPERED + r": your code walked the garbage collector's objects"),
+    Case("steal_key_frames", message=TAMPERED + r": your code touched the folder of the grading report"),
+    Case("steal_key_bfs", message=TAMPERED),  # its walk trips the guard early or late: either says so
+    Case("sign_without_key", message=TAMPERED + r": a verdict came from outside the grading machinery"),
+    Case("swap_check_code", message=TAMPERED + r": your code rewrote __code__ of a function of the grading"),
+    Case("swap_helper_code", message=TAMPERED + r": your code rewrote __code__ of a function of the grading"),
+    Case("patch_is_deleted", exercise="donate_double", message=TAMPERED + r".*jax\._src\.array\.ArrayImpl\.is_deleted"),
+    Case("patch_listeners", exercise="donate_double", message=TAMPERED + r".*jax monitoring's _event_duration"),
+    Case("race_report_thread", message=r"report was damaged, so the grading machinery was tampered|" + TAMPERED),
+    Case("ctypes_memory", message=TAMPERED + r": your code used ctypes"),
+    Case("proc_self_mem", message=TAMPERED + r": your code opened raw memory \(/proc/\d+/mem\)"),
 ]
 CONTROLS = [
     Case("solution", statuses=("passed",), message=r"all 2 checks passed"),
     Case("solution_array", exercise="double_array", statuses=("passed",), message=r"all 1 checks passed"),
+    # Honest code that looks around itself, as learners debugging do: none of it is tampering.
+    Case("honest_traceback", statuses=("passed",), message=r"all 2 checks passed"),
+    Case("honest_frames", statuses=("passed",), message=r"all 2 checks passed"),
+    Case("honest_thread", statuses=("passed",), message=r"all 2 checks passed"),
+    Case("honest_functools", statuses=("passed",), message=r"all 2 checks passed"),
+    Case("solution_donate", exercise="donate_double", statuses=("passed",), message=r"all 2 checks passed"),
 ]
 # Two gradings at a time: the corpus is mostly process start-up, and the machine has 2 cores.
 WORKERS = 2
-SLOW = {"infinite_loop", "ignore_sigterm", "always_equal", "numpy_result", "list_result", "shadow_modules_array"}
+SLOW = {"infinite_loop", "always_equal", "numpy_result", "list_result", "shadow_modules_array",
+        "patch_is_deleted", "patch_listeners", "solution_donate"}
 
 
 @dataclass

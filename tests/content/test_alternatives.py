@@ -18,13 +18,13 @@ def _cases() -> list[tuple[str, Path]]:
     return sorted((d.name, f) for d in ALTERNATIVES.iterdir() if d.is_dir() for f in d.glob("*.py"))
 
 
-def test_every_exercise_has_two_alternatives() -> None:
-    """Each exercise of the course ships at least two alternative correct solutions."""
+def test_every_exercise_has_three_alternatives() -> None:
+    """Each exercise of the course ships at least three alternative correct solutions."""
     course = load_course(REPO)
     counts = {name: 0 for name in course.meta.exercises}
     for name, _ in _cases():
         counts[name] = counts.get(name, 0) + 1
-    assert all(n >= 2 for n in counts.values()), counts
+    assert all(n >= 3 for n in counts.values()), counts
 
 
 def test_alternatives_pass_every_check(tmp_path: Path) -> None:

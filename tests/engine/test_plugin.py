@@ -35,7 +35,8 @@ def _run(pytester: pytest.Pytester, source: str, *extra: str) -> tuple[dict, dic
     learner = pytester.path / "learner" / "sub.py"
     learner.parent.mkdir()
     learner.write_text(source)
-    out = pytester.path / "report.json"
+    out = pytester.path / "report" / "report.json"
+    out.parent.mkdir(exist_ok=True)
     pytester.runpytest_subprocess(
         "-p",
         "course.engine.plugin",
@@ -60,8 +61,9 @@ def test_titles_points_and_statuses(pytester: pytest.Pytester) -> None:
     manifest, final = _run(pytester, "def f(x):\n    return x + 1\n\ndef g():\n    raise ValueError('nope')\n")
     assert [c["title"] for c in manifest["checks"]] == ["The value is right.", "A rule holds.", "Skipped on purpose."]
     checks = _by_id(final)
-    assert checks["test_value"]["status"] == "passed" and checks["test_value"]["score"] == 1
-    assert checks["test_rule"]["status"] == "failed" and checks["test_rule"]["max_score"] == 3
+    assert [c["max_score"] for c in manifest["checks"]] == [1, 3, 1]
+    assert checks["test_value"]["status"] == "passed"
+    assert checks["test_rule"]["status"] == "failed"
     assert "your code raised ValueError: nope at sub.py line 5" in checks["test_rule"]["message"]
     assert checks["test_skipped"]["status"] == "skipped"
     assert final["tampered"] == [] and final["seed"] == 5
@@ -98,7 +100,7 @@ def test_replacing_grading_machinery_is_noticed(pytester: pytest.Pytester) -> No
         "import _pytest.runner\n_pytest.runner.call_and_report = lambda *a, **k: None\ndef f(x):\n    return x + 1\n"
     )
     _, final = _run(pytester, source + "def g():\n    pass\n")
-    assert "_pytest.runner.call_and_report" in final["tampered"]
+    assert any("_pytest.runner.call_and_report" in t for t in final["tampered"])
 
 
 def test_learner_file_read_once(pytester: pytest.Pytester) -> None:

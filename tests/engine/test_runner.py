@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from course import signing
 from course.engine import report
 from course.engine.isolation import Outcome
 from course.engine.runner import grade, grade_many
@@ -81,12 +82,18 @@ def test_missing_file_is_not_tried(mini_course: Path) -> None:
     assert r.not_tried and r.status == "failed" and "not tried" in r.message
 
 
+def _write_signed(path: Path, key: bytes, payload: dict) -> None:
+    """A signed file as the notary writes it: a JSON body and its signature."""
+    body = json.dumps({"format": report.FORMAT, **payload})
+    path.write_text(json.dumps({"body": body, "signature": signing.sign(key, body.encode())}))
+
+
 def _signed(tmp_path: Path, key: bytes, checks: list[dict]) -> Path:
     """Write a manifest for two checks and a final report with `checks`."""
     path = tmp_path / "r.json"
     manifest = [{"id": i, "title": i, "max_score": 1.0} for i in ("test_a", "test_b")]
-    report.write_signed(report.manifest_path(path), key, {"checks": manifest, "collect_errors": []})
-    report.write_signed(path, key, {"checks": checks, "collect_errors": [], "tampered": []})
+    _write_signed(report.manifest_path(path), key, {"checks": manifest, "collect_errors": []})
+    _write_signed(path, key, {"checks": checks, "collect_errors": [], "tampered": []})
     return path
 
 

@@ -1,7 +1,11 @@
-"""The pytest plugin the runner loads with `-p course.engine.plugin`: loads the learner's file, writes a signed report.
+"""The pytest plugin the runner loads with `-p course.engine.plugin`: loads the learner's file, reports each phase.
 
-It is active only when `--course-report` is given. Hooks only collect; `course.engine.report` shapes
-and signs the data. Nothing here prints: the parent owns the terminal and the verdict.
+It is active only when `--course-report` is given. Before anything else it hands the signing
+key to the notary (`course.engine.notary`) and keeps no copy; from then on it only tells the
+notary what happened, and the notary alone writes the signed manifest and report. Each phase of
+each check is judged in a wrapper around pytest's own hook for it, from the exception the phase
+raised (or none), before any other code can look at it. Nothing here prints: the parent owns the
+terminal and the verdict.
 """
 
 from __future__ import annotations
@@ -11,13 +15,15 @@ import json
 import os
 import sys
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from course.engine import report, submission
+from course.engine import guard, notary, submission
+from course.engine.report import manifest_path
 from course.grading.feedback import CheckFailed
 
 _SESSION = pytest.StashKey["Grading"]()
@@ -37,16 +43,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Read the key and the learner's source before any learner code can run."""
+    """Hand the key to the notary and read the learner's source, before any learner code can run."""
     config.addinivalue_line("markers", "points(n): points this check is worth (default 1)")
     path = config.getoption("--course-report", default=None)
     if not path:
         return
     sub = config.getoption("--course-submission")
     sub_path = Path(sub) if sub else None
-    state = Grading(
-        report_path=Path(path),
+    _preload()
+    notary.install(
         key=_read_key(config.getoption("--course-key-fd")),
+        manifest_path=manifest_path(Path(path)),
+        report_path=Path(path),
+        callers={
+            "course.manifest": (Grading.pytest_collection_finish.__code__,),
+            "course.verdict": (_verdict.__code__,),
+            "course.finish": (Grading.pytest_sessionfinish.__code__,),
+        },
+        guarded_files=(_package_dir("course"), _package_dir("_pytest"), _package_dir("pluggy"),
+                       *(os.path.dirname(os.path.abspath(a)) + os.sep for a in config.args)),
+    )
+    state = Grading(
         submission_path=sub_path,
         source=submission.read_source(sub_path) if sub_path else None,
         seed=int(config.getoption("--course-seed")),
@@ -55,6 +72,27 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[_SESSION] = state
     config.pluginmanager.register(state, "course-grading")
+
+
+def _preload() -> None:
+    """Load now what the armed guard would refuse to let load later, and start counting compiles.
+
+    NumPy loads ctypes, and ctypes opens the C library as it loads: a way to raw memory once
+    learner code runs. The compile listener is installed now so the notary's snapshot holds it.
+    """
+    import ctypes  # noqa: F401
+
+    import numpy  # noqa: F401
+
+    from course.grading import compiles
+
+    compiles.install_listener()
+
+
+def _package_dir(name: str) -> str:
+    """The folder of an imported package, ending with a separator."""
+    module = sys.modules[name]
+    return os.path.dirname(os.path.abspath(str(module.__file__))) + os.sep
 
 
 def _read_key(fd: int | None) -> bytes:
@@ -68,24 +106,90 @@ def _read_key(fd: int | None) -> bytes:
     return b"".join(chunks)
 
 
+@dataclass
+class Check:
+    """One expected check: what the manifest says of it, and its phases as seen so far (for display)."""
+
+    id: str
+    title: str
+    max_score: float
+    hidden: bool
+    item: int
+    phases: dict[str, str] = field(default_factory=dict)
+
+
+def describe(exc: BaseException, path: Path | None, when: str) -> tuple[str, str]:
+    """Classify an exception: the learner's mistake (failed), a skip, or the grader's own bug (error).
+
+    Never "passed": a phase passes only when it raised nothing.
+    """
+    where = submission.learner_location(exc.__traceback__, path)
+    if isinstance(exc, submission.SubmissionError):
+        return "failed", str(exc)
+    if isinstance(exc, pytest.skip.Exception):
+        if where:  # only a grader may skip a check; from the learner's code it is a way out
+            return "failed", f"your code skipped the check{where}; a function must return its result"
+        return "skipped", str(exc)
+    if isinstance(exc, CheckFailed):
+        return "failed", str(exc)
+    if isinstance(exc, MemoryError):
+        return "failed", (
+            f"your code ran out of memory{where}: it asked for more than this exercise allows; "
+            "is an array far larger than the task needs?"
+        )
+    if isinstance(exc, SystemExit):
+        return "failed", (
+            f"your code called sys.exit({exc.code!r}) during the check{where}; "
+            "a function must return its result, not end the program"
+        )
+    if when != "call" and not where:
+        shown = pytest.ExceptionInfo.from_exception(exc).exconly()
+        return "error", f"the grader failed while {_PHASES[when]}: {shown}"
+    if isinstance(exc, AssertionError) and not where:
+        return "failed", str(exc).split("\nassert ")[0].strip() or repr(exc)
+    return "failed", f"your code raised {submission.describe_exception(exc)}{where}"
+
+
+_PHASES = {"setup": "preparing the check", "teardown": "cleaning up after the check"}
+
+
+def _verdict(state: Grading, item: pytest.Item, when: str, exc: BaseException | None,
+             _describe: Any = describe, _notify: Any = notary.notify, _id: Any = id) -> None:
+    """The verdict on one phase, from what it raised; the notary takes verdicts only from here.
+
+    What it calls is bound when the module is imported (the armed guard refuses rewriting a
+    default of the machinery), so learner code cannot swap the judge between two phases.
+    """
+    _restore_stdio(state.stdio)
+    status, message = ("passed", "") if exc is None else _describe(exc, state.submission_path, when)
+    check = state.checks.get(item.name)
+    if check is not None:
+        check.phases[when] = status
+    _notify("course.verdict", item.name, when, status, message, _id(item))
+
+
+def _phase(state: Grading, item: pytest.Item, when: str, _verdict: Any = _verdict) -> Iterator[Any]:
+    """Run one phase inside pytest's hook for it and judge how it ended: the exception it raised, or none."""
+    try:
+        result = yield
+    except BaseException as exc:
+        _verdict(state, item, when, exc)
+        raise
+    _verdict(state, item, when, None)
+    return result
+
+
 @dataclass(eq=False)
 class Grading:
-    """One grading session's hooks and state: where to report, the key, the learner's file."""
+    """One grading session's hooks: what to load, what was collected, what to tell the notary."""
 
-    report_path: Path
-    key: bytes
     submission_path: Path | None
     source: bytes | None
     seed: int
     hard_exit: bool
     events_fd: int | None = None
-    checks: dict[str, report.Check] = field(default_factory=dict)
+    checks: dict[str, Check] = field(default_factory=dict)
     collect_errors: list[str] = field(default_factory=list)
-    tampered: set[str] = field(default_factory=set)
-    # Bound before learner code runs, so replacing `report.write_signed` or `Guard.changed`
-    # afterwards cannot rewrite the report or blind the guard.
-    write: Any = report.write_signed
-    changed: Any = None
     stdio: tuple[int, int] | None = None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -95,82 +199,54 @@ class Grading:
             self.collect_errors.append(lines[-1] if lines else "the grader could not be collected")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """List the expected checks and sign them before any learner code runs."""
+        """List the expected checks for the notary, with a snapshot of the machinery, before any learner code runs."""
         for item in session.items:
             if item.name in self.checks:
                 self.collect_errors.append(f"two checks are called {item.name}; every check needs its own name")
-            self.checks[item.name] = report.Check(
-                id=item.name,
-                title=_title(item),
-                max_score=_points(item),
-                status="failed",
-                message=UNFINISHED,
-                hidden=item.path.parent.name == HIDDEN_DIR,
-            )
-        self.write(
-            report.manifest_path(self.report_path),
-            self.key,
-            {
-                "checks": [
-                    {"id": c.id, "title": c.title, "max_score": c.max_score, "hidden": c.hidden}
-                    for c in self.checks.values()
-                ],
-                "collect_errors": self.collect_errors,
-            },
-        )
-        self.changed = report.Guard.snapshot([getattr(i, "module", None) for i in session.items]).changed
+            self.checks[item.name] = Check(item.name, _title(item), _points(item),
+                                           item.path.parent.name == HIDDEN_DIR, id(item))
+        listed = tuple({"id": c.id, "title": c.title, "max_score": c.max_score, "hidden": c.hidden}
+                       for c in self.checks.values())
+        snap = guard.snapshot(getattr(i, "module", None) for i in session.items)
         self.stdio = _save_stdio()
+        notary.notify("course.manifest", listed, tuple(self.collect_errors),
+                      tuple(c.item for c in self.checks.values()), self.seed, snap)
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        """Turn each phase's outcome into the check's status and a learner-facing message."""
-        rep = yield
-        _restore_stdio(self.stdio)
-        if self.changed is not None and call.when == "teardown":
-            # Checked after every check (once fixtures have undone their own patches), so a
-            # patch that is undone before the end is still seen.
-            self.tampered.update(self.changed())
-        check = self.checks.get(item.name)
-        if check is None:
-            return rep
-        undecided = check.message == UNFINISHED
-        if call.excinfo is not None and (undecided or (call.when == "teardown" and check.status == "passed")):
-            check.status, check.message = _describe(call.excinfo, self.submission_path, call.when)
-        elif call.when == "call" and undecided:
-            # A check passes only once its body has run to the end: skipping the call phase is no pass.
-            check.status, check.message = "passed", ""
-        if call.when == "call":
-            check.duration_s = round(call.duration, 4)
-        check.score = check.max_score if check.status == "passed" else 0.0
-        if call.when == "teardown":
-            self._announce(check)
-        return rep
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item, _phase: Any = _phase) -> Iterator[Any]:
+        """Judge the setup phase (loading the learner's file happens here)."""
+        return (yield from _phase(self, item, "setup"))
 
-    def _announce(self, check: report.Check) -> None:
-        """Tell the parent, for display, that a check has ended; a closed pipe is no matter."""
-        if self.events_fd is None:
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item, _phase: Any = _phase) -> Iterator[Any]:
+        """Judge the check itself: it passes only if its body runs to the end."""
+        return (yield from _phase(self, item, "call"))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None,
+                                _phase: Any = _phase) -> Iterator[Any]:
+        """Judge the clean-up, then announce the check's outcome for display."""
+        try:
+            return (yield from _phase(self, item, "teardown"))
+        finally:
+            self._announce(item.name)
+
+    def _announce(self, name: str) -> None:
+        """Tell the parent, for display only, that a check has ended; a closed pipe is no matter."""
+        check = self.checks.get(name)
+        if self.events_fd is None or check is None:
             return
-        line = json.dumps({"id": check.id, "title": check.title, "status": check.status}) + "\n"
+        statuses = [check.phases.get(p, "failed") for p in ("setup", "call", "teardown")]
+        status = next((s for s in statuses if s != "passed"), "passed")
+        line = json.dumps({"id": check.id, "title": check.title, "status": status}) + "\n"
         try:
             os.write(self.events_fd, line.encode())
         except OSError:
             self.events_fd = None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write the signed final report, noting any tampering with the grading machinery."""
-        if self.changed is not None:
-            self.tampered.update(self.changed())
-        self.write(
-            self.report_path,
-            self.key,
-            {
-                "seed": self.seed,
-                "checks": [c.to_dict() for c in self.checks.values()],
-                "collect_errors": self.collect_errors,
-                "tampered": sorted(self.tampered),
-                "pytest_exit": int(exitstatus),
-            },
-        )
+        """Ask the notary for the final report."""
+        notary.notify("course.finish", int(exitstatus))
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -193,40 +269,6 @@ def _points(item: pytest.Item) -> float:
     """Points from `@pytest.mark.points(n)`, 1 by default."""
     marker = item.get_closest_marker("points")
     return float(marker.args[0]) if marker and marker.args else 1.0
-
-
-def _describe(excinfo: pytest.ExceptionInfo[BaseException], path: Path | None, when: str) -> tuple[str, str]:
-    """Classify an exception: the learner's mistake (failed), a skip, or the grader's own bug (error)."""
-    exc = excinfo.value
-    if isinstance(exc, submission.SubmissionError):
-        return "failed", str(exc)
-    if isinstance(exc, pytest.skip.Exception):
-        return "skipped", str(exc)
-    if isinstance(exc, CheckFailed):
-        return "failed", str(exc)
-    where = submission.learner_location(excinfo.tb, path)
-    if isinstance(exc, MemoryError):
-        return "failed", (
-            f"your code ran out of memory{where}: it asked for more than this exercise allows; "
-            "is an array far larger than the task needs?"
-        )
-    if isinstance(exc, SystemExit):
-        return "failed", (
-            f"your code called sys.exit({exc.code!r}) during the check{where}; "
-            "a function must return its result, not end the program"
-        )
-    if when != "call" and not where:
-        return "error", f"the grader failed while {_PHASES[when]}: {excinfo.exconly()}"
-    if isinstance(exc, AssertionError) and not where:
-        return "failed", str(exc).split("\nassert ")[0].strip() or excinfo.exconly()
-    return "failed", f"your code raised {submission.describe_exception(exc)}{where}"
-
-
-_PHASES = {"setup": "preparing the check", "teardown": "cleaning up after the check"}
-UNFINISHED = (
-    "this check did not run to the end: the grading session stopped before it finished "
-    "(did your code close standard output, raise KeyboardInterrupt, or break the process?)"
-)
 
 
 def _save_stdio() -> tuple[int, int] | None:

@@ -57,10 +57,13 @@ def grade(
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
     try:
-        report_path = workdir / f"{secrets.token_hex(16)}.json"
+        # The report has a folder of its own, closed to learner code once checks run; the working
+        # folder beside it stays theirs.
+        report_path = workdir / "report" / f"{secrets.token_hex(16)}.json"
+        report_path.parent.mkdir(mode=0o700)
         key = secrets.token_bytes(32)
         outcome = isolation.run_isolated(
-            _command(exercise, submission, report_path, seed, hidden),
+            _command(exercise, submission, workdir, report_path, seed, hidden),
             key=key,
             cwd=workdir,
             env=_environment(exercise, cache_dir),
@@ -90,12 +93,13 @@ def _events_for(name: str, on_event: Callable[[CheckEvent], None] | None) -> Cal
     return forward
 
 
-def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int, hidden: bool) -> list[str]:
+def _command(exercise: Exercise, submission: Path, workdir: Path, report_path: Path, seed: int,
+             hidden: bool) -> list[str]:
     """The pytest command line; `{keyfd}` and `{eventsfd}` are filled in by the launcher."""
     graders = [str(exercise.grader_path)]
     if hidden and exercise.hidden_grader_path.is_file():
         graders.append(str(exercise.hidden_grader_path))
-    ini = report_path.parent / "pytest.ini"
+    ini = workdir / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
     return [
         sys.executable,
@@ -117,7 +121,7 @@ def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int,
         "-c",
         str(ini),
         "--rootdir",
-        str(report_path.parent),
+        str(workdir),
         "-q",
         "-s",
         "--tb=short",

@@ -67,6 +67,8 @@ class ExerciseResult:
     seed: int = 0
     output: str = ""
     not_tried: bool = False
+    tampered: bool = False
+    """The grading machinery reported tampering: every check failed for that one reason."""
 
     @property
     def passed(self) -> bool:
@@ -110,7 +112,7 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome)
         return _all_failed(base, manifest, reason, "timeout" if outcome.timed_out else "failed")
     if manifest is None and problem != "missing":
         return _all_failed(base, None, _report_message(problem, outcome), "failed")
-    if manifest is None and report_path.exists():
+    if manifest is None and report_path.exists() and report_path.stat().st_size:
         # A report but no manifest: the grader ran, and the manifest was removed while learner
         # code ran. That is the learner's doing, not a platform failure.
         return _all_failed(base, None, _report_message("forged", outcome), "failed")
@@ -130,9 +132,8 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome)
     except report.ReportError as exc:
         return _all_failed(base, manifest, _report_message(str(exc), outcome), "failed")
     if final.get("tampered"):
-        names = ", ".join(final["tampered"][:3])
-        reason = f"your code replaced part of the grading machinery ({names}), so no check can be trusted"
-        return _all_failed(base, manifest, reason, "failed")
+        base.tampered = True
+        return _all_failed(base, manifest, tampered_message(final["tampered"]), "failed")
     return _from_report(base, manifest, final)
 
 
@@ -200,15 +201,22 @@ def _limit_message(exercise: Exercise, outcome: Outcome) -> str:
     return outcome.killed_for
 
 
+def tampered_message(what: list[str]) -> str:
+    """What the notary saw done to the grading machinery, in one sentence."""
+    seen = "; ".join(dict.fromkeys(str(w) for w in what[:3]))
+    return f"the grading machinery was tampered with: {seen}. No check can be trusted, so none counts"
+
+
 def _report_message(problem: str, outcome: Outcome) -> str:
     """Explain a missing or untrustworthy report in terms of what the learner's code probably did."""
     if problem == "forged":
         return (
-            "the grading report was altered or forged, so it cannot be trusted; "
-            "did your code write files it should not?"
+            "the grading report was altered or forged, so the grading machinery was tampered with and "
+            "no check can be trusted; did your code write files it should not?"
         )
     if problem == "unreadable":
-        return "the grading report was damaged, so it cannot be trusted; did your code write files it should not?"
+        return ("the grading report was damaged, so the grading machinery was tampered with and no check can "
+                "be trusted; did your code write files it should not?")
     code = outcome.returncode
     if code is not None and code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)

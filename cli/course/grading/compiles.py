@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "install_listener",
     "BACKEND_COMPILE_EVENT",
     "CompileEvent",
     "CompileRecorder",
@@ -141,6 +142,11 @@ def _stack_files() -> set[str]:
 def via_interpreter() -> bool:
     """True when the current Python stack passes through the TPU interpreter's own code."""
     return any(INTERPRETER_DIR in f.replace("\\", "/") for f in _stack_files())
+
+
+def install_listener() -> None:
+    """Register the one process-wide compile listener now (the grading plugin does, before learner code runs)."""
+    _install()
 
 
 def _install() -> None:

@@ -126,6 +126,12 @@ def _judge(report: ExerciseReport, exercise: Exercise, graded: list[tuple[Job, E
     if crashed:
         report.problems.append(_crash_problem(exercise, *crashed[0]))
     ids = next((_ids(r) for _, r in graded if r.checks), set())
+    for job, result in graded:
+        if result.tampered:
+            # A stub or a variant must fail on its own mistake: tripping the guard fails every check
+            # at once and proves nothing about the grader (often a library the guard does not know).
+            report.problems.append(f"{job.rel} was failed for tampering ({_brief(result.message)}); the course's "
+                                   "own files must fail on their mistakes, so find what tripped the guard.")
     _judge_points(report, exercise, graded)
     for job, result in graded:
         if job.role == "stub":

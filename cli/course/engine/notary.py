@@ -1,0 +1,423 @@
+"""The notary: the one holder of the signing key inside a grading process, and the guard around it.
+
+The verdict is a report signed with a key the parent sent; whoever holds the key can award
+points. The learner's code runs in this same process, so the key lives only where that code
+cannot reach it: in the closure of an audit hook (PEP 578), which nothing else refers to and
+which cannot be removed. The hook signs and writes the manifest and the report itself, from
+verdicts it takes only from the plugin's own code running on pytest's own stack, and before it
+takes each one it compares the grading machinery with the snapshot it was given
+(`course.engine.guard`).
+
+Once the checks are about to run (armed), a second hook, which holds nothing secret, refuses
+what would let the learner's code see the notary at work or write in its place, and reports
+each attempt as tampering (the notary then writes a report saying so at once):
+
+- walking the garbage collector's objects, other threads' frames, trace and profile functions,
+  and adding another audit hook (which would run while the notary works);
+- `ctypes`, and opening any process's `/proc/.../mem`: reading or writing raw memory;
+- writing a function's `__code__`, or the defaults of the grading machinery's functions;
+- touching the folder of the report;
+- installing a signal handler (a handler can run inside the notary's own frame).
+
+While it works the notary turns off the garbage collector (whose callbacks and finalizers could
+run the learner's code), and it calls nothing the learner could have replaced: every built-in
+and library function it uses is bound before learner code runs. Frames, tracebacks and `inspect`
+stay free for honest code: the key is in no frame the learner's code can reach. What stays
+possible is in docs/security.md.
+"""
+
+from __future__ import annotations
+
+import _thread
+import gc
+import os
+import signal
+import sys
+import types
+from collections.abc import Callable, Iterable
+from pathlib import Path, PosixPath, PurePosixPath
+from typing import Any
+
+from course.engine import guard
+
+EVENTS = frozenset({"course.manifest", "course.verdict", "course.tamper", "course.finish"})
+PHASES = ("setup", "call", "teardown")
+UNFINISHED = (
+    "this check did not run to the end: the grading session stopped before it finished "
+    "(did your code close standard output, raise KeyboardInterrupt, or break the process?)"
+)
+# Events that would let code see the notary at work, or act in its place.
+REFUSED = {
+    "gc.get_objects": "walked the garbage collector's objects (gc.get_objects)",
+    "gc.get_referrers": "walked the garbage collector's referrers (gc.get_referrers)",
+    "gc.get_referents": "walked the garbage collector's referents (gc.get_referents)",
+    "sys._current_frames": "read other threads' frames (sys._current_frames)",
+    "sys.settrace": "set a trace function (sys.settrace)",
+    "sys.setprofile": "set a profile function (sys.setprofile)",
+    "sys.addaudithook": "added an audit hook (sys.addaudithook)",
+}
+PATH_EVENTS = frozenset({"open", "os.rename", "os.remove", "os.rmdir", "os.link", "os.symlink", "os.truncate",
+                         "os.chmod", "os.chown", "os.mkdir", "os.utime", "shutil.rmtree", "shutil.move",
+                         "shutil.copyfile"})
+
+
+TRUSTED_MODULES = ("_pytest", "pytest", "pluggy", "course.engine")
+"""Packages whose code may be on the stack, between pytest's entry and the plugin, when a verdict is given."""
+
+
+def install(
+    *,
+    key: bytes,
+    manifest_path: Path,
+    report_path: Path,
+    callers: dict[str, tuple[types.CodeType, ...]],
+    guarded_files: Iterable[str],
+) -> None:
+    """Start the notary; from now on it hears only `course.*` audit events, raised through `notify`.
+
+    `callers` maps each event to the code objects allowed to raise it (through `notify`);
+    `guarded_files` are the files whose functions' defaults may not be rewritten once armed.
+    """
+    from _pytest import config
+
+    # pytest's entry points: the stack below them is the process's own start (runpy, the fork server).
+    entries = frozenset(f.__code__ for n in ("main", "_main", "console_main", "_console_main")
+                        if isinstance(f := getattr(config, n, None), types.FunctionType))
+    sys.addaudithook(_make_notary(key, str(manifest_path), str(report_path), trusted_codes(), entries,
+                                  dict(callers), tuple(guarded_files)))
+
+
+def trusted_codes(prefixes: tuple[str, ...] = TRUSTED_MODULES) -> frozenset[types.CodeType]:
+    """Every code object of the loaded modules under `prefixes`, nested ones (lambdas, inner
+    functions) included: what may run on pytest's stack when a verdict is given. A frame is
+    trusted by the identity of its code, which learner code can neither forge nor borrow
+    (building a function from one of these is refused once armed)."""
+    found: set[types.CodeType] = set()
+    inside = tuple(p + "." for p in prefixes)
+    for name, module in list(sys.modules.items()):
+        if isinstance(module, types.ModuleType) and (name in prefixes or name.startswith(inside)):
+            for value in list(vars(module).values()):
+                _add_codes(value, found, depth=2)
+    return frozenset(found)
+
+
+def _add_codes(value: Any, found: set[types.CodeType], depth: int) -> None:
+    """Add the code objects a function, method or class holds, and those nested in them."""
+    if isinstance(value, staticmethod | classmethod):
+        value = value.__func__
+    if isinstance(value, property):
+        for accessor in (value.fget, value.fset, value.fdel):
+            _add_codes(accessor, found, depth)
+        return
+    if isinstance(value, types.FunctionType):
+        _nested(value.__code__, found)
+    elif isinstance(value, type) and depth > 0:
+        for member in list(vars(value).values()):
+            _add_codes(member, found, depth - 1)
+
+
+def _nested(code: types.CodeType, found: set[types.CodeType]) -> None:
+    """`code` and every code object among its constants, recursively."""
+    if code in found:
+        return
+    found.add(code)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _nested(const, found)
+
+
+def notify(event: str, *args: Any, _audit: Callable[..., None] = sys.audit) -> None:
+    """Tell the notary something; the one function through which the plugin speaks to it."""
+    _audit(event, *args)
+
+
+def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[types.CodeType],
+                 entries: frozenset[types.CodeType],
+                 callers: dict[str, tuple[types.CodeType, ...]], guarded: tuple[str, ...]) -> Callable:
+    """Build the notary hook. Everything it needs, the key first, lives only in its closure, and
+    everything it calls is bound here, before learner code runs: C functions, methods of exact
+    built-in types, and functions whose code and defaults the armed guard protects."""
+    _type, _len, _sorted, _str, _int, _float, _bool = type, len, sorted, str, int, float, bool
+    _list, _tuple, _dict, _zip, _all = list, tuple, dict, zip, all
+    digest, encode, float_repr, int_repr = _hmac_digest(), _string_encoder(), float.__repr__, int.__repr__
+    getframe, ident, main = sys._getframe, _thread.get_ident, _thread.get_ident()
+    gc_enabled, gc_disable, gc_enable = gc.isenabled, gc.disable, gc.enable
+    os_open, os_write, os_close, os_fsync, os_replace = os.open, os.write, os.close, os.fsync, os.replace
+    os_pwrite, os_ftruncate = os.pwrite, os.ftruncate
+    create, events, phases, unfinished = os.O_WRONLY | os.O_CREAT | os.O_TRUNC, EVENTS, PHASES, UNFINISHED
+    statuses, changes, arm, notify_code = ("passed", "failed", "error", "skipped"), guard.changes, _arm, notify.__code__
+    own: set[types.CodeType] = set()  # the notary's own functions, filled in below
+    # Opened now, while nothing refuses it: once armed, the report's folder is closed to everyone.
+    report_fd = os_open(report, create, 0o600)
+    state: dict[str, Any] = {"armed": False, "sealed": False, "checks": [], "items": {}, "phases": {}, "at": 0,
+                             "tampered": [], "errors": [], "seed": 0, "snapshot": ((), ())}
+
+    def text(value: Any) -> str:
+        """A JSON literal of a plain value."""
+        kind = _type(value)
+        if kind is _str:
+            return encode(value)
+        if kind is _bool:
+            return "true" if value else "false"
+        if kind is _int:
+            return int_repr(value)
+        if kind is _float:
+            return float_repr(value)
+        if kind is _list or kind is _tuple:
+            return "[" + ",".join([text(v) for v in value]) + "]"
+        if kind is _dict:
+            return "{" + ",".join([encode(k) + ":" + text(value[k]) for k in _sorted(value)]) + "}"
+        return "null"
+
+    def signed(payload: dict[str, Any]) -> bytes:
+        """`payload` with its signature, as the parent reads it."""
+        body = text({"format": 1, **payload})
+        return text({"body": body, "signature": digest(key, body.encode(), "sha256").hex()}).encode()
+
+    def write_manifest(payload: dict[str, Any]) -> None:
+        """Write the manifest beside its place, then over it in one step (before arming)."""
+        tmp = manifest + ".notary"
+        fd = os_open(tmp, create, 0o600)
+        try:
+            os_write(fd, signed(payload))
+            os_fsync(fd)
+        finally:
+            os_close(fd)
+        os_replace(tmp, manifest)
+
+    def write_report(payload: dict[str, Any]) -> None:
+        """Write the report into the file opened at the start, from its first byte, and nothing after."""
+        data = signed(payload)
+        os_pwrite(report_fd, data, 0)
+        os_ftruncate(report_fd, _len(data))
+        os_fsync(report_fd)
+
+    def trusted_stack(expected: tuple[types.CodeType, ...]) -> bool:
+        """True when `notify` was called by one of `expected`, on the main thread, with nothing but
+        pytest's, pluggy's and the engine's own code between it and pytest's entry (no learner,
+        grader or callback frame)."""
+        if ident() != main:
+            return False
+        frame = getframe(1)
+        while frame is not None and frame.f_code in own:
+            frame = frame.f_back
+        if frame is None or frame.f_code is not notify_code:
+            return False
+        frame = frame.f_back
+        if frame is None or frame.f_code not in expected:
+            return False
+        while frame is not None and frame.f_code not in entries:
+            if frame.f_code not in trusted:
+                return False
+            frame = frame.f_back
+        return frame is not None
+
+    def intact() -> bool:
+        """Compare the machinery with the snapshot; record what changed as tampering."""
+        changed = changes(state["snapshot"])
+        if changed:
+            tamper("your code replaced part of the grading machinery (" + ", ".join(changed[:5]) + ")")
+        return not changed
+
+    def next_phase() -> tuple[str, str] | None:
+        """The (check, phase) the plugin must report next: checks in collection order, then setup,
+        call and teardown (pytest runs no call after a setup that did not pass)."""
+        if state["at"] >= _len(state["checks"]):
+            return None
+        check = state["checks"][state["at"]]["id"]
+        setup = state["phases"].get((check, "setup"))
+        if setup is None:
+            return check, "setup"
+        return (check, "call") if setup[0] == "passed" and (check, "call") not in state["phases"] else \
+            (check, "teardown")
+
+    def combined() -> list[dict[str, Any]]:
+        """Each check's status and message from its phases: a pass needs setup, call and teardown to pass
+        (pytest runs no call after a setup that did not pass, so that setup decides)."""
+        out = []
+        for check in state["checks"]:
+            status, message = "passed", ""
+            for phase in phases:  # the first phase that did not pass decides; a missing one is unfinished
+                got = state["phases"].get((check["id"], phase))
+                if got is None or got[0] != "passed":
+                    status, message = got if got is not None else ("failed", unfinished)
+                    break
+            out.append({"id": check["id"], "status": status, "message": message})
+        return out
+
+    def on_manifest(args: tuple) -> None:
+        """Record the expected checks and the machinery's snapshot, sign the manifest, and arm."""
+        if state["armed"] or _len(args) != 5 or not trusted_stack(callers["course.manifest"]):
+            tamper("a second manifest, or one from outside the grading machinery")
+            return
+        checks, errors, items, seed, snap = args
+        state["checks"] = [_dict(c) for c in checks]
+        state["items"] = {c["id"]: i for c, i in _zip(state["checks"], items)}
+        state["errors"], state["seed"], state["snapshot"] = [_str(e) for e in errors], seed, snap
+        write_manifest({"checks": state["checks"], "collect_errors": state["errors"]})
+        state["armed"] = True
+        arm(report.rsplit("/", 1)[0], guarded, trusted)
+
+    def on_verdict(args: tuple) -> None:
+        """Record one phase of one check, in pytest's order, from the plugin on pytest's stack."""
+        if _len(args) != 5 or not trusted_stack(callers["course.verdict"]):
+            tamper("a verdict came from outside the grading machinery")
+            return
+        check, phase, status, message, item = args
+        if not _all(_type(v) is _str for v in (check, phase, status, message)) or _type(item) is not _int:
+            tamper("a verdict of the wrong shape")
+            return
+        if (check, phase) != next_phase() or state["items"].get(check) != item or status not in statuses:
+            tamper("a verdict out of pytest's order, or for a check that was not collected")
+            return
+        if intact():
+            state["phases"][(check, phase)] = (status, message[:4000])
+            state["at"] += phase == "teardown"
+
+    def tamper(what: Any) -> None:
+        """Record tampering; the first time, write a report that says so, and accept nothing more."""
+        state["tampered"].append(what[:300] if _type(what) is _str else "the grading machinery")
+        if state["armed"] and not state["sealed"]:
+            finish()
+
+    def finish() -> None:
+        """Write the final report from the verdicts recorded, then accept nothing more."""
+        state["sealed"] = True
+        write_report({"seed": state["seed"], "checks": combined(), "collect_errors": state["errors"],
+                      "tampered": state["tampered"]})
+
+    def handle(event: str, args: tuple) -> None:
+        """Act on one of our events."""
+        if state["sealed"]:
+            return
+        if event == "course.tamper":
+            tamper(args[0] if args else "")
+        elif event == "course.manifest":
+            on_manifest(args)
+        elif event == "course.verdict" and state["armed"]:
+            on_verdict(args)
+        elif event == "course.finish" and state["armed"]:
+            if not trusted_stack(callers["course.finish"]):
+                tamper("the end of grading was announced from outside the grading machinery")
+            elif intact():
+                finish()
+
+    def hook(event: str, args: tuple) -> None:
+        """Every audited event passes here; only ours are looked at."""
+        if event not in events:
+            return
+        collecting = gc_enabled()
+        gc_disable()  # no finalizer or gc callback of the learner's may run inside the notary
+        try:
+            handle(event, args)
+        except BaseException:  # noqa: BLE001, S110 - never let the notary's frame out in a traceback
+            pass
+        finally:
+            if collecting:
+                gc_enable()
+
+    own.update(f.__code__ for f in (hook, handle, on_manifest, on_verdict, tamper, finish, trusted_stack,
+                                    write_report, write_manifest, signed, text, intact, next_phase, combined))
+    return hook
+
+
+def _hmac_digest() -> Callable[[bytes, bytes, str], bytes]:
+    """HMAC in C (`_hashlib.hmac_digest`), or the pure-Python one where OpenSSL's is missing."""
+    try:
+        from _hashlib import hmac_digest  # type: ignore[import-not-found]
+
+        return hmac_digest  # type: ignore[no-any-return]
+    except ImportError:  # pragma: no cover - CPython builds always have it where grading runs
+        import hmac
+
+        return lambda key, msg, name: hmac.digest(key, msg, name)
+
+
+def _string_encoder() -> Callable[[str], str]:
+    """JSON's string encoder in C, or its Python fallback."""
+    from json import encoder
+
+    return encoder.c_encode_basestring_ascii or encoder.py_encode_basestring_ascii
+
+
+def _arm(report_dir: str, guarded: tuple[str, ...], trusted: frozenset[types.CodeType],
+         _addaudithook: Any = sys.addaudithook, _notify: Any = notify) -> None:
+    """Install the guard hook and take away the means of installing signal handlers."""
+    _addaudithook(_make_guard(report_dir, guarded, trusted, _notify))
+    refuse = _refused_signal(_notify)
+    signal.signal = refuse
+    import _signal
+
+    _signal.signal = refuse
+
+
+def _refused_signal(tell: Callable[..., None]) -> Callable[..., Any]:
+    """What `signal.signal` becomes once armed: a handler could run inside the notary's frame."""
+
+    def signal_refused(signalnum: Any, handler: Any, _tell: Any = tell) -> Any:
+        """Refuse, and say so as tampering."""
+        _tell("course.tamper", "your code installed a signal handler while checks ran (signal.signal)")
+        raise PermissionError("course: signal handlers cannot be installed while your code is graded")
+
+    return signal_refused
+
+
+def _make_guard(report_dir: str, guarded: tuple[str, ...], trusted: frozenset[types.CodeType],
+                tell: Callable[..., None]) -> Callable[[str, tuple], None]:
+    """The guard hook: refuses the primitives that break isolation. It holds nothing secret, and
+    binds what it calls now, so replacing a built-in later cannot blind it."""
+    realpath, fspath, _type, _str, _bytes, _len = os.path.realpath, os.fspath, type, str, bytes, len
+    fn_type, path_types = types.FunctionType, (PosixPath, PurePosixPath)
+    permission, runtime = PermissionError, RuntimeError
+    inside = report_dir.rstrip("/") + "/"
+    refused, paths = dict(REFUSED), PATH_EVENTS
+    watched = frozenset(refused) | paths | {"object.__setattr__", "function.__new__"}
+
+    def refuse(what: str, error: type[BaseException] = permission) -> None:
+        """Report `what` as tampering and make the operation fail."""
+        tell("course.tamper", "your code " + what)
+        raise error("course: refused while your code is graded: it " + what)
+
+    def sensitive(path: Any) -> str:
+        """What a path would reach that it must not, or ''."""
+        kind = _type(path)
+        if kind in path_types:
+            path, kind = fspath(path), _str  # pathlib's own classes; a descriptor is left alone
+        if kind is not _str and kind is not _bytes:
+            return ""
+        name = path.decode(errors="replace") if kind is _bytes else path
+        if "/proc/" in name or name.startswith(inside[:-1]) or ".." in name or not name.startswith("/"):
+            name = realpath(name)
+        if name.startswith(inside) or name == inside[:-1]:
+            return "touched the folder of the grading report"
+        if (name.startswith("/proc/") and name.endswith("/mem")) or name in ("/dev/mem", "/dev/kmem"):
+            return "opened raw memory (" + name + ")"
+        return ""
+
+    def hook(event: str, args: tuple) -> None:
+        """Refuse what breaks isolation; let everything else through untouched."""
+        if event not in watched and not event.startswith("ctypes."):
+            return
+        if event in refused:
+            refuse(refused[event], runtime if event == "sys.addaudithook" else permission)
+        if event.startswith("ctypes."):
+            refuse("used ctypes (" + event + "), which reads and writes raw memory")
+        if event == "function.__new__":
+            if args and args[0] in trusted:
+                refuse("built a function from the grading machinery's own code (types.FunctionType)")
+            return
+        if event == "object.__setattr__":
+            target, name, value = args[0], args[1], args[2] if _len(args) > 2 else None
+            if _type(target) is not fn_type or name not in ("__code__", "__defaults__", "__kwdefaults__"):
+                return
+            if target.__code__.co_filename.startswith(guarded):
+                refuse("rewrote " + name + " of a function of the grading machinery in place")
+            if name == "__code__" and value in trusted:
+                refuse("gave a function the grading machinery's own code (__code__)")
+            return
+        for path in args[:2] if event in ("os.rename", "os.link", "os.symlink", "shutil.move") else args[:1]:
+            problem = sensitive(path)
+            if problem:
+                refuse(problem)
+
+    return hook
