@@ -52,11 +52,14 @@ def test_resident_size_and_descendants_come_from_psutil() -> None:
 
 
 def test_marked_processes_found_without_a_subreaper() -> None:
-    """The portable sweep kills a process of ours that carries the grading marker, and spares the rest."""
+    """The portable sweep kills a process that carries this run's grading marker, and spares the rest,
+    another run's gradings included."""
     since = time.time() - 1
-    env = {**os.environ, system.GRADING_MARKER[0]: system.GRADING_MARKER[1]}
-    marked = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
-    plain = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    name, ours = system.GRADING_MARKER
+    sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+    marked = subprocess.Popen(sleeper, env={**os.environ, name: ours})
+    other = subprocess.Popen(sleeper, env={**os.environ, name: "another-course-run"})
+    plain = subprocess.Popen(sleeper)
     try:
         deadline = time.monotonic() + 10
         while not system.is_marked(psutil.Process(marked.pid)):  # the environment is set once exec'd
@@ -64,10 +67,10 @@ def test_marked_processes_found_without_a_subreaper() -> None:
             time.sleep(0.05)
         assert system.kill_marked_since(since, spare=set())
         assert marked.wait(timeout=10) != 0
-        assert plain.poll() is None
+        assert plain.poll() is None and other.poll() is None
     finally:
-        marked.kill()
-        plain.kill()
+        for proc in (marked, other, plain):
+            proc.kill()
 
 
 def _verdicts(workspace: Path, env: dict[str, str]) -> dict[str, tuple[str, list[str]]]:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from course.engine import isolation
+from course.engine import isolation, system
 from course.engine.isolation import Launcher
 from course.engine.verdict import CheckEvent, ExerciseResult, verdict
 from course.registry import Exercise
@@ -159,8 +159,8 @@ def base_environment(cache_dir: Path | None = None) -> dict[str, str]:
         {
             "JAX_PLATFORMS": "cpu",
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-            # Inherited by every descendant: lets the sweep recognise an escaped one.
-            "COURSE_GRADING": "1",
+            # Inherited by every descendant: lets the sweep recognise an escaped one as ours.
+            system.GRADING_MARKER[0]: system.GRADING_MARKER[1],
             "TF_CPP_MIN_LOG_LEVEL": "2",
         }
     )

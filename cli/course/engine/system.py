@@ -21,8 +21,11 @@ from dataclasses import dataclass
 
 import psutil
 
-GRADING_MARKER = ("COURSE_GRADING", "1")
-"""Set in every grading process's environment and inherited by its descendants."""
+GRADING_MARKER = ("COURSE_GRADING", f"{os.getpid()}-{os.urandom(6).hex()}")
+"""Set in the environment of every grading this process starts, and inherited by their descendants.
+
+The value names this `course` process alone, so a sweep never takes another run's gradings
+(two terminals, `course watch` beside `course check`, an instructor grading a class)."""
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 

@@ -60,6 +60,8 @@ class Worker:
         self._lock = threading.Lock()
         self._ready: bool | None = None
         self.reason = ""
+        self.launched = 0
+        """Gradings forked so far (a grading the worker could not take runs cold and is not counted)."""
         atexit.register(self.close)
 
     @property
@@ -99,6 +101,7 @@ class Worker:
             ours.close()
             os.close(out_r)
             return None
+        self.launched += 1
         return Child(int(reply["pid"]), ours, os.fdopen(out_r, "rb"))
 
     def status(self) -> dict[str, Any]:

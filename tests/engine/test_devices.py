@@ -1,0 +1,54 @@
+"""`devices = N` in exercise.toml gives that grader exactly N CPU devices, cold or forked from the warm worker,
+and the next grading in the same worker gets its own count again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from course.engine.runner import grade, grade_many, start_worker
+from course.registry import load_course
+
+GRADER = '''
+import jax
+
+def test_devices(submission):
+    """The grader sees exactly the devices its exercise asks for."""
+    assert jax.device_count() == submission.WANT, f"saw {jax.device_count()} devices, wanted {submission.WANT}"
+'''
+
+
+def _course(root: Path) -> Path:
+    """A course of three exercises asking for 8, 1 and 2 devices."""
+    wants = {"eight": 8, "one": 1, "two": 2}
+    lines = ['format_version = 1', 'title = "Devices"', f"exercises = {list(wants)!r}".replace("'", '"')]
+    (root / "course.toml").write_text("\n".join(lines) + "\n")
+    for i, (name, n) in enumerate(wants.items(), start=1):
+        folder = f"{i:02d}_{name}"
+        for top in ("exercises", "graders", "solutions"):
+            (root / top / folder).mkdir(parents=True)
+        (root / "exercises" / folder / "exercise.toml").write_text(
+            f'title = "{name}"\ntopic = "devices"\nhints = ["h"]\ndevices = {n}\n')
+        (root / "exercises" / folder / f"{name}.py").write_text(f"WANT = {n}\n")
+        (root / "graders" / folder / f"test_{name}.py").write_text(GRADER)
+    return root
+
+
+@pytest.mark.slow
+def test_each_path_sees_exactly_the_devices_asked_for(tmp_path: Path) -> None:
+    """Cold: 8 and 1. Warm worker, in one worker and in this order: 8, then 1, then 2."""
+    (tmp_path / "course").mkdir()
+    course = load_course(_course(tmp_path / "course"))
+    eight, one, two = course.exercises
+    cold = [grade(e, e.stub_path) for e in (eight, one)]
+    assert all(r.passed for r in cold), [c.message for r in cold for c in r.checks]
+    worker = start_worker()
+    assert worker is not None
+    try:
+        warm = grade_many([(e, e.stub_path) for e in (eight, one, two)], jobs=1, worker=worker)
+        assert worker.launched == 3, f"only {worker.launched} of 3 gradings were forked: {worker.reason}"
+        assert worker.status()["backends"] == [], "the worker itself must never start a backend"
+    finally:
+        worker.close()
+    assert all(r.passed for r in warm), [c.message for r in warm for c in r.checks]
