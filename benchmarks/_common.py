@@ -66,9 +66,9 @@ def bare_pytest(exercise_name: str, workspace: Path) -> list[str]:
     ]
 
 
-def grading_env() -> dict[str, str]:
-    """The environment a bare pytest run gets: CPU JAX, like a graded run."""
-    return {**os.environ, "JAX_PLATFORMS": "cpu"}
+def grading_env(devices: int = 1) -> dict[str, str]:
+    """The environment a bare pytest run gets: CPU JAX with the exercise's device count, like a graded run."""
+    return {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
 
 
 def interleaved(
