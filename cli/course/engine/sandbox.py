@@ -63,6 +63,11 @@ class Protections:
     landlock_abi: int = 0
 
     @property
+    def active(self) -> bool:
+        """True when any protection is on, so gradings should enter the sandbox."""
+        return self.network_namespace or self.landlock_abi > 0
+
+    @property
     def landlock_files(self) -> bool:
         """Reading and writing limited to the policy's folders."""
         return self.landlock_abi >= 1
