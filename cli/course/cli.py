@@ -317,3 +317,47 @@ def grade(
     else:
         instructor.class_report(summary, written, note)
     raise typer.Exit(done.exit_code)
+
+
+autograder_app = typer.Typer(
+    cls=Group,
+    help="Hand the same grading to Gradescope (a bundle) or GitHub Classroom (a workflow).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(autograder_app, name="autograder")
+
+
+@autograder_app.command("gradescope")
+def autograder_gradescope(
+    out: Annotated[Path, typer.Option("--out", "-o", help="The bundle to write.")] = Path("autograder.zip"),
+    course: CourseOpt = None,
+) -> None:
+    """Write Gradescope's autograder.zip: setup.sh, run_autograder and the course with its hidden checks."""
+    from course import workspace
+    from course.instructor import autograder
+    from course.ui import instructor
+
+    found = workspace.resolve(course).course
+    path = autograder.gradescope(found, out)
+    instructor.paths_written("Gradescope autograder bundle:", [path.resolve()],
+                             "Next: upload it as the assignment's autograder (Docker base image with Ubuntu).")
+
+
+@autograder_app.command("classroom")
+def autograder_classroom(
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="The students' repository (default: the course itself).",
+                                  show_default=False)
+    ] = None,
+    course: CourseOpt = None,
+) -> None:
+    """Write .github/workflows/classroom.yml: one graded step per exercise, `course check NAME`."""
+    from course import workspace
+    from course.instructor import autograder
+    from course.ui import instructor
+
+    found = workspace.resolve(course).course
+    path = autograder.classroom(found, out or found.root)
+    instructor.paths_written("GitHub Classroom workflow:", [path.resolve()],
+                             "Next: commit it to the template repository (a `course release` of this course).")

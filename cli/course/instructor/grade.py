@@ -73,6 +73,12 @@ class ClassRun:
     protections: sandbox.Protections
     students: list[Student] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
+    single: Path | None = None
+    """Where the results go when the run grades one submission (the Gradescope autograder)."""
+
+    def results_path(self, student: str) -> Path:
+        """Where a student's `results.json` is written."""
+        return self.single if self.single is not None else self.out / student / RESULTS
 
     @property
     def exit_code(self) -> int:
@@ -110,18 +116,24 @@ def prepare(course: Course, folder: Path, out: Path, *, only: list[str] | None =
     run = ClassRun(course, out, course.select(only) if only else course.exercises, _seed(out, seed),
                    sandbox.available())
     for entry in entries:
-        previous = _previous(out / entry.student / RESULTS)
-        student = Student(entry, dict(previous))
-        for exercise, found in zip(run.exercises, entry.locate(run.exercises).values(), strict=True):
-            old = previous.get(exercise.name)
-            if not found.tried:
-                student.records[exercise.name] = untried_record(exercise, found.note, found.rel)
-            elif regrade or not _reusable(old, exercise, found.data):
-                run.jobs.append(Job(student, exercise, found.rel or "", found.data or b""))
-                student.pending += 1
-        student.graded = student.pending > 0 or student.records != previous
-        run.students.append(student)
+        add_student(run, entry, regrade=regrade)
     return run
+
+
+def add_student(run: ClassRun, entry: submissions.Entry, *, regrade: bool = False) -> Student:
+    """Plan one student: reuse what an earlier run graded of the same files, queue the rest."""
+    previous = _previous(run.results_path(entry.student))
+    student = Student(entry, dict(previous))
+    for exercise, found in zip(run.exercises, entry.locate(run.exercises).values(), strict=True):
+        old = previous.get(exercise.name)
+        if not found.tried:
+            student.records[exercise.name] = untried_record(exercise, found.note, found.rel)
+        elif regrade or not _reusable(old, exercise, found.data):
+            run.jobs.append(Job(student, exercise, found.rel or "", found.data or b""))
+            student.pending += 1
+    student.graded = student.pending > 0 or student.records != previous
+    run.students.append(student)
+    return student
 
 
 def _reusable(old: Record | None, exercise: Exercise, data: bytes | None) -> bool:
@@ -216,4 +228,4 @@ def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: sandbox
 def _write(plan: ClassRun, student: Student) -> None:
     """Write one student's `results.json` atomically."""
     data = results_json(plan.course.exercises, student.records, plan.context(student.entry.student))
-    write_atomic(plan.out / student.entry.student / RESULTS, json.dumps(data, indent=2))
+    write_atomic(plan.results_path(student.entry.student), json.dumps(data, indent=2))

@@ -26,10 +26,11 @@ NEVER = {"__pycache__", ".course", "hidden", ".pytest_cache", ".ruff_cache", ".D
 """Names left out wherever they are: caches, state, and hidden checks."""
 
 
-def _tree(folder: Path) -> Iterator[Path]:
-    """Every file under `folder`, minus the names in NEVER and egg-info folders; links are not followed."""
+def _tree(folder: Path, *, hidden: bool = False) -> Iterator[Path]:
+    """Every file under `folder`, minus the names in NEVER (but `hidden/` if asked) and egg-info folders."""
+    never = NEVER - {"hidden"} if hidden else NEVER
     for root, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in NEVER and not d.endswith(".egg-info"))
+        dirs[:] = sorted(d for d in dirs if d not in never and not d.endswith(".egg-info"))
         for name in sorted(names):
             path = Path(root) / name
             if name not in NEVER and not name.endswith(".pyc") and path.is_file() and not path.is_symlink():
@@ -43,16 +44,19 @@ def _package_source(root: Path) -> tuple[Path, Path]:
     return Path(course.__file__).resolve().parent, Path("cli", "course")
 
 
-def files(found: Course) -> dict[Path, Path | bytes]:
-    """What the release holds: its relative path -> a file to copy, or the bytes to write (pristine stubs)."""
+def files(found: Course, *, hidden: bool = False) -> dict[Path, Path | bytes]:
+    """What the release holds: its relative path -> a file to copy, or the bytes to write (pristine stubs).
+
+    With `hidden`, the graders keep their hidden checks (for an autograder bundle, never for students).
+    """
     root = found.root
     plan: dict[Path, Path | bytes] = {Path(COURSE_FILE): root / COURSE_FILE}
     plan.update({Path(name): root / name for name in TOP_FILES if (root / name).is_file()})
-    for top in ("docs",):
-        plan.update({p.relative_to(root): p for p in _tree(root / top)} if (root / top).is_dir() else {})
+    if (root / "docs").is_dir():
+        plan.update({p.relative_to(root): p for p in _tree(root / "docs")})
     for exercise in found.exercises:
-        for folder in (exercise.lesson_path.parent, exercise.grader_path.parent):
-            plan.update({p.relative_to(root): p for p in _tree(folder)})
+        plan.update({p.relative_to(root): p for p in _tree(exercise.lesson_path.parent)})
+        plan.update({p.relative_to(root): p for p in _tree(exercise.grader_path.parent, hidden=hidden)})
         stub = pristine_stub(exercise)
         if stub is not None:
             plan[exercise.stub_rel] = stub
