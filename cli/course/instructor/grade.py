@@ -44,7 +44,9 @@ class Student:
     records: dict[str, Record]
     pending: int = 0
     graded: bool = False
-    """True when something of theirs was graded in this run (not all reused)."""
+    """True when something of theirs was graded in this run (not all reused), or they are new."""
+    changed: bool = False
+    """True when their results file must be written (graded, or a record changed without grading)."""
 
     @property
     def error(self) -> bool:
@@ -131,7 +133,9 @@ def add_student(run: ClassRun, entry: submissions.Entry, *, regrade: bool = Fals
         elif regrade or not _reusable(old, exercise, found.data):
             run.jobs.append(Job(student, exercise, found.rel or "", found.data or b""))
             student.pending += 1
-    student.graded = student.pending > 0 or student.records != previous
+    # Graded now: something runs, or the student is new. Unchanged records are not written again.
+    student.graded = student.pending > 0 or not previous
+    student.changed = student.graded or student.records != previous
     run.students.append(student)
     return student
 
@@ -187,7 +191,7 @@ def run(plan: ClassRun, *, jobs: int = 0, on_student: Callable[[Student], None] 
 
     try:
         for student in plan.students:
-            if student.pending == 0 and student.graded:
+            if student.pending == 0 and student.changed:
                 finish(student)
             elif student.pending == 0 and on_student is not None:
                 on_student(student)
