@@ -47,6 +47,8 @@ class Student:
     """True when something of theirs was graded in this run (not all reused), or they are new."""
     changed: bool = False
     """True when their results file must be written (graded, or a record changed without grading)."""
+    written: bytes = b""
+    """What this run wrote to their results file, to restore it if anything changed it since."""
 
     @property
     def error(self) -> bool:
@@ -196,6 +198,7 @@ def run(plan: ClassRun, *, jobs: int = 0, on_student: Callable[[Student], None] 
             elif student.pending == 0 and on_student is not None:
                 on_student(student)
         _pool(one, plan.jobs, jobs or os.cpu_count() or 1)
+        _restore(plan)
     finally:
         if worker is not None:
             worker.close()
@@ -232,4 +235,18 @@ def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: sandbox
 def _write(plan: ClassRun, student: Student) -> None:
     """Write one student's `results.json` atomically."""
     data = results_json(plan.course.exercises, student.records, plan.context(student.entry.student))
-    write_atomic(plan.results_path(student.entry.student), json.dumps(data, indent=2))
+    student.written = json.dumps(data, indent=2).encode()
+    write_atomic(plan.results_path(student.entry.student), student.written)
+
+
+def _restore(plan: ClassRun) -> None:
+    """Put back any results file of this run that was changed after it was written. Where the
+    sandbox has no file restrictions, code graded later could otherwise rewrite a classmate's."""
+    for student in plan.students:
+        path = plan.results_path(student.entry.student)
+        try:
+            intact = not student.written or path.read_bytes() == student.written
+        except OSError:
+            intact = False
+        if not intact:
+            write_atomic(path, student.written)
