@@ -307,8 +307,11 @@ def _main(argv: list[str]) -> int:
     except OSError as exc:
         sys.stderr.write(f"course: the grading sandbox could not be entered: {exc}\n")
         return FAILED_EXIT
-    os.execv(argv[2], argv[2:])
-    return FAILED_EXIT  # not reached
+    try:
+        os.execv(argv[2], argv[2:])
+    except OSError as exc:
+        sys.stderr.write(f"course: the grading could not start inside its sandbox: {exc}\n")
+    return FAILED_EXIT
 
 
 if __name__ == "__main__":
