@@ -43,6 +43,12 @@ def gradebook_csv(run: ClassRun) -> str:
     return buffer.getvalue()
 
 
+def _shortened(message: str, limit: int = 300) -> str:
+    """The first line of a message, cut at a word before `limit` characters."""
+    first = (message.strip().splitlines() or [""])[0]
+    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0] + " …"
+
+
 def _pattern(message: str) -> str:
     """A failure message with its numbers blanked, so the same mistake on other inputs counts once."""
     first = (message.strip().splitlines() or ["(no message)"])[0]
@@ -68,7 +74,7 @@ def _check_stats(run: ClassRun, name: str) -> list[dict[str, Any]]:
             row["failed"] += 1
             key = _pattern(check["message"])
             messages.setdefault(check["id"], Counter())[key] += 1
-            examples.setdefault((check["id"], key), (check["message"].strip().splitlines() or [""])[0][:300])
+            examples.setdefault((check["id"], key), _shortened(check["message"]))
     for check_id, row in stats.items():
         seen = row["passed"] + row["failed"]
         row["pass_rate"] = round(row["passed"] / seen, 4) if seen else None

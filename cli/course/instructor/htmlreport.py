@@ -97,12 +97,14 @@ def _svg_uri(figure: Any) -> str:
 def _distribution(summary: dict[str, Any]) -> str:
     """A histogram of the students' totals, from 0 to what the course is worth."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     top = max(float(summary["max_total"]), 1.0)
     figure = Figure(figsize=(5.2, 3.2))
     axes = figure.subplots()
     axes.hist(list(summary["totals"].values()), bins=min(20, max(5, int(top))), range=(0, top), color="#3a7bd5")
     axes.set(title="Total scores", xlabel=f"points (of {top:g})", ylabel="students")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.spines[["top", "right"]].set_visible(False)
     return _svg_uri(figure)
 
