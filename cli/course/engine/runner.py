@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from course.engine.worker import Worker
 
 CACHE_MAX_BYTES = 256 * 2**20
+READ_ONLY_CACHE = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e9", "JAX_COMPILATION_CACHE_MAX_SIZE": "-1"}
+"""Settings that make JAX only read its compilation cache: no compile is slow enough to be written,
+and without a size limit there is no lock file or access time to write either."""
 
 
 def grade(
@@ -40,6 +43,7 @@ def grade(
     on_event: Callable[[CheckEvent], None] | None = None,
     hidden: bool = False,
     sandbox: Confinement | None = None,
+    read_only_cache: bool = False,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
@@ -48,6 +52,8 @@ def grade(
     `hidden`, the exercise's hidden checks run too (instructors' grading, never `course check`).
     With `sandbox`, the process may read only the grader's folder and the submission's (and
     Python's own files), write only its work folder, and use no network (`course.engine.sandbox`).
+    With `read_only_cache`, the grading reads `cache_dir` and never writes to it (a cache other
+    gradings share, which the sandbox lets it read but not write).
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not submission.is_file():
@@ -68,7 +74,7 @@ def grade(
             _command(exercise, submission, report_path, seed, hidden, folder),
             key=key,
             cwd=workdir,
-            env=_environment(exercise, cache_dir),
+            env=_environment(exercise, cache_dir, read_only_cache),
             timeout_s=exercise.meta.timeout_s,
             memory_mb=exercise.meta.memory_mb,
             launcher=worker,
@@ -160,10 +166,11 @@ def _command(exercise: Exercise, submission: Path, report_path: Path, seed: int,
     ]
 
 
-def _environment(exercise: Exercise, cache_dir: Path | None) -> dict[str, str]:
+def _environment(exercise: Exercise, cache_dir: Path | None, read_only_cache: bool = False) -> dict[str, str]:
     """A small, clean environment: CPU JAX with the device count the grader needs."""
     devices = f"--xla_force_host_platform_device_count={exercise.meta.devices}"
-    return {**base_environment(cache_dir), "XLA_FLAGS": devices}
+    only_read = READ_ONLY_CACHE if cache_dir is not None and read_only_cache else {}
+    return {**base_environment(cache_dir), "XLA_FLAGS": devices, **only_read}
 
 
 def base_environment(cache_dir: Path | None = None) -> dict[str, str]:

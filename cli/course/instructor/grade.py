@@ -77,6 +77,8 @@ class ClassRun:
     protections: sandbox.Protections
     students: list[Student] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
+    references: dict[str, str] = field(default_factory=dict)
+    """How each reference solution fared under the class's seed, when it was graded to fill the cache."""
     single: Path | None = None
     """Where the results go when the run grades one submission (the Gradescope autograder)."""
 
@@ -172,8 +174,13 @@ def run(plan: ClassRun, *, jobs: int = 0, on_student: Callable[[Student], None] 
     """Grade every job, `jobs` at a time; write each student's results as they complete."""
     lock = threading.Lock()
     scratch = Path(tempfile.mkdtemp(prefix="course-class-"))
-    confinement = sandbox.confinement() if plan.protections.active else None
+    # A compilation cache shared by every student is safe only where they cannot write to it.
+    cache = scratch / "xla-cache" if plan.protections.landlock_files and plan.jobs else None
+    if cache is not None:
+        cache.mkdir()  # before the sandbox names it: a folder that does not exist gets no rule
+    confinement = sandbox.confinement([str(cache)] if cache else []) if plan.protections.active else None
     worker = runner.start_worker() if len(plan.jobs) > 1 else None
+    jobs = jobs or os.cpu_count() or 1
 
     def finish(student: Student) -> None:
         """Write a student's results and report them."""
@@ -183,7 +190,7 @@ def run(plan: ClassRun, *, jobs: int = 0, on_student: Callable[[Student], None] 
 
     def one(job: Job) -> None:
         """Grade one job from a private copy, then finish its student if it was their last."""
-        rec = _grade(job, plan.seed, scratch, worker, confinement)
+        rec = _grade(job, plan.seed, scratch, worker, confinement, cache)
         with lock:
             job.student.records[job.exercise.name] = rec
             job.student.pending -= 1
@@ -197,7 +204,9 @@ def run(plan: ClassRun, *, jobs: int = 0, on_student: Callable[[Student], None] 
                 finish(student)
             elif student.pending == 0 and on_student is not None:
                 on_student(student)
-        _pool(one, plan.jobs, jobs or os.cpu_count() or 1)
+        if cache is not None:
+            _prewarm(plan, cache, worker, jobs)
+        _pool(one, plan.jobs, jobs)
         _restore(plan)
     finally:
         if worker is not None:
@@ -220,13 +229,25 @@ def _pool(one: Callable[[Job], None], todo: list[Job], jobs: int) -> None:
         pool.shutdown(wait=True)
 
 
-def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: sandbox.Confinement | None) -> Record:
+def _prewarm(plan: ClassRun, cache: Path, worker: Any, jobs: int) -> None:
+    """Grade each reference solution (trusted code) with the class's seed, filling the shared
+    compilation cache: a student whose program is the same loads it instead of compiling it.
+    Each verdict is kept; a reference that fails under this seed is worth the instructor's look."""
+    pairs = [(e, e.solution_path) for e in plan.exercises
+             if e.solution_path.is_file() and any(j.exercise.name == e.name for j in plan.jobs)]
+    results = runner.grade_many(pairs, jobs=jobs, seed=plan.seed, worker=worker, cache_dir=cache, hidden=True)
+    plan.references = {e.name: r.status for (e, _), r in zip(pairs, results, strict=True)}
+
+
+def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: sandbox.Confinement | None,
+           cache: Path | None) -> Record:
     """Grade one submitted file from a private copy that only this grading may read."""
     stage = Path(tempfile.mkdtemp(dir=scratch))
     private = stage / f"{job.exercise.name}.py"
     private.write_bytes(job.data)
     try:
-        result = runner.grade(job.exercise, private, seed=seed, worker=worker, hidden=True, sandbox=confinement)
+        result = runner.grade(job.exercise, private, seed=seed, worker=worker, hidden=True, sandbox=confinement,
+                              cache_dir=cache, read_only_cache=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return record(job.exercise, result, rel=job.rel, data=job.data, private=str(private))

@@ -114,6 +114,7 @@ def summary(run: ClassRun) -> dict[str, Any]:
         "mean_total": round(statistics.fmean(scores), 3) if scores else None,
         "median_total": statistics.median(scores) if scores else None,
         "isolation": {**run.protections.as_dict(), "on": on, "off": off},
+        "references": run.references,
         "exercises": exercises,
         "totals": {s.entry.student: totals(run, s)[0] for s in run.students},
     }
