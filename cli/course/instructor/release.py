@@ -18,11 +18,12 @@ from pathlib import Path
 import course
 from course.errors import UsageError
 from course.files import write_atomic
+from course.paths import STATE_DIR
 from course.registry import COURSE_FILE, Course
 from course.workspace import pristine_stub
 
 TOP_FILES = ("README.md", "pyproject.toml", "LICENSE", "LICENSE.md", ".gitignore")
-NEVER = {"__pycache__", ".course", "hidden", ".pytest_cache", ".ruff_cache", ".DS_Store"}
+NEVER = {"__pycache__", STATE_DIR, "hidden", ".pytest_cache", ".ruff_cache", ".DS_Store"}
 """Names left out wherever they are: caches, state, and hidden checks."""
 
 
