@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from class_helpers import SOLUTION, assert_gradescope, class_course, honest_class, write_folder
+from class_helpers import MAX_TOTAL, SOLUTION, assert_gradescope, class_course, honest_class, write_folder
 from course.engine import sandbox
 
 ATTACKS = Path(__file__).parent / "attacks" / "batch"
@@ -77,6 +77,7 @@ class Listener:
 class Batch:
     """One graded class with the attackers in it."""
 
+    argv: list[str]
     out: Path
     returncode: int
     summary: dict
@@ -108,14 +109,12 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
             text = attack.read_text(encoding="utf-8").replace("__PORT__", str(listener.port))
             write_folder(subs / attack.stem, {"ex_pass.py": text.replace("__TOKEN__", token)})
             expected[attack.stem] = 3.0
-        done = subprocess.run(
-            [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--json", "--jobs", "2"],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+        argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--json"]
+        done = subprocess.run([*argv, "--jobs", "2"], capture_output=True, text=True, timeout=300, check=False)
     finally:
         listener.close()
     assert done.stdout.strip(), done.stderr[-2000:]
-    return Batch(out, done.returncode, json.loads(done.stdout), secret, token, listener.received, expected)
+    return Batch(argv, out, done.returncode, json.loads(done.stdout), secret, token, listener.received, expected)
 
 
 @pytest.mark.parametrize("attack", sorted(NEEDS))
@@ -137,8 +136,9 @@ def test_classmates_are_graded_as_an_honest_class(batch: Batch) -> None:
     assert batch.returncode == 0, batch.summary
     assert batch.summary["totals"] == batch.expected
     with (batch.out / "gradebook.csv").open(encoding="utf-8") as fh:
-        rows = {r["student"]: float(r["total"]) for r in csv.DictReader(fh)}
-    assert rows == batch.expected
+        rows = list(csv.DictReader(fh))
+    assert {r["student"]: float(r["total"]) for r in rows} == batch.expected
+    assert {float(r["max_total"]) for r in rows} == {MAX_TOTAL}
     assert sorted(p.name for p in batch.out.iterdir() if p.is_dir()) == sorted(batch.expected)
     for student in ("alice", "bob", "carol", "dave"):
         assert_gradescope(batch.results(student), student)
@@ -158,3 +158,13 @@ def test_results_say_which_protections_were_on(batch: Batch) -> None:
     flags = batch.results("alice")["extra_data"]["isolation"]
     assert flags == {**PROTECTIONS.as_dict()}
     assert batch.summary["isolation"]["on"][0] == "a private copy of each submitted file"
+
+
+def test_a_rerun_grades_nobody_again(batch: Batch) -> None:
+    """The same class again: every student's results stand, nothing is graded, the totals are the same."""
+    before = {p: p.read_bytes() for p in batch.out.glob("*/results.json")}
+    done = subprocess.run(batch.argv, capture_output=True, text=True, timeout=120, check=False)
+    summary = json.loads(done.stdout)
+    assert done.returncode == batch.returncode and summary["graded_now"] == 0
+    assert summary["reused"] == len(batch.expected) and summary["totals"] == batch.summary["totals"]
+    assert {p: p.read_bytes() for p in batch.out.glob("*/results.json")} == before

@@ -88,7 +88,7 @@ def grading_progress(total: int, enabled: bool = True) -> Iterator[Callable[[str
     )
     with Progress(*columns, console=ui.err, transient=True) as progress:
         task = progress.add_task("grading", total=total)
-        yield lambda student="": progress.update(task, advance=1, description=f"grading {student}".strip())
+        yield lambda student="": progress.update(task, advance=1, description=f"graded {student}".strip())
 
 
 def class_report(summary: dict[str, Any], written: list[Path], note: str) -> None:
