@@ -198,11 +198,15 @@ def _new_namespaces() -> None:
 
 
 class _RulesetAttr(ctypes.Structure):
+    """`struct landlock_ruleset_attr`: what the ruleset handles (files, TCP, scopes)."""
+
     _fields_ = (("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
                 ("scoped", ctypes.c_uint64))  # fmt: skip
 
 
 class _PathBeneath(ctypes.Structure):
+    """`struct landlock_path_beneath_attr` (packed): rights allowed beneath an open folder or file."""
+
     _pack_ = 1
     _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
 

@@ -174,11 +174,7 @@ def run(plan: ClassRun, *, jobs: int = 0, on_student: Callable[[Student], None] 
     """Grade every job, `jobs` at a time; write each student's results as they complete."""
     lock = threading.Lock()
     scratch = Path(tempfile.mkdtemp(prefix="course-class-"))
-    # A compilation cache shared by every student is safe only where they cannot write to it.
-    cache = scratch / "xla-cache" if plan.protections.landlock_files and plan.jobs else None
-    if cache is not None:
-        cache.mkdir()  # before the sandbox names it: a folder that does not exist gets no rule
-    confinement = sandbox.confinement([str(cache)] if cache else []) if plan.protections.active else None
+    cache, confinement = _confinement(plan, scratch)
     worker = runner.start_worker() if len(plan.jobs) > 1 else None
     jobs = jobs or os.cpu_count() or 1
 
@@ -213,6 +209,15 @@ def run(plan: ClassRun, *, jobs: int = 0, on_student: Callable[[Student], None] 
             worker.close()
         shutil.rmtree(scratch, ignore_errors=True)
     return plan
+
+
+def _confinement(plan: ClassRun, scratch: Path) -> tuple[Path | None, sandbox.Confinement | None]:
+    """The shared compilation cache (None where it cannot be kept read-only) and the sandbox (None where
+    the machine has none). A cache every student reads is safe only where none of them can write it."""
+    cache = scratch / "xla-cache" if plan.protections.landlock_files and plan.jobs else None
+    if cache is not None:
+        cache.mkdir()  # before the sandbox names it: a folder that does not exist gets no rule
+    return cache, sandbox.confinement([str(cache)] if cache else []) if plan.protections.active else None
 
 
 def _pool(one: Callable[[Job], None], todo: list[Job], jobs: int) -> None:

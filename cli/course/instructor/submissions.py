@@ -94,6 +94,7 @@ class _TooLarge(Exception):
     """A file over MAX_FILE_BYTES."""
 
     def __init__(self, size: int) -> None:
+        """Remember the size that was found."""
         super().__init__(size)
         self.size = size
 
