@@ -4,8 +4,9 @@ The class is made from the course's own files: each student's file for each exer
 reference solution, one of its wrong variants, the untouched stub, or missing, drawn with a
 fixed seed; every third student hands in a zip. It prints students per minute, the ratio to
 grading each student with a separate `course check --all` (timed on a sample of students,
-`BENCH_BASELINE`, and scaled to the class), the peak memory of the whole process tree, and the
-machine's load average, since other work on the machine moves every figure.
+`BENCH_BASELINE`, half before the class and half after, and scaled to the class), the peak
+memory of the whole process tree, and the machine's load average, since other work on the
+machine moves every figure.
 """
 
 import contextlib
@@ -126,9 +127,13 @@ def main() -> None:
     students = synthetic_class(subs)
     sample = [Path(shutil.copytree(s, scratch / "sample" / s.name)) for s in students[:: max(1, STUDENTS // BASELINE)]]
     zip_some(students)
+    # Half the baseline sample before the class and half after, so a change in the machine's load
+    # during the run weighs on both sides alike.
+    half = len(sample[:BASELINE]) // 2
     load_before = os.getloadavg()
+    baseline = time_baseline(sample[:half], scratch / "ws")
     wall, peak, output = time_grade(subs, scratch / "out")
-    baseline = time_baseline(sample[:BASELINE], scratch / "ws")
+    baseline += time_baseline(sample[half:BASELINE], scratch / "ws")
     load_after = os.getloadavg()
     per_student = statistics.mean(baseline)
     ratio = wall / (per_student * STUDENTS)
