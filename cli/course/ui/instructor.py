@@ -114,6 +114,10 @@ def class_report(summary: dict[str, Any], written: list[Path], note: str) -> Non
     ui.line(f"Isolation: {'; '.join(on)}.", style="dim")
     if off:
         ui.line(f"Off on this machine: {'; '.join(off)}.", style="yellow")
+    for name, status in summary.get("references", {}).items():
+        if status != "passed":
+            ui.warning(f"the reference solution of {name} is {status} under this class's seed ({summary['seed']}); "
+                       "check its grader before trusting these scores (`course validate`).")
     if summary["platform_errors"]:
         ui.line(f"The platform failed for {', '.join(summary['platform_errors'])}; their results say so. "
                 "Run the same command again to grade them again.", style="bold magenta")
