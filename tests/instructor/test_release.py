@@ -63,7 +63,7 @@ def test_a_student_works_through_the_release(tmp_path: Path, mini_course: Path, 
     env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
     checked = subprocess.run([str(COURSE_BIN), "check", "ex_fail", "--json"], cwd=out, env=env,
                              capture_output=True, text=True, timeout=120, check=False)
-    assert checked.returncode == 1, checked.stderr
+    assert checked.returncode == 1, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert '"max_score": 3.0' in checked.stdout  # the public points only: 1 + 2, no hidden check
     shutil.copy(mini_course / "solutions" / "02_ex_fail" / "ex_fail.py", out / "exercises" / "02_ex_fail")
     checked = subprocess.run([str(COURSE_BIN), "check", "ex_fail"], cwd=out, env=env, capture_output=True,
