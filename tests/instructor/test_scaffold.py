@@ -135,3 +135,29 @@ def test_placeholder_marks_every_scaffolded_text(small: Path) -> None:
     made = new_exercise(load_course(small), "scan_sum", "compiles")
     marked = {p.name for p in made if PLACEHOLDER in p.read_text()}
     assert marked == {"README.md", "exercise.toml", "scan_sum.py", "test_scan_sum.py"}
+
+
+def test_new_hidden_scaffolds_hidden_checks_that_stay_red(small: Path) -> None:
+    """`course new NAME --topic T --hidden` adds the hidden grader; validate flags it until it is written."""
+    made = new_exercise(load_course(small), "scan_sum", "compiles", hidden=True)
+    hidden = small / "graders" / "02_scan_sum" / "hidden" / "test_scan_sum_hidden.py"
+    assert hidden in made and PLACEHOLDER in hidden.read_text(encoding="utf-8")
+    course = load_course(small)
+    exercise = course.get("scan_sum")
+    assert exercise.hidden_grader_path == hidden and exercise.hidden_max_score == 1.0
+    assert not any("hidden" in p for p in layout.static_problems(exercise))  # the hidden folder is not stray
+
+
+def test_cli_new_hidden_for_an_existing_exercise(small: Path) -> None:
+    """`course new NAME --hidden` on an exercise that has none adds them; a second time is refused."""
+    runner = CliRunner()
+    (small / "graders" / "01_ex_fail" / "hidden" / "test_ex_fail_hidden.py").unlink()
+    done = runner.invoke(app, ["new", "ex_fail", "--hidden", "--course", str(small)])
+    assert done.exit_code == 0, done.output
+    assert "graders/01_ex_fail/hidden/test_ex_fail_hidden.py" in done.output
+    report = validate(load_course(small), ["ex_fail"], jobs=2)
+    assert any("fails test_hidden_rule" in p for p in report.exercises[0].problems), report.exercises[0].problems
+    again = runner.invoke(app, ["new", "ex_fail", "--hidden", "--course", str(small)])
+    assert again.exit_code == 2 and "already exists" in again.output
+    missing = runner.invoke(app, ["new", "brand_new", "--course", str(small)])
+    assert missing.exit_code == 2 and "give the new exercise a topic" in missing.output

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from course.engine import isolation, system
+from course.engine import isolation, sandbox, system
 
 FD_NAMES = ("keyfd", "eventsfd")
 """The descriptors a grading receives besides its output, at 3, 4, ... in the child, in this order."""
@@ -216,6 +216,7 @@ def _child(request: dict[str, Any], out_fd: int, passed: list[int]) -> NoReturn:
         os.environ.update(request["env"])
         _apply_cache_settings(request["env"])
         _reseed()
+        sandbox.enter(request.get("sandbox"))  # last: everything above needs what it forbids
         import pytest
 
         numbers = {name: FIRST_FD + i for i, name in enumerate(FD_NAMES)}

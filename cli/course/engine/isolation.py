@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from course.engine import system
+from course.engine.sandbox import Policy, wrap
 
 OUTPUT_KEEP = 64 * 1024
 OUTPUT_LIMIT = 32 * 1024 * 1024
@@ -49,7 +50,7 @@ class Launcher(Protocol):
     """
 
     def launch(self, command: list[str], *, fds: dict[str, int], cwd: Path, env: dict[str, str],
-               memory_mb: int) -> Any: ...
+               memory_mb: int, sandbox: str | None = None) -> Any: ...
 
 
 def run_isolated(
@@ -62,12 +63,14 @@ def run_isolated(
     memory_mb: int,
     launcher: Launcher | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    sandbox: Policy | None = None,
 ) -> Outcome:
     """Run `command` under the limits; `{keyfd}` becomes a pipe carrying `key`, `{eventsfd}` one for events.
 
     Events are JSON lines the grading writes as each check ends; they are passed to `on_event`
     for display only (the verdict comes from the signed report). With a `launcher` (the warm
-    worker) the process is forked from it; when it cannot, the command starts cold.
+    worker) the process is forked from it; when it cannot, the command starts cold. With a
+    `sandbox` policy, the grading process enters it before it runs anything (`course.engine.sandbox`).
     """
     system.become_subreaper()
     key_r, key_w = os.pipe()
@@ -78,8 +81,10 @@ def run_isolated(
     # Start and register under the lock: another thread's sweep must never take a child that
     # exists but is not yet registered for an orphan (it would kill and reap it).
     with _active_lock:
-        proc = launcher.launch(command, fds=fds, cwd=cwd, env=env, memory_mb=memory_mb) if launcher else None
-        proc = proc or _start_cold(command, fds, cwd, env)
+        confined = {"sandbox": sandbox.to_json()} if sandbox is not None else {}
+        limits = {"cwd": cwd, "env": env, "memory_mb": memory_mb, **confined}
+        proc = launcher.launch(command, fds=fds, **limits) if launcher else None
+        proc = proc or _start_cold(wrap(command, sandbox) if sandbox is not None else command, fds, cwd, env)
         _active.add(proc.pid)
     os.close(key_r)
     os.close(events_w)

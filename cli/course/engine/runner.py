@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from course.engine import isolation, system
 from course.engine.isolation import Launcher
+from course.engine.sandbox import Confinement, Policy
 from course.engine.verdict import CheckEvent, ExerciseResult, verdict
 from course.registry import Exercise
 
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from course.engine.worker import Worker
 
 CACHE_MAX_BYTES = 256 * 2**20
+READ_ONLY_CACHE = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e9", "JAX_COMPILATION_CACHE_MAX_SIZE": "-1"}
+"""Settings that make JAX only read its compilation cache: no compile is slow enough to be written,
+and without a size limit there is no lock file or access time to write either."""
 
 
 def grade(
@@ -38,12 +42,18 @@ def grade(
     cache_dir: Path | None = None,
     on_event: Callable[[CheckEvent], None] | None = None,
     hidden: bool = False,
+    sandbox: Confinement | None = None,
+    read_only_cache: bool = False,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
     With `cache_dir`, XLA executables are kept there between gradings (see `base_environment`).
     `on_event` hears of each check as it ends, for display; the result is the verdict. With
     `hidden`, the exercise's hidden checks run too (instructors' grading, never `course check`).
+    With `sandbox`, the process may read only the grader's folder and the submission's (and
+    Python's own files), write only its work folder, and use no network (`course.engine.sandbox`).
+    With `read_only_cache`, the grading reads `cache_dir` and never writes to it (a cache other
+    gradings share, which the sandbox lets it read but not write).
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not submission.is_file():
@@ -62,21 +72,31 @@ def grade(
         report_path = workdir / "report" / f"{secrets.token_hex(16)}.json"
         report_path.parent.mkdir(mode=0o700)
         key = secrets.token_bytes(32)
+        folder = _graders_seen_from(workdir, exercise) if sandbox else None
         outcome = isolation.run_isolated(
-            _command(exercise, submission, workdir, report_path, seed, hidden),
+            _command(exercise, submission, workdir, report_path, seed, hidden, folder),
             key=key,
             cwd=workdir,
-            env=_environment(exercise, cache_dir),
+            env=_environment(exercise, cache_dir, read_only_cache),
             timeout_s=exercise.meta.timeout_s,
             memory_mb=exercise.meta.memory_mb,
             launcher=worker,
             on_event=_events_for(exercise.name, on_event),
+            sandbox=_policy(sandbox, workdir, exercise, submission),
         )
         result = verdict(exercise, report_path, key, outcome)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started
     return result
+
+
+def _policy(sandbox: Confinement | None, workdir: Path, exercise: Exercise, submission: Path) -> Policy | None:
+    """What this grading may touch: its work folder, the grader's folder and the submission's."""
+    if sandbox is None:
+        return None
+    readable = [str(exercise.grader_path.parent), str(submission.resolve().parent)]
+    return sandbox.policy(workdir=str(workdir), read=readable)
 
 
 def _events_for(name: str, on_event: Callable[[CheckEvent], None] | None) -> Callable[[dict], None] | None:
@@ -93,12 +113,22 @@ def _events_for(name: str, on_event: Callable[[CheckEvent], None] | None) -> Cal
     return forward
 
 
-def _command(exercise: Exercise, submission: Path, workdir: Path, report_path: Path, seed: int,
-             hidden: bool) -> list[str]:
-    """The pytest command line; `{keyfd}` and `{eventsfd}` are filled in by the launcher."""
-    graders = [str(exercise.grader_path)]
+def _graders_seen_from(workdir: Path, exercise: Exercise) -> Path:
+    """A link in the work folder to the grader's folder, so a sandboxed pytest, which lists each
+    folder on the way from its root folder to a test file, lists only folders it may read."""
+    link = workdir / "graders"
+    link.symlink_to(exercise.grader_path.parent, target_is_directory=True)
+    return link
+
+
+def _command(exercise: Exercise, submission: Path, workdir: Path, report_path: Path, seed: int, hidden: bool,
+             folder: Path | None = None) -> list[str]:
+    """The pytest command line; `{keyfd}` and `{eventsfd}` are filled in by the launcher. The
+    graders are read from `folder` when given (a link to the grader's folder), else where they are."""
+    folder = folder or exercise.grader_path.parent
+    graders = [str(folder / exercise.grader_path.name)]
     if hidden and exercise.hidden_grader_path.is_file():
-        graders.append(str(exercise.hidden_grader_path))
+        graders.append(str(folder / "hidden" / exercise.hidden_grader_path.name))
     ini = workdir / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
     return [
@@ -139,10 +169,11 @@ def _command(exercise: Exercise, submission: Path, workdir: Path, report_path: P
     ]
 
 
-def _environment(exercise: Exercise, cache_dir: Path | None) -> dict[str, str]:
+def _environment(exercise: Exercise, cache_dir: Path | None, read_only_cache: bool = False) -> dict[str, str]:
     """A small, clean environment: CPU JAX with the device count the grader needs."""
     devices = f"--xla_force_host_platform_device_count={exercise.meta.devices}"
-    return {**base_environment(cache_dir), "XLA_FLAGS": devices}
+    only_read = READ_ONLY_CACHE if cache_dir is not None and read_only_cache else {}
+    return {**base_environment(cache_dir), "XLA_FLAGS": devices, **only_read}
 
 
 def base_environment(cache_dir: Path | None = None) -> dict[str, str]:
@@ -185,6 +216,7 @@ def grade_many(
     worker: Launcher | None = None,
     cache_dir: Path | None = None,
     hidden: bool = False,
+    sandbox: Confinement | None = None,
 ) -> list[ExerciseResult]:
     """Grade several exercises, `jobs` at a time; results come back in the order given."""
     pairs = list(items)
@@ -192,7 +224,7 @@ def grade_many(
     def one(pair: tuple[Exercise, Path]) -> ExerciseResult:
         """Grade one pair and report it."""
         result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
-                       hidden=hidden)
+                       hidden=hidden, sandbox=sandbox)
         if on_result is not None:
             on_result(result)
         return result

@@ -77,13 +77,16 @@ class Worker:
                 self._ready, self.reason = bool(reply.get("ready")), str(reply.get("reason", "it did not start"))
             return self._ready and self._proc.poll() is None
 
-    def launch(self, command: list[str], *, fds: dict[str, int], cwd: Path, env: dict[str, str], memory_mb: int) -> Any:
-        """Fork a grading of `command` (a cold pytest command line); None when it must run cold."""
+    def launch(self, command: list[str], *, fds: dict[str, int], cwd: Path, env: dict[str, str], memory_mb: int,
+               sandbox: str | None = None) -> Any:
+        """Fork a grading of `command` (a cold pytest command line), confined by `sandbox` if given (a
+        `course.engine.sandbox.Policy` as JSON); None when it must run cold."""
         if command[:4] != COLD_PREFIX or set(fds) != set(FD_NAMES) or not self.ready():
             return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         out_r, out_w = os.pipe()
-        request = {"op": "launch", "args": command[4:], "cwd": str(cwd), "env": env, "memory_mb": memory_mb}
+        request = {"op": "launch", "args": command[4:], "cwd": str(cwd), "env": env, "memory_mb": memory_mb,
+                   "sandbox": sandbox}
         try:
             with self._lock:
                 passed = [theirs.fileno(), out_w, *(fds[name] for name in FD_NAMES)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from course.errors import RegistryError, UsageError
 from course.files import write_atomic
-from course.registry import COURSE_FILE, NAME_RE, Course
+from course.registry import COURSE_FILE, NAME_RE, Course, Exercise
 
 PLACEHOLDER = "TODO(course new)"
 """Marks scaffolded text that is not written yet; `course validate` flags it in hints and README."""
@@ -60,6 +60,24 @@ def test_values(submission, rng):
     assert_array(submission.{name}(x), expected, name="the result of `{name}(x)`")
 '''
 
+_HIDDEN = '''"""Hidden checks of `{name}`: run by `course grade` and the autograder bundles, never by `course check`.
+
+{marker}: say what these checks prove that the public grader does not. Same conventions as the
+public grader: one rule per check, the docstring's first line is its title, points by mark, and
+every check id differs from the public grader's.
+"""
+
+import pytest
+
+from course.grading import fail
+
+
+@pytest.mark.points(1)
+def test_hidden_rule(submission, rng):
+    """{marker}: the rule this hidden check holds the learner to."""
+    fail("{marker}: write this hidden check")
+'''
+
 _META = """# Metadata of `{name}`; docs/authoring.md explains each field.
 title = "{title}"
 topic = "{topic}"
@@ -72,8 +90,21 @@ devices = 1
 """
 
 
-def new_exercise(course: Course, name: str, topic: str) -> list[Path]:
-    """Scaffold exercise `name` at the next position and append it to `course.toml`; return what was written."""
+def new_hidden(exercise: Exercise) -> Path:
+    """Scaffold the hidden checks of an existing exercise; refuse if it has them already."""
+    path = exercise.hidden_grader_path
+    if path.exists():
+        raise UsageError(f"{path} already exists; edit it, or remove it to start again.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_HIDDEN.format(name=exercise.name, marker=PLACEHOLDER), encoding="utf-8")
+    return path
+
+
+def new_exercise(course: Course, name: str, topic: str, *, hidden: bool = False) -> list[Path]:
+    """Scaffold exercise `name` at the next position and append it to `course.toml`; return what was written.
+
+    With `hidden`, the hidden grader (`graders/NN_name/hidden/test_name_hidden.py`) is scaffolded too.
+    """
     _check_name(course, name, topic)
     position = len(course.meta.exercises) + 1
     folder = f"{position:02d}_{name}"
@@ -93,6 +124,8 @@ def new_exercise(course: Course, name: str, topic: str) -> list[Path]:
         dirs[2] / f"{name}.py": _SOLUTION,
         dirs[2] / "wrong" / ".gitkeep": "",
     }
+    if hidden:
+        files[dirs[1] / "hidden" / f"test_{name}_hidden.py"] = _HIDDEN
     for path, template in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(template.format(**fields), encoding="utf-8")

@@ -1,0 +1,322 @@
+"""Confine one grading process: no network, files limited to what grading needs, no reach into other gradings.
+
+Two Linux features, each used where the kernel gives it without root:
+
+- a new user and network namespace (`unshare`): the process keeps its own uid but sees only a
+  loopback that is down, so it can open no connection and reach no listener on the machine;
+- Landlock (kernel 5.13 and later): reading is limited to the Python installation, the system's
+  libraries, the exercise's grader folder and the one submitted file's private folder; writing
+  to the grading's own work folder. From Landlock ABI 4, TCP connect and bind are refused too;
+  from ABI 6, signals and abstract Unix sockets cannot reach processes outside the sandbox; at
+  every ABI, a sandboxed process cannot ptrace (nor read the memory of) one outside its own.
+
+`Policy` says what one grading may touch; `enter` applies it to the calling process, which
+must be single-threaded (a forked child, or the start of a fresh one); `wrap` prefixes a cold
+command with this file run by path (stdlib only, `python -I -S`), which enters the sandbox and
+then executes the command. `available()` probes, once, which protections this machine gives;
+`COURSE_PORTABLE=1` turns them all off, like every Linux-only feature.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
+# Landlock file-system rights, and the ABI that introduced each one after the first thirteen.
+_FS_BASE = (1 << 13) - 1
+_FS_LATER = {2: 1 << 13, 3: 1 << 14, 5: 1 << 15}  # refer, truncate, ioctl on devices
+_READ = (1 << 0) | (1 << 2) | (1 << 3)  # execute, read a file, read a folder
+_FILE_ONLY = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)  # rights that apply to a file itself
+_NET_TCP = (1 << 0) | (1 << 1)  # bind and connect (ABI 4)
+_SCOPES = (1 << 0) | (1 << 1)  # abstract Unix sockets and signals (ABI 6)
+SYSTEM_READ = (
+    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/proc", "/sys",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group",
+    "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
+    "/dev/urandom", "/dev/random",
+)  # fmt: skip
+"""What any Python process needs to read: libraries, the dynamic loader's files, /proc and /sys."""
+SYSTEM_WRITE = ("/dev/null", "/dev/zero")
+FAILED_EXIT = 71
+"""Exit code of a process that could not enter the sandbox it was asked for."""
+
+
+class SandboxError(OSError):
+    """A protection that was asked for could not be applied."""
+
+
+@dataclass(frozen=True)
+class Protections:
+    """Which protections this machine gives a grading process."""
+
+    network_namespace: bool = False
+    landlock_abi: int = 0
+
+    @property
+    def active(self) -> bool:
+        """True when any protection is on, so gradings should enter the sandbox."""
+        return self.network_namespace or self.landlock_abi > 0
+
+    @property
+    def landlock_files(self) -> bool:
+        """Reading and writing limited to the policy's folders."""
+        return self.landlock_abi >= 1
+
+    @property
+    def landlock_network(self) -> bool:
+        """TCP connect and bind refused (Landlock ABI 4)."""
+        return self.landlock_abi >= 4
+
+    @property
+    def landlock_scopes(self) -> bool:
+        """No signals or abstract Unix sockets out of the sandbox (Landlock ABI 6)."""
+        return self.landlock_abi >= 6
+
+    def as_dict(self) -> dict[str, bool | int]:
+        """Each protection by name, on or off, for reports."""
+        return {
+            "private_copy": True,
+            "network_namespace": self.network_namespace,
+            "landlock_files": self.landlock_files,
+            "landlock_network": self.landlock_network,
+            "landlock_scopes": self.landlock_scopes,
+            "landlock_abi": self.landlock_abi,
+        }
+
+    def describe(self) -> tuple[list[str], list[str]]:
+        """(protections on, protections off), in words."""
+        words = {
+            "network_namespace": "network off (user and network namespace)",
+            "landlock_files": "files limited to the grader, the submitted file and a work folder (Landlock)",
+            "landlock_network": "TCP refused (Landlock)",
+            "landlock_scopes": "no signals to other processes (Landlock)",
+        }
+        on = ["a private copy of each submitted file"] + [t for k, t in words.items() if getattr(self, k)]
+        return on, [t for k, t in words.items() if not getattr(self, k)]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one grading process may touch: folders to read, folders to write, and the network (never)."""
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    namespace: bool = True
+    landlock_abi: int = 0
+    tmpdir: str = ""
+    """Where temporary files go (the work folder): TMPDIR and `tempfile.tempdir` point there."""
+
+    def to_json(self) -> str:
+        """The policy as one JSON string, for a command line or a worker request."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_data(cls, data: dict | str) -> Policy:
+        """The policy from `to_json`'s string or its parsed dict."""
+        raw = json.loads(data) if isinstance(data, str) else data
+        return cls(tuple(raw["read"]), tuple(raw["write"]), bool(raw["namespace"]), int(raw["landlock_abi"]),
+                   str(raw.get("tmpdir", "")))
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What a batch of gradings is confined by: the protections to use, and what every grading may read."""
+
+    protections: Protections
+    base_read: tuple[str, ...] = field(default_factory=tuple)
+
+    def policy(self, *, workdir: str, read: list[str]) -> Policy:
+        """The policy of one grading: its work folder writable, `read` (grader, submission) readable."""
+        return Policy(
+            read=(*self.base_read, *read),
+            write=(workdir, *SYSTEM_WRITE),
+            namespace=self.protections.network_namespace,
+            landlock_abi=self.protections.landlock_abi,
+            tmpdir=workdir,
+        )
+
+
+def confinement(extra_read: list[str] | None = None) -> Confinement:
+    """The protections this machine gives, and the Python installation every grading must read."""
+    return Confinement(available(), (*python_paths(), *SYSTEM_READ, *(extra_read or [])))
+
+
+def python_paths() -> list[str]:
+    """The interpreter, its standard library and site-packages, and the folder holding `course` itself."""
+    import site
+    import sysconfig
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sysconfig.get_paths().values()}
+    paths.update(site.getsitepackages())
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths.add(here)  # the folder that holds the `course` package (not the course's own files)
+    return sorted(p for p in paths if p and os.path.exists(p))
+
+
+# ---- inside the grading process -------------------------------------------------------------
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """The C library, for syscall, prctl and unshare."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _fail(what: str) -> SandboxError:
+    """A SandboxError naming the step and the error the kernel gave."""
+    err = ctypes.get_errno()
+    return SandboxError(err, f"{what} failed: {os.strerror(err)}")
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI version the kernel offers, 0 when it has none."""
+    try:
+        version = _libc().syscall(_SYS_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION)
+    except (AttributeError, OSError):
+        return 0
+    return max(int(version), 0)
+
+
+def _new_namespaces() -> None:
+    """A new user and network namespace, keeping our own uid and gid inside it."""
+    uid, gid = os.getuid(), os.getgid()
+    if _libc().unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
+        raise _fail("unshare(user, network)")
+    for name, text in (("uid_map", f"{uid} {uid} 1"), ("setgroups", "deny"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w", encoding="ascii") as fh:
+            fh.write(text)
+
+
+class _RulesetAttr(ctypes.Structure):
+    """`struct landlock_ruleset_attr`: what the ruleset handles (files, TCP, scopes)."""
+
+    _fields_ = (("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64))  # fmt: skip
+
+
+class _PathBeneath(ctypes.Structure):
+    """`struct landlock_path_beneath_attr` (packed): rights allowed beneath an open folder or file."""
+
+    _pack_ = 1
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+def _fs_rights(abi: int) -> int:
+    """Every file-system right the kernel's ABI knows."""
+    return _FS_BASE | sum(bit for since, bit in _FS_LATER.items() if abi >= since)
+
+
+def _landlock(policy: Policy) -> None:
+    """Limit files to the policy, and TCP and signals where the ABI allows, for this process and its children."""
+    abi = policy.landlock_abi
+    fs = _fs_rights(abi)
+    attr = _RulesetAttr(fs, _NET_TCP if abi >= 4 else 0, _SCOPES if abi >= 6 else 0)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    libc = _libc()
+    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), size, 0)
+    if ruleset < 0:
+        raise _fail("landlock_create_ruleset")
+    try:
+        for paths, rights in ((policy.read, _READ), (policy.write, fs)):
+            for path in paths:
+                _allow(ruleset, path, rights)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise _fail("prctl(no_new_privs)")
+        if libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0) != 0:
+            raise _fail("landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+
+
+def _allow(ruleset: int, path: str, rights: int) -> None:
+    """Allow `rights` beneath `path` (on a file, only the rights a file can have); a missing path is skipped."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if not os.path.isdir(path):
+            rights &= _FILE_ONLY
+        rule = _PathBeneath(rights, fd)
+        if _libc().syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
+            raise _fail(f"landlock_add_rule({path})")
+    finally:
+        os.close(fd)
+
+
+def enter(policy: Policy | dict | str | None) -> None:
+    """Confine the calling (single-threaded) process by `policy`; raise SandboxError if any part fails."""
+    if policy is None:
+        return
+    policy = policy if isinstance(policy, Policy) else Policy.from_data(policy)
+    if policy.tmpdir:
+        os.environ["TMPDIR"] = policy.tmpdir
+        if "tempfile" in sys.modules:
+            sys.modules["tempfile"].tempdir = policy.tmpdir  # it may have chosen /tmp already
+    if policy.namespace:
+        _new_namespaces()
+    if policy.landlock_abi:
+        _landlock(policy)
+
+
+def wrap(command: list[str], policy: Policy) -> list[str]:
+    """A cold command that enters the sandbox first: this file, run by path, then `exec` of `command`."""
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), policy.to_json(), "--", *command]
+
+
+# ---- probing ---------------------------------------------------------------------------------
+
+
+@functools.cache
+def available() -> Protections:
+    """Which protections work here, tried once in a throw-away process (never in this one)."""
+    if os.environ.get("COURSE_PORTABLE") == "1" or not sys.platform.startswith("linux"):
+        return Protections()
+    abi = landlock_abi()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", os.path.abspath(__file__), "--probe"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        namespace = done.returncode == 0 and done.stdout.strip() == "namespace"
+    except (OSError, subprocess.SubprocessError):
+        namespace = False
+    return Protections(network_namespace=namespace, landlock_abi=abi)
+
+
+def _main(argv: list[str]) -> int:
+    """`--probe`: try a namespace; `POLICY -- COMMAND...`: enter the sandbox, then become COMMAND."""
+    if argv == ["--probe"]:
+        try:
+            _new_namespaces()
+        except (SandboxError, OSError):
+            return 1
+        sys.stdout.write("namespace\n")
+        return 0
+    if len(argv) < 3 or argv[1] != "--":
+        sys.stderr.write("usage: sandbox.py POLICY_JSON -- COMMAND...\n")
+        return 2
+    try:
+        enter(argv[0])
+    except OSError as exc:
+        sys.stderr.write(f"course: the grading sandbox could not be entered: {exc}\n")
+        return FAILED_EXIT
+    try:
+        os.execv(argv[2], argv[2:])
+    except OSError as exc:
+        sys.stderr.write(f"course: the grading could not start inside its sandbox: {exc}\n")
+    return FAILED_EXIT
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,204 @@
+"""`course autograder`: the same grading, handed to Gradescope (a bundle) or GitHub Classroom (a workflow).
+
+Gradescope runs `setup.sh` once to build its image and `run_autograder` in a fresh container per
+submission; `run_autograder` calls `python -m course.instructor.autograder` here, which grades
+`$AUTOGRADER_ROOT/submission` with `course grade`'s engine (hidden checks included) and writes
+`$AUTOGRADER_ROOT/results/results.json`. If anything fails, a results file still says so and
+scores 0. GitHub Classroom runs a workflow in the student's own repository: one step per exercise
+through the command grader (`course check NAME`, all or nothing), then the grading reporter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import re
+import secrets
+import sys
+import traceback
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from course.files import write_atomic
+from course.registry import Course, Exercise
+
+BUNDLE_COURSE = "course"
+"""The folder of the bundle that holds the grading copy of the course (with hidden checks, no solutions)."""
+WORKFLOW = Path(".github", "workflows", "classroom.yml")
+PYTHON_VERSION = "3.11"
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, while it builds the autograder's image: install the course and its
+# pinned JAX into a virtual environment that run_autograder uses.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+VENV="${AUTOGRADER_VENV:-/autograder/venv}"
+apt-get update -qq
+apt-get install -y -qq python3 python3-venv python3-pip >/dev/null
+PY=python3
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    apt-get install -y -qq python3.11 python3.11-venv >/dev/null
+    PY=python3.11
+fi
+"$PY" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet "$HERE/course"
+"$VENV/bin/python" -c 'import course, jax; print("course ready, JAX", jax.__version__)'
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission: grade $AUTOGRADER_ROOT/submission (default
+# /autograder) with the course's engine and write $AUTOGRADER_ROOT/results/results.json.
+# Whatever happens, a results file is written; if grading itself failed, it says so and scores 0.
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+PY="${AUTOGRADER_PYTHON:-${AUTOGRADER_VENV:-/autograder/venv}/bin/python}"
+RESULTS="$ROOT/results/results.json"
+mkdir -p "$ROOT/results"
+rm -f "$RESULTS"
+"$PY" -m course.instructor.autograder --course "$HERE/course" --submission "$ROOT/submission" \\
+    --results "$RESULTS" > "$ROOT/results/autograder.log" 2>&1
+code=$?
+if [ ! -s "$RESULTS" ]; then
+    cat > "$RESULTS" <<EOF
+{"score": 0, "execution_time": 0, "tests": [], "extra_data": {"autograder_exit": $code},
+ "output": "The autograder failed before it could grade this submission (exit code $code); \\
+this is not your mistake: tell your instructor."}
+EOF
+fi
+exit 0
+"""
+
+
+def bundle_files(found: Course) -> dict[str, bytes]:
+    """Every file of the Gradescope bundle: the two scripts and the grading copy of the course."""
+    from course.instructor.release import files
+
+    out = {"setup.sh": SETUP_SH.encode(), "run_autograder": RUN_AUTOGRADER.encode()}
+    for rel, source in files(found, hidden=True).items():
+        out[f"{BUNDLE_COURSE}/{rel.as_posix()}"] = source if isinstance(source, bytes) else source.read_bytes()
+    return out
+
+
+def gradescope(found: Course, out: Path) -> Path:
+    """Write `autograder.zip` for Gradescope; the scripts are executable at its root."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in sorted(bundle_files(found).items()):
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = (0o755 if name in ("setup.sh", "run_autograder") else 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    write_atomic(out, buffer.getvalue())
+    return out
+
+
+def step_id(exercise: Exercise) -> str:
+    """The workflow step id of an exercise (the reporter reads `<ID>_RESULTS`)."""
+    return re.sub(r"[^a-z0-9]+", "-", exercise.name.lower()).strip("-")
+
+
+def _points(value: float) -> int | float:
+    """Points as the workflow writes them: a whole number when they are one."""
+    return int(value) if float(value).is_integer() else value
+
+
+def classroom_workflow(found: Course) -> dict[str, Any]:
+    """The GitHub Classroom workflow: install the course, one command-grader step per exercise, the reporter."""
+    graders = [
+        {
+            "name": exercise.name,
+            "id": step_id(exercise),
+            "uses": "classroom-resources/autograding-command-grader@v1",
+            "with": {
+                "test-name": exercise.name,
+                "setup-command": "",
+                "command": f"course check {exercise.name}",
+                "timeout": max(1, math.ceil(exercise.meta.timeout_s / 60)) + 1,
+                "max-score": _points(exercise.max_score or 0.0),
+            },
+        }
+        for exercise in found.exercises
+    ]
+    reporter = {
+        "name": "Autograding Reporter",
+        "uses": "classroom-resources/autograding-grading-reporter@v1",
+        "env": {f"{g['id'].upper()}_RESULTS": f"${{{{steps.{g['id']}.outputs.result}}}}" for g in graders},
+        "with": {"runners": ",".join(g["id"] for g in graders)},
+    }
+    setup = [
+        {"name": "Checkout code", "uses": "actions/checkout@v4"},
+        {"name": "Set up Python", "uses": "actions/setup-python@v5", "with": {"python-version": PYTHON_VERSION}},
+        {"name": "Install the course", "run": "pip install -e ."},
+    ]
+    return {
+        "name": "Autograding Tests",
+        "on": ["push", "repository_dispatch"],
+        "permissions": {"checks": "write", "actions": "read", "contents": "read"},
+        "jobs": {"run-autograding-tests": {
+            "runs-on": "ubuntu-latest",
+            "if": "github.actor != 'github-classroom[bot]'",
+            "steps": [*setup, *graders, reporter],
+        }},
+    }
+
+
+def classroom(found: Course, out: Path) -> Path:
+    """Write `.github/workflows/classroom.yml` under `out` (the student repository, or a release)."""
+    import yaml
+
+    text = "# GitHub Classroom autograding for this course, written by `course autograder classroom`.\n"
+    text += yaml.safe_dump(classroom_workflow(found), sort_keys=False, width=100)
+    path = out / WORKFLOW
+    write_atomic(path, text)
+    return path
+
+
+# ---- inside Gradescope's container -------------------------------------------------------------
+
+
+def crash_results(reason: str, detail: str = "") -> dict[str, Any]:
+    """What a run that could not grade writes: score 0, and what failed in plain words."""
+    return {
+        "score": 0,
+        "execution_time": 0,
+        "output": f"The autograder failed before it could grade this submission ({reason}); "
+                  "this is not your mistake: tell your instructor.",
+        "tests": [],
+        "extra_data": {"error": reason, "traceback": detail[-4000:]},
+    }
+
+
+def grade_submission(course_dir: Path, submission: Path, results: Path) -> int:
+    """Grade one Gradescope submission and write its results; 0, or 3 when the platform failed."""
+    from course.engine import sandbox
+    from course.instructor import grade, submissions
+    from course.registry import load_course
+
+    found = load_course(course_dir.resolve())
+    run = grade.ClassRun(found, results.parent, found.exercises, secrets.randbelow(2**31), sandbox.available(),
+                         single=results)
+    submission.mkdir(parents=True, exist_ok=True)  # an empty upload is "not tried", not a crash
+    grade.add_student(run, submissions.Entry("submission", submission), regrade=True)
+    grade.run(run)
+    return run.exit_code
+
+
+def main(argv: list[str]) -> int:
+    """`python -m course.instructor.autograder --course C --submission S --results R`, as run_autograder calls it."""
+    parser = argparse.ArgumentParser(prog="course.instructor.autograder")
+    for name in ("--course", "--submission", "--results"):
+        parser.add_argument(name, type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        return grade_submission(args.course, args.submission, args.results)
+    except BaseException as exc:  # noqa: BLE001 - whatever failed, Gradescope must get a results file
+        write_atomic(args.results, json.dumps(crash_results(f"{type(exc).__name__}: {exc}", traceback.format_exc())))
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

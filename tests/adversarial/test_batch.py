@@ -1,0 +1,170 @@
+"""Adversarial corpus for batch grading: students who attack classmates while `course grade` grades them.
+
+Each attack in `attacks/batch/` is one student's `ex_pass.py`: it tries to read a classmate's file
+or results, to overwrite a classmate's or its own `results.json`, to open a socket, or to signal
+the processes that grade its classmates; then it returns the right value, unless an attack went
+through, in which case it raises and says what it did. So a sandbox that holds shows as a full
+score for every attacker, and a leak shows as a failure naming it. Besides, the classmates'
+results and the gradebook must be exactly those of an honest class, and nothing may reach the
+listener. A case is skipped where the machine lacks the protection it needs (`course.engine.sandbox`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from class_helpers import MAX_TOTAL, SOLUTION, assert_gradescope, class_course, honest_class, write_folder
+from course.engine import sandbox
+
+ATTACKS = Path(__file__).parent / "attacks" / "batch"
+COURSE_BIN = Path(sys.executable).with_name("course")
+PROTECTIONS = sandbox.available()
+NEEDS = {
+    "read_classmate": PROTECTIONS.landlock_files,
+    "write_results": PROTECTIONS.landlock_files,
+    "open_socket": PROTECTIONS.network_namespace or PROTECTIONS.landlock_network,
+    "kill_graders": PROTECTIONS.landlock_scopes,
+}
+
+
+class Listener:
+    """A TCP and a UDP socket on one loopback port, recording whatever reaches them."""
+
+    def __init__(self) -> None:
+        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.port = self.tcp.getsockname()[1]
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", self.port))
+        self.received: list[bytes] = []
+        for sock in (self.tcp, self.udp):
+            sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        """Accept and read until stopped."""
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.tcp.accept()
+                with conn:
+                    self.received.append(conn.recv(1024) or b"(connected)")
+            except OSError:
+                pass
+            with contextlib.suppress(OSError):
+                self.received.append(self.udp.recv(1024))
+
+    def close(self) -> None:
+        """Stop listening."""
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.tcp.close()
+        self.udp.close()
+
+
+@dataclass
+class Batch:
+    """One graded class with the attackers in it."""
+
+    argv: list[str]
+    out: Path
+    returncode: int
+    summary: dict
+    secret: str
+    token: str
+    received: list[bytes]
+    expected: dict[str, float]
+
+    def results(self, student: str) -> dict:
+        """A student's results.json."""
+        return json.loads((self.out / student / "results.json").read_text(encoding="utf-8"))
+
+    def everything_written(self) -> str:
+        """Every file of the output folder, as text."""
+        return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in self.out.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    """Grade the honest class plus one student per attack, once, through the real `course grade`."""
+    root = tmp_path_factory.mktemp("batch")
+    course, subs, out = class_course(root), root / "subs", root / "out"
+    expected = honest_class(subs)
+    secret, token = f"CLASSMATE_SECRET_{uuid.uuid4().hex}", f"BATCHTOKEN{uuid.uuid4().hex}"
+    write_folder(subs / "alice", {"exercises/01_ex_pass/ex_pass.py": f"{SOLUTION}\n# {secret}\n"})
+    listener = Listener()
+    try:
+        for attack in sorted(ATTACKS.glob("*.py")):
+            text = attack.read_text(encoding="utf-8").replace("__PORT__", str(listener.port))
+            write_folder(subs / attack.stem, {"ex_pass.py": text.replace("__TOKEN__", token)})
+            expected[attack.stem] = 3.0
+        argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--json"]
+        done = subprocess.run([*argv, "--jobs", "2"], capture_output=True, text=True, timeout=300, check=False)
+    finally:
+        listener.close()
+    assert done.stdout.strip(), done.stderr[-2000:]
+    return Batch(argv, out, done.returncode, json.loads(done.stdout), secret, token, listener.received, expected)
+
+
+@pytest.mark.parametrize("attack", sorted(NEEDS))
+def test_the_attack_does_not_go_through(batch: Batch, attack: str) -> None:
+    """The attacker's code ran to the end with no attack succeeding: it scores what honest code scores."""
+    if not NEEDS[attack]:
+        pytest.skip(f"this machine lacks the protection that stops {attack}")
+    results = batch.results(attack)
+    assert_gradescope(results, attack)
+    messages = "\n".join(t["output"] for t in results["tests"])
+    assert results["score"] == 3.0, messages
+    assert not any(word in messages for word in ("LEAKED", "WROTE", "SENT", "SIGNALLED")), messages
+
+
+def test_classmates_are_graded_as_an_honest_class(batch: Batch) -> None:
+    """Every student has the score their own files earn; the gradebook and totals are untouched."""
+    if not all(NEEDS.values()):
+        pytest.skip("this machine lacks some protection the attacks need stopped")
+    assert batch.returncode == 0, batch.summary
+    assert batch.summary["totals"] == batch.expected
+    with (batch.out / "gradebook.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["student"]: float(r["total"]) for r in rows} == batch.expected
+    assert {float(r["max_total"]) for r in rows} == {MAX_TOTAL}
+    assert sorted(p.name for p in batch.out.iterdir() if p.is_dir()) == sorted(batch.expected)
+    for student in ("alice", "bob", "carol", "dave"):
+        assert_gradescope(batch.results(student), student)
+
+
+def test_nothing_leaked_or_reached_the_network(batch: Batch) -> None:
+    """No classmate's secret and no forged result appears in any file written; no packet reached the listener."""
+    if not all(NEEDS.values()):
+        pytest.skip("this machine lacks some protection the attacks need stopped")
+    written = batch.everything_written()
+    assert batch.secret not in written and "FORGED" not in written and "999" not in written
+    assert batch.received == []
+
+
+def test_results_say_which_protections_were_on(batch: Batch) -> None:
+    """Each results file and the summary record the isolation this machine gave."""
+    flags = batch.results("alice")["extra_data"]["isolation"]
+    assert flags == {**PROTECTIONS.as_dict()}
+    assert batch.summary["isolation"]["on"][0] == "a private copy of each submitted file"
+
+
+def test_a_rerun_grades_nobody_again(batch: Batch) -> None:
+    """The same class again: every student's results stand, nothing is graded, the totals are the same."""
+    before = {p: p.read_bytes() for p in batch.out.glob("*/results.json")}
+    done = subprocess.run(batch.argv, capture_output=True, text=True, timeout=120, check=False)
+    summary = json.loads(done.stdout)
+    assert done.returncode == batch.returncode and summary["graded_now"] == 0
+    assert summary["reused"] == len(batch.expected) and summary["totals"] == batch.summary["totals"]
+    assert {p: p.read_bytes() for p in batch.out.glob("*/results.json")} == before

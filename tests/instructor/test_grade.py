@@ -1,0 +1,177 @@
+"""`course grade`: a synthetic class graded end to end, resumed, regraded, and refused when the input is bad."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from class_helpers import (
+    MAX_TOTAL,
+    SOLUTION,
+    WRONG,
+    assert_gradescope,
+    class_course,
+    honest_class,
+    write_folder,
+    write_zip,
+)
+from course.cli import app
+from course.instructor import submissions
+from course.registry import load_course
+
+COURSE_BIN = Path(sys.executable).with_name("course")
+
+
+def _grade(cli: CliRunner, course: Path, subs: Path, out: Path, *args: str) -> tuple[int, dict]:
+    """Run `course grade --json` in-process; the exit code and the printed summary."""
+    done = cli.invoke(app, ["grade", str(subs), "--out", str(out), "--course", str(course), "--json", *args])
+    assert done.stdout.strip(), done.output
+    return done.exit_code, json.loads(done.stdout)
+
+
+@pytest.fixture
+def graded(tmp_path: Path, cli: CliRunner) -> tuple[Path, Path, Path, dict[str, float], dict]:
+    """A four-student class graded once: (course, submissions, out, expected totals, summary)."""
+    course, subs, out = class_course(tmp_path), tmp_path / "subs", tmp_path / "out"
+    expected = honest_class(subs)
+    code, summary = _grade(cli, course, subs, out)
+    assert code == 0, summary
+    return course, subs, out, expected, summary
+
+
+def test_a_class_is_graded_into_gradescope_results_and_a_gradebook(graded: tuple) -> None:
+    """Every student gets Gradescope results; the gradebook has a row each and the maxima for all."""
+    _, _, out, expected, summary = graded
+    for student, total in expected.items():
+        results = json.loads((out / student / "results.json").read_text(encoding="utf-8"))
+        assert_gradescope(results, student)
+        assert results["score"] == total, (student, results["output"])
+    alice = json.loads((out / "alice" / "results.json").read_text(encoding="utf-8"))
+    hidden = [t for t in alice["tests"] if t["visibility"] == "after_published"]
+    assert [t["name"] for t in hidden] == ["ex_fail: double works on negative numbers."]
+    assert alice["extra_data"]["isolation"]["private_copy"] is True
+    with (out / "gradebook.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["student"] for r in rows] == ["alice", "bob", "carol", "dave"]
+    assert {r["student"]: float(r["total"]) for r in rows} == expected
+    assert {float(r["max_total"]) for r in rows} == {MAX_TOTAL}
+    assert rows[2]["ex_pass"] == "0" and rows[2]["ex_fail"] == "0"  # carol tried nothing, and still has a row
+    assert summary["students"] == 4 and summary["graded_now"] == 4 and summary["max_total"] == MAX_TOTAL
+
+
+def test_the_summary_says_which_rules_the_class_breaks(graded: tuple) -> None:
+    """Per exercise and check: passes, failures and the most common failure message."""
+    _, _, out, _, summary = graded
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8")) == summary
+    ex_pass, ex_fail = summary["exercises"]
+    assert (ex_pass["passed"], ex_pass["failed"], ex_pass["not_tried"]) == (1, 1, 2)
+    assert (ex_fail["passed"], ex_fail["failed"], ex_fail["not_tried"]) == (2, 1, 1)
+    doubles = {c["id"]: c for c in ex_fail["checks"]}["test_doubles"]
+    assert (doubles["passed"], doubles["failed"]) == (2, 1)
+    assert doubles["common_failures"][0]["count"] == 1
+    assert "should be" in doubles["common_failures"][0]["message"]
+
+
+def test_a_rerun_grades_nobody_again_and_regrade_grades_everyone(graded: tuple, cli: CliRunner) -> None:
+    """Unchanged graders and files are not graded again; a changed file is; --regrade grades what was tried."""
+    course, subs, out, _, _ = graded
+    before = (out / "alice" / "results.json").read_bytes()
+    code, summary = _grade(cli, course, subs, out)
+    assert code == 0 and summary["graded_now"] == 0 and summary["reused"] == 4
+    assert (out / "alice" / "results.json").read_bytes() == before
+    write_folder(subs / "carol", {"ex_pass.py": SOLUTION})
+    code, summary = _grade(cli, course, subs, out)
+    assert summary["graded_now"] == 1 and summary["totals"]["carol"] == 3.0
+    code, summary = _grade(cli, course, subs, out, "--regrade", "--only", "ex_pass")
+    # Everyone who submitted an ex_pass.py: dave's sits in a hidden folder, which is not his work.
+    assert summary["graded_now"] == 3 and summary["totals"] == {"alice": 8.0, "bob": 5.0, "carol": 3.0, "dave": 0.0}
+
+
+def test_a_changed_grader_is_graded_again(graded: tuple, cli: CliRunner) -> None:
+    """Editing a hidden grader changes its hash: every student who tried it is graded again."""
+    course, subs, out, _, _ = graded
+    hidden = course / "graders" / "02_ex_fail" / "hidden" / "test_ex_fail_hidden.py"
+    hidden.write_text(hidden.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    code, summary = _grade(cli, course, subs, out)
+    assert code == 0 and summary["graded_now"] == 3  # alice, bob and dave tried ex_fail; carol did not
+
+
+def test_a_platform_failure_is_exit_3_and_said_in_that_students_results(tmp_path: Path, cli: CliRunner) -> None:
+    """A grader that collects nothing fails the platform: exit 3, that exercise says so, the rest is graded."""
+    course = class_course(tmp_path)
+    grader = course / "graders" / "01_ex_pass" / "test_ex_pass.py"
+    grader.write_text("import pytest\n\nraise RuntimeError('broken grader')\n", encoding="utf-8")
+    subs = tmp_path / "subs"
+    write_folder(subs / "alice", {"ex_pass.py": SOLUTION, "ex_fail.py": SOLUTION})
+    code, summary = _grade(cli, course, subs, tmp_path / "out")
+    assert code == 3 and summary["platform_errors"] == ["alice"]
+    results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text(encoding="utf-8"))
+    assert "platform failed on ex_pass" in results["output"]
+    assert results["extra_data"]["exercises"]["ex_fail"]["status"] == "passed"
+
+
+@pytest.mark.parametrize(
+    ("make", "phrase"),
+    [
+        (lambda s: (s / "notes.txt").write_text("x"), "neither a folder nor a .zip"),
+        (lambda s: (s / "broken.zip").write_bytes(b"not a zip"), "not a readable zip"),
+        (lambda s: (s / "bad name").mkdir(), "usable student id"),
+        (lambda s: ((s / "eve").mkdir(), write_zip(s / "eve.zip", {"ex_pass.py": SOLUTION})), "both student `eve`"),
+        (lambda s: None, "holds no submissions"),
+    ],
+)
+def test_bad_input_is_exit_2_naming_the_entry(tmp_path: Path, cli: CliRunner, make: object, phrase: str) -> None:
+    """A bad entry stops the run before anything is graded, with one sentence naming it."""
+    course, subs = class_course(tmp_path), tmp_path / "subs"
+    subs.mkdir()
+    make(subs)  # type: ignore[operator]
+    done = cli.invoke(app, ["grade", str(subs), "--out", str(tmp_path / "out"), "--course", str(course)])
+    assert done.exit_code == 2 and phrase in done.output, done.output
+    assert not list((tmp_path / "out").glob("*/results.json"))
+
+
+def test_entries_locate_files_without_following_links(tmp_path: Path) -> None:
+    """The course's path wins over loose files; links and oversized files are never read."""
+    course = load_course(class_course(tmp_path))
+    classmate = write_folder(tmp_path / "subs" / "alice", {"ex_pass.py": "SECRET = 1\n"})
+    mallory = write_folder(tmp_path / "subs" / "mallory", {"exercises/01_ex_pass/ex_pass.py": SOLUTION,
+                                                           "old/ex_pass.py": WRONG, "ex_fail.py": "#" * (2 << 20)})
+    (mallory / "sub").mkdir()
+    (mallory / "sub" / "ex_fail.py").symlink_to(classmate / "ex_pass.py")
+    found = submissions.Entry("mallory", mallory).locate(course.exercises)
+    assert found["ex_pass"].rel == "exercises/01_ex_pass/ex_pass.py" and found["ex_pass"].data == SOLUTION.encode()
+    assert found["ex_fail"].rel == "ex_fail.py" and not found["ex_fail"].tried and "limit" in found["ex_fail"].note
+    zipped = write_zip(tmp_path / "z.zip", {"../../etc/ex_pass.py": SOLUTION})
+    assert submissions.Entry("z", zipped).locate(course.exercises)["ex_pass"].rel == "etc/ex_pass.py"
+
+
+@pytest.mark.slow
+def test_a_killed_run_loses_only_the_students_in_flight(tmp_path: Path) -> None:
+    """Kill `course grade` once a student's results exist: a rerun grades only those without results."""
+    course, subs, out = class_course(tmp_path), tmp_path / "subs", tmp_path / "out"
+    for k in range(6):
+        write_folder(subs / f"s{k}", {"ex_pass.py": SOLUTION, "ex_fail.py": WRONG})
+    argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--jobs", "1", "--json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not list(out.glob("*/results.json")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    survived = {p.parent.name for p in out.glob("*/results.json")}
+    assert 1 <= len(survived) < 6
+    for path in out.glob("*/results.json"):
+        json.loads(path.read_text(encoding="utf-8"))  # every file there is whole
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    summary = json.loads(done.stdout)
+    assert done.returncode == 0 and summary["graded_now"] == 6 - len(survived), summary
+    assert summary["totals"] == {f"s{k}": 3.0 for k in range(6)}
