@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -13,6 +12,8 @@ def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False) -> N
 
     With `keep_mode`, the new file gets the permissions of the one it replaces.
     """
+    import tempfile  # imported here: `course list`, which only reads, never needs it
+
     raw = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

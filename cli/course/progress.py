@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, datetime
 from typing import Literal
 
 from course import signing
@@ -165,4 +164,6 @@ def _dump(progress: Progress) -> str:
 
 def now_iso() -> str:
     """The current time in UTC, ISO 8601 with a Z."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    import time  # not datetime: reading progress, as `course list` does, never needs either
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -12,15 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from course import hints, workspace
+from course import workspace
 from course.errors import UsageError
 from course.paths import WorkspacePaths
 from course.progress import Entry, Progress, ProgressStore, Status, now_iso
 from course.registry import Course, Exercise
 
-if TYPE_CHECKING:  # the engine is imported only when grading, so `course list` stays light
+if TYPE_CHECKING:  # imported only when used, so `course list` stays light
     from course.engine.isolation import Launcher
     from course.engine.verdict import CheckEvent, ExerciseResult
+    from course.hints import Hint
 
 
 @dataclass(frozen=True)
@@ -185,8 +186,10 @@ class Session:
         """Restore the stub; the learner's version is kept first. Returns the backup, if one was made."""
         return workspace.reset(self._context, exercise)
 
-    def next_hint(self, exercise: Exercise, level: int | None = None) -> hints.Hint:
+    def next_hint(self, exercise: Exercise, level: int | None = None) -> Hint:
         """The next hint level of `exercise` (or `level`), remembered for next time."""
+        from course import hints
+
         return hints.next_hint(self.paths.hints, exercise, level)
 
     def passed_ever(self, exercise: Exercise) -> bool:

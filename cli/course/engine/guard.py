@@ -8,10 +8,12 @@ the methods of the JAX classes checks read (`ArrayImpl.is_deleted`, lowering and
 reach it and calls `changes` before it accepts each verdict, so a patch undone before the next
 comparison is still seen when it mattered.
 
-`changes` compares by identity only, walking each namespace's own items instead of looking names
-up: a lookup would compare keys with `==`, and a key planted by learner code could run its own
-`__eq__` inside the notary. Replacing a function's code or the defaults of the machinery's
-functions in place is refused outright by the notary's guard hook (`course.engine.notary`).
+`changes` compares values by identity only, and walks each namespace's own items instead of
+looking names up in it: a lookup would compare keys with `==`, and a key planted by learner code
+could run its own `__eq__` inside the notary. (It never calls `id()` either: every call of it is
+an audited event, and the comparison runs before each verdict.) Replacing a function's code or
+the defaults of the machinery's functions in place is refused outright by the notary's guard hook
+(`course.engine.notary`).
 """
 
 from __future__ import annotations
@@ -54,7 +56,6 @@ def snapshot(extra_modules: Iterable[types.ModuleType | None]) -> Snapshot:
     guarded = [m for name, m in list(sys.modules.items()) if isinstance(m, types.ModuleType)
                and (name.split(".")[0] in GUARDED_PREFIXES or name in GUARDED_MODULES)]
     extra = [m for m in extra_modules if isinstance(m, types.ModuleType)]
-    # Keys are kept as the very objects the dicts hold: `changes` matches them by identity.
     chosen = {id(m) for m in guarded}
     spaces: list[Namespace] = [("sys.modules", sys.modules,
                                 tuple((k, m, ()) for k, m in list(sys.modules.items()) if id(m) in chosen))]
@@ -105,20 +106,21 @@ def _cells(value: Any) -> tuple[Any, ...]:
 _MISSING = object()
 
 
-def changes(snap: Snapshot, *, _id: Any = id, _len: Any = len, _zip: Any = zip, _any: Any = any, _all: Any = all,
+def changes(snap: Snapshot, *, _len: Any = len, _zip: Any = zip, _any: Any = any, _all: Any = all,
             _type: Any = type, _str: type = str, _tuple: Any = tuple, _fn: Any = types.FunctionType,
             _cell: Any = _cell, _missing: Any = _MISSING) -> list[str]:
     """What is no longer as the snapshot had it: names rebound or removed, closures changed, listeners gone.
 
-    Only identity is compared, and namespaces are walked, never searched, so nothing learner code
-    planted can run here; every built-in it uses is bound when this module is imported.
+    Values are compared by identity only. Each namespace is walked, never searched: its exact-`str`
+    keys are copied into a dict of our own first, so no key learner code planted is ever compared
+    (with `==`) against ours. Every built-in it uses is bound when this module is imported.
     """
     spaces, listeners = snap
     found = []
     for label, namespace, entries in spaces:
-        now = {_id(k): v for k, v in namespace.items() if _type(k) is _str}
+        now = {k: v for k, v in namespace.items() if _type(k) is _str}
         for name, value, cells in entries:
-            if now.get(_id(name), _missing) is not value:
+            if now.get(name, _missing) is not value:
                 found.append(f"{label}.{name}" if label != "sys.modules" else f"the module {name}")
             elif cells:
                 closure = value.__closure__ if _type(value) is _fn else None

@@ -56,6 +56,13 @@ REFUSED = {
     "sys.setprofile": "set a profile function (sys.setprofile)",
     "sys.addaudithook": "added an audit hook (sys.addaudithook)",
 }
+CTYPES_EVENTS = frozenset({
+    "ctypes.addressof", "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.create_string_buffer",
+    "ctypes.create_unicode_buffer", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.get_errno",
+    "ctypes.get_last_error", "ctypes.seh_exception", "ctypes.set_errno", "ctypes.set_last_error", "ctypes.string_at",
+    "ctypes.wstring_at", "ctypes.PyObj_FromPtr",
+})
+"""Every audit event `ctypes` raises (CPython 3.11): each is a way to raw memory."""
 PATH_EVENTS = frozenset({"open", "os.rename", "os.remove", "os.rmdir", "os.link", "os.symlink", "os.truncate",
                          "os.chmod", "os.chown", "os.mkdir", "os.utime", "shutil.rmtree", "shutil.move",
                          "shutil.copyfile"})
@@ -371,7 +378,8 @@ def _make_guard(report_dir: str, guarded: tuple[str, ...], trusted: frozenset[ty
     permission, runtime = PermissionError, RuntimeError
     inside = report_dir.rstrip("/") + "/"
     refused, paths = dict(REFUSED), PATH_EVENTS
-    watched = frozenset(refused) | paths | {"object.__setattr__", "function.__new__"}
+    ctypes_events = CTYPES_EVENTS
+    watched = frozenset(refused) | paths | ctypes_events | {"object.__setattr__", "function.__new__"}
 
     def refuse(what: str, error: type[BaseException] = permission) -> None:
         """Report `what` as tampering and make the operation fail."""
@@ -396,11 +404,11 @@ def _make_guard(report_dir: str, guarded: tuple[str, ...], trusted: frozenset[ty
 
     def hook(event: str, args: tuple) -> None:
         """Refuse what breaks isolation; let everything else through untouched."""
-        if event not in watched and not event.startswith("ctypes."):
+        if event not in watched:  # nearly every event: one set lookup, then back to work
             return
         if event in refused:
             refuse(refused[event], runtime if event == "sys.addaudithook" else permission)
-        if event.startswith("ctypes."):
+        if event in ctypes_events:
             refuse("used ctypes (" + event + "), which reads and writes raw memory")
         if event == "function.__new__":
             if args and args[0] in trusted:

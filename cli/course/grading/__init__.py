@@ -14,12 +14,18 @@ from course.grading.feedback import CheckFailed, check, fail
 __all__ = ["SUBMODULES", "CheckFailed", "check", "fail"]
 
 # Searched in this order for a name not defined here; each lists its public names in `__all__`.
-SUBMODULES = ("arrays", "donation", "compiles", "executions", "kernels", "dataflow", "aliasing", "tpu",
-              "patching", "source", "memory", "sharding", "collectives", "steps", "refs", "properties", "named")
+# The light and common come first: a grader pays only for the modules up to its names' own
+# (Hypothesis, behind `properties`, costs a fifth of a second to import).
+SUBMODULES = ("arrays", "donation", "compiles", "patching", "source", "kernels", "aliasing", "tpu", "executions",
+              "dataflow", "memory", "sharding", "collectives", "steps", "refs", "named", "properties")
 
 
 def __getattr__(name: str) -> Any:
     """Import the submodule that defines `name` the first time it is asked for."""
+    if name in SUBMODULES:  # `from course.grading import compiles`: the submodule itself
+        return importlib.import_module(f"course.grading.{name}")
+    if name.startswith("__"):  # asked by tools (`__path__`, `__wrapped__`): never a helper
+        raise AttributeError(f"module 'course.grading' has no attribute {name!r}")
     for sub in SUBMODULES:
         try:
             module = importlib.import_module(f"course.grading.{sub}")
