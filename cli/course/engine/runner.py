@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from course.engine import isolation, system
 from course.engine.isolation import Launcher
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from course.engine.worker import Worker
 
 CACHE_MAX_BYTES = 256 * 2**20
+T = TypeVar("T")
+R = TypeVar("R")
 READ_ONLY_CACHE = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e9", "JAX_COMPILATION_CACHE_MAX_SIZE": "-1"}
 """Settings that make JAX only read its compilation cache: no compile is slow enough to be written,
 and without a size limit there is no lock file or access time to write either."""
@@ -229,12 +231,17 @@ def grade_many(
             on_result(result)
         return result
 
-    if jobs <= 1 or len(pairs) <= 1:
-        return [one(p) for p in pairs]
+    return map_jobs(one, pairs, jobs)
+
+
+def map_jobs(fn: Callable[[T], R], items: list[T], jobs: int) -> list[R]:
+    """`fn` over `items`, `jobs` at a time, results in order; Ctrl-C ends every grading in flight at once."""
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(item) for item in items]
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
-        return list(pool.map(one, pairs))
-    except KeyboardInterrupt:
+        return list(pool.map(fn, items))
+    except BaseException:
         # The other threads wait on their gradings: end those now rather than at their timeouts.
         pool.shutdown(wait=False, cancel_futures=True)
         isolation.stop_all()

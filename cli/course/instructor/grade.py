@@ -16,13 +16,12 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from course.engine import isolation, runner, sandbox
+from course.engine import runner, sandbox
 from course.errors import UsageError
 from course.files import write_atomic
 from course.instructor import submissions
@@ -202,7 +201,7 @@ def run(plan: ClassRun, *, jobs: int = 0, on_student: Callable[[Student], None] 
                 on_student(student)
         if cache is not None:
             _prewarm(plan, cache, worker, jobs)
-        _pool(one, plan.jobs, jobs)
+        runner.map_jobs(one, plan.jobs, jobs)
         _restore(plan)
     finally:
         if worker is not None:
@@ -218,20 +217,6 @@ def _confinement(plan: ClassRun, scratch: Path) -> tuple[Path | None, sandbox.Co
     if cache is not None:
         cache.mkdir()  # before the sandbox names it: a folder that does not exist gets no rule
     return cache, sandbox.confinement([str(cache)] if cache else []) if plan.protections.active else None
-
-
-def _pool(one: Callable[[Job], None], todo: list[Job], jobs: int) -> None:
-    """Run `one` over `todo`, `jobs` at a time; Ctrl-C stops the gradings in flight at once."""
-    pool = ThreadPoolExecutor(max_workers=max(jobs, 1))
-    try:
-        for future in [pool.submit(one, job) for job in todo]:
-            future.result()
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        isolation.stop_all()
-        raise
-    finally:
-        pool.shutdown(wait=True)
 
 
 def _prewarm(plan: ClassRun, cache: Path, worker: Any, jobs: int) -> None:
