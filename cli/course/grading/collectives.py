@@ -20,7 +20,7 @@ from typing import Any
 
 import jax
 
-from course.grading.kernels import learner_line, walk_eqns
+from course.grading.jaxprs import learner_line, walk_eqns
 
 __all__ = [
     "HLO_COLLECTIVES",

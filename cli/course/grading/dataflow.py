@@ -17,7 +17,8 @@ from typing import Any
 import jax
 import jax.extend as jex
 
-from course.grading.kernels import KernelCall, _kernel_call, learner_line
+from course.grading.jaxprs import learner_line
+from course.grading.kernels import KernelCall, kernel_call_of
 
 __all__ = ["LAYOUT_OPS", "OutputOrigin", "output_origins"]
 
@@ -109,7 +110,7 @@ def _kernel_origin(frame: _Frame, eqn: Any, index: int, path: Path | None) -> Ou
         kind, _, src, arg = _source(frame, eqn.invars[operand])
         made = (f"argument {arg}" if kind == "argument" else "constant" if kind == "constant"
                 else src.primitive.name if src is not None else kind)
-    return OutputOrigin("kernel", kernel=_kernel_call(eqn, path), output_index=index,
+    return OutputOrigin("kernel", kernel=kernel_call_of(eqn, path), output_index=index,
                         aliased_input=operand, aliased_from=made)
 
 

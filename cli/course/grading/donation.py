@@ -179,7 +179,7 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
     another is ignored by XLA. Each call's program is compiled again, on its own, to read its
     real aliasing and any "not usable" warning. Arguments may be `jax.ShapeDtypeStruct`s.
     """
-    from course.grading.kernels import learner_line
+    from course.grading.jaxprs import learner_line
 
     closed = jax.make_jaxpr(fn)(*args)
     origin: dict[Any, Source] = {v: Source(i) for i, v in enumerate(closed.jaxpr.invars)}

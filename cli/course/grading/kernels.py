@@ -19,20 +19,16 @@ import jax
 import jax.extend as jex
 from jax import tree_util
 
+from course.grading.jaxprs import Dim, equations, is_var, learner_line, region_of, region_text, sub_env, walk_eqns
+
 __all__ = [
-    "Access", "KernelCall", "pallas_calls", "kernel_call", "primitive_counts",
+    "Access", "KernelCall", "pallas_calls", "kernel_call", "kernel_call_of", "primitive_counts",
     "has_primitive", "nested_primitive_counts", "learner_line", "describe_lines", "walk_eqns", "accesses_in",
 ]
 
 LOADS = frozenset({"get", "masked_load"})
 STORES = frozenset({"swap", "masked_swap"})
 UPDATES = frozenset({"addupdate"})
-
-# One dimension of an indexed region: (key, lo, hi) in the base ref's coordinates. `key` is None
-# for a static range; for a dynamic start it names the index value, so two accesses can only be
-# compared when they share it. `lo`/`hi` are None when nothing is known about the dimension.
-Dim = tuple[Any, int | None, int | None]
-
 
 @dataclass(frozen=True)
 class Access:
@@ -130,7 +126,7 @@ class KernelCall:
 def pallas_calls(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> list[KernelCall]:
     """Trace `fn(*args)` and return each `pallas_call` in it, outermost first, in program order."""
     closed = jax.make_jaxpr(fn)(*args)
-    return [_kernel_call(eqn, path) for eqn in _eqns(closed.jaxpr) if eqn.primitive.name == "pallas_call"]
+    return [kernel_call_of(eqn, path) for eqn in equations(closed.jaxpr) if eqn.primitive.name == "pallas_call"]
 
 
 def kernel_call(kernel: Callable[..., Any], *args: Any, out_shape: Any, path: Path | None = None,
@@ -146,7 +142,7 @@ def kernel_call(kernel: Callable[..., Any], *args: Any, out_shape: Any, path: Pa
 def primitive_counts(jaxpr: Any, *, into_kernels: bool = True) -> Counter[str]:
     """Primitive names in a (closed) jaxpr, counted recursively; kernels too unless told not to."""
     counts: Counter[str] = Counter()
-    for eqn in _eqns(getattr(jaxpr, "jaxpr", jaxpr), into_kernels=into_kernels):
+    for eqn in equations(getattr(jaxpr, "jaxpr", jaxpr), into_kernels=into_kernels):
         counts[eqn.primitive.name] += 1
     return counts
 
@@ -160,25 +156,11 @@ def has_primitive(jaxpr: Any, *names: str, into_kernels: bool = True) -> bool:
 def nested_primitive_counts(jaxpr: Any, within: str = "jit") -> Counter[str]:
     """Primitive names counted only inside the bodies of `within` equations (e.g. inside a `jit`)."""
     counts: Counter[str] = Counter()
-    for eqn in _eqns(getattr(jaxpr, "jaxpr", jaxpr)):
+    for eqn in equations(getattr(jaxpr, "jaxpr", jaxpr)):
         if eqn.primitive.name == within:
             for sub in jex.core.jaxprs_in_params(eqn.params):
                 counts.update(primitive_counts(sub))
     return counts
-
-
-def learner_line(eqn: Any, path: Path | None) -> int | None:
-    """The line of the learner's file that made `eqn` (innermost frame), or None."""
-    traceback = getattr(eqn.source_info, "traceback", None)
-    if traceback is None:
-        return None
-    target = str(path) if path is not None else None
-    for frame in traceback.frames:  # innermost first
-        if target is not None and frame.file_name == target:
-            return frame.line_num
-        if target is None and "/jax/" not in frame.file_name and "/course/" not in frame.file_name:
-            return frame.line_num
-    return None
 
 
 def accesses_in(jaxpr: Any, positions: dict[Any, int], names: tuple[str, ...],
@@ -195,22 +177,7 @@ def describe_lines(accesses: list[Access]) -> str:
     return f"line {lines[0]}" if len(lines) == 1 else f"lines {', '.join(lines)}"
 
 
-def region_text(region: tuple[Dim, ...] | None, shape: tuple[int, ...]) -> str:
-    """Indexing text for a region: `:` for a whole dimension, `a:b`, `i`, or `?` when dynamic."""
-    if region is None:
-        return "..."
-    parts = []
-    for (key, lo, hi), size in zip(region, shape, strict=False):
-        if lo is None or key is not None:
-            parts.append("?")
-        elif lo == 0 and hi == size:
-            parts.append(":")
-        else:
-            parts.append(str(lo) if hi == lo + 1 else f"{lo or ''}:{'' if hi == size else hi}")
-    return "..." if all(p == ":" for p in parts) else ", ".join(parts)
-
-
-def _kernel_call(eqn: Any, path: Path | None) -> KernelCall:
+def kernel_call_of(eqn: Any, path: Path | None) -> KernelCall:
     """Build a KernelCall from a `pallas_call` equation."""
     jaxpr = eqn.params["jaxpr"]
     gm = eqn.params["grid_mapping"]
@@ -224,27 +191,6 @@ def _kernel_call(eqn: Any, path: Path | None) -> KernelCall:
     return KernelCall(jaxpr=jaxpr, params=dict(eqn.params), arg_names=names,
                       kernel_name=src.split(" at ")[0] if src else "kernel",
                       num_index=num_index, num_inputs=num_in, num_outputs=num_out, path=path)
-
-
-def walk_eqns(jaxpr: Any, *, into_kernels: bool = True) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """Every equation of a (closed) jaxpr and its nested jaxprs, in order, with the equations enclosing it."""
-    yield from _walk_nested(jaxpr, into_kernels, ())
-
-
-def _walk_nested(jaxpr: Any, into_kernels: bool, outer: tuple[Any, ...]) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """`walk_eqns` below the enclosing equations `outer`."""
-    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
-        yield eqn, outer
-        if eqn.primitive.name == "pallas_call" and not into_kernels:
-            continue
-        for sub in jex.core.jaxprs_in_params(eqn.params):
-            yield from _walk_nested(sub, into_kernels, (*outer, eqn))
-
-
-def _eqns(jaxpr: Any, *, into_kernels: bool = True) -> Iterator[Any]:
-    """Every equation of a jaxpr and of the jaxprs nested in its parameters, in program order."""
-    for eqn, _ in walk_eqns(jaxpr, into_kernels=into_kernels):
-        yield eqn
 
 
 def _walk(jaxpr: Any, env: dict[Any, int], names: tuple[str, ...], path: Path | None,
@@ -263,31 +209,9 @@ def _walk(jaxpr: Any, env: dict[Any, int], names: tuple[str, ...], path: Path | 
             continue
         for sub in jex.core.jaxprs_in_params(eqn.params):
             inner = getattr(sub, "jaxpr", sub)
-            sub_env = _sub_env(eqn, inner, env)
-            if sub_env:
-                yield from _walk(inner, sub_env, names, path, counter)
-
-
-def _sub_env(eqn: Any, inner: Any, env: dict[Any, int]) -> dict[Any, int]:
-    """Map the kernel refs passed to `eqn` onto the variables of the nested jaxpr `inner`."""
-    outer = list(eqn.invars)
-    if eqn.primitive.name == "run_scoped" or (inner.constvars and len(inner.constvars) == len(outer)):
-        binders = list(inner.constvars)  # run_scoped closes over the outer refs as constvars
-    elif eqn.primitive.name == "while":
-        cond_n, body_n = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
-        body = eqn.params["body_jaxpr"].jaxpr
-        outer = outer[cond_n:] if inner is body else outer[:cond_n] + outer[cond_n + body_n:]
-        binders = list(inner.invars)
-    else:
-        binders = list(inner.invars)
-    # Align at the end: `cond` passes its branch index first, the branches do not receive it.
-    pairs = zip(reversed(outer), reversed(binders), strict=False)
-    return {b: env[o] for o, b in pairs if _hashable(o) and o in env}
-
-
-def _hashable(var: Any) -> bool:
-    """Literals are not variables and are never kernel refs."""
-    return not isinstance(var, jex.core.Literal)
+            nested = sub_env(eqn, inner, env)
+            if nested:
+                yield from _walk(inner, nested, names, path, counter)
 
 
 def _access(eqn: Any, env: dict[Any, int], names: tuple[str, ...], path: Path | None,
@@ -295,7 +219,7 @@ def _access(eqn: Any, env: dict[Any, int], names: tuple[str, ...], path: Path | 
     """The Access made by one state primitive, or None if its ref is not a kernel argument."""
     prim = eqn.primitive.name
     ref = eqn.invars[0]
-    if not _hashable(ref) or ref not in env:
+    if not is_var(ref) or ref not in env:
         return None
     if prim.startswith("masked_"):
         transforms = tree_util.tree_unflatten(eqn.params["args_tree"], eqn.invars)[1]
@@ -310,49 +234,8 @@ def _access(eqn: Any, env: dict[Any, int], names: tuple[str, ...], path: Path | 
     # an addupdate returns nothing, so take the value it adds.
     value = eqn.outvars[0] if eqn.outvars else eqn.invars[1]
     return Access(arg=arg, name=names[arg], kind=kind, primitive=prim,
-                  region=_region(transforms, shape, defs), shape=shape,
+                  region=region_of(transforms, shape, defs), shape=shape,
                   line=learner_line(eqn, path), order=counter["order"],
                   value_shape=tuple(value.aval.shape))
 
 
-def _region(transforms: Any, shape: tuple[int, ...], defs: dict[Any, Any]) -> tuple[Dim, ...] | None:
-    """Compose the indexers of an access into one region of the base ref, or None if unknown."""
-    from jax._src.state.indexing import NDIndexer, Slice  # no public home for these types yet
-
-    fixed: dict[int, Dim] = {}
-    view = [(d, (None, 0, size)) for d, size in enumerate(shape)]  # (base dim, current extent)
-    for t in transforms or ():
-        if not isinstance(t, NDIndexer):
-            return None  # a bitcast or reshape: regions are no longer comparable
-        new_view = []
-        for (base, (key, lo, _)), idx in zip(view, t.indices, strict=False):
-            if isinstance(idx, Slice):
-                start, skey = _static(idx.start, defs)
-                span = (idx.size - 1) * idx.stride + 1 if idx.size else 0
-                new_view.append((base, _shift(key, lo, skey, start, span)))
-            elif getattr(getattr(idx, "aval", None), "shape", ()) == () or isinstance(idx, int):
-                start, skey = _static(idx, defs)
-                fixed[base] = _shift(key, lo, skey, start, 1)
-            else:  # an array of indices: a gather we do not model
-                fixed[base] = ("?", None, None)
-        view = new_view
-    for base, extent in view:
-        fixed[base] = extent
-    return tuple(fixed[d] for d in range(len(shape)))
-
-
-def _static(value: Any, defs: dict[Any, Any]) -> tuple[int | None, Any]:
-    """(int value, None) for a static index, or (0, key) naming a dynamic one."""
-    if isinstance(value, int):
-        return value, None
-    if isinstance(value, jex.core.Literal):
-        return int(value.val), None
-    return 0, defs.get(value, ("var", id(value)))
-
-
-def _shift(key: Any, lo: int | None, skey: Any, start: int | None, span: int) -> Dim:
-    """The extent `[lo + start, lo + start + span)`, symbolic when either part is dynamic."""
-    if lo is None or start is None or (key is not None and skey is not None):
-        return ("?", None, None)
-    base = lo + start
-    return (key if key is not None else skey, base, base + span)

@@ -17,7 +17,8 @@ import jax.extend as jex
 import numpy as np
 from jax import tree_util
 
-from course.grading.kernels import LOADS, STORES, UPDATES, _region, _sub_env, learner_line
+from course.grading.jaxprs import learner_line, region_of, sub_env
+from course.grading.kernels import LOADS, STORES, UPDATES
 
 __all__ = ["Dma", "MemoryAccess", "RefInfo", "SPACE_WORDS", "Walker", "match_waits"]
 
@@ -148,15 +149,15 @@ class Walker:
                 self._dma(eqn, env, defs, line)
             for sub in jex.core.jaxprs_in_params(eqn.params):
                 inner = getattr(sub, "jaxpr", sub)
-                sub_env = _sub_env(eqn, inner, env) if env else {}
+                nested = sub_env(eqn, inner, env) if env else {}
                 if prim == "run_scoped":
                     for i, var in enumerate(inner.invars):
-                        sub_env[var] = self.new_ref(var, f"scoped buffer {i}", None, line)
+                        nested[var] = self.new_ref(var, f"scoped buffer {i}", None, line)
                 outer_loops = self.loops
                 if prim in LOOPS:
                     self.counter["loop"] += 1
                     self.loops = (*self.loops, self.counter["loop"])
-                self.walk(inner, sub_env, line)
+                self.walk(inner, nested, line)
                 self.loops = outer_loops
 
     def _access(self, eqn: Any, env: dict[Any, RefInfo], defs: dict[Any, Any], line: int | None) -> None:
@@ -173,7 +174,7 @@ class Walker:
         self.counter["order"] += 1
         self.accesses.append(MemoryAccess(
             ref=env[ref], kind=kind, shape=tuple(getattr(value.aval, "shape", ())),
-            region=_region(transforms, tuple(ref.aval.shape), defs), line=line,
+            region=region_of(transforms, tuple(ref.aval.shape), defs), line=line,
             order=self.counter["order"]))
 
     def _dma(self, eqn: Any, env: dict[Any, RefInfo], defs: dict[Any, Any], line: int | None) -> None:
@@ -182,7 +183,7 @@ class Walker:
         src_var, dst_var, sem_var = (getattr(r, "ref", r) for r in (src, dst, sem))
         if any(isinstance(v, jex.core.Literal) or v not in env for v in (src_var, dst_var)):
             return
-        region = _region(getattr(dst, "transforms", ()), tuple(dst_var.aval.shape), defs)
+        region = region_of(getattr(dst, "transforms", ()), tuple(dst_var.aval.shape), defs)
         self.counter["order"] += 1
         kind = "start" if eqn.primitive.name == "dma_start" else "wait"
         event = _Event(src=env[src_var], dst=env[dst_var], sem=env.get(sem_var), dst_region=region,
