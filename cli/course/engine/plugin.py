@@ -24,7 +24,6 @@ import pytest
 
 from course.engine import guard, notary, submission
 from course.engine.report import manifest_path
-from course.grading.feedback import CheckFailed
 
 _SESSION = pytest.StashKey["Grading"]()
 HIDDEN_DIR = "hidden"
@@ -118,43 +117,8 @@ class Check:
     phases: dict[str, str] = field(default_factory=dict)
 
 
-def describe(exc: BaseException, path: Path | None, when: str) -> tuple[str, str]:
-    """Classify an exception: the learner's mistake (failed), a skip, or the grader's own bug (error).
-
-    Never "passed": a phase passes only when it raised nothing.
-    """
-    where = submission.learner_location(exc.__traceback__, path)
-    if isinstance(exc, submission.SubmissionError):
-        return "failed", str(exc)
-    if isinstance(exc, pytest.skip.Exception):
-        if where:  # only a grader may skip a check; from the learner's code it is a way out
-            return "failed", f"your code skipped the check{where}; a function must return its result"
-        return "skipped", str(exc)
-    if isinstance(exc, CheckFailed):
-        return "failed", str(exc)
-    if isinstance(exc, MemoryError):
-        return "failed", (
-            f"your code ran out of memory{where}: it asked for more than this exercise allows; "
-            "is an array far larger than the task needs?"
-        )
-    if isinstance(exc, SystemExit):
-        return "failed", (
-            f"your code called sys.exit({exc.code!r}) during the check{where}; "
-            "a function must return its result, not end the program"
-        )
-    if when != "call" and not where:
-        shown = pytest.ExceptionInfo.from_exception(exc).exconly()
-        return "error", f"the grader failed while {_PHASES[when]}: {shown}"
-    if isinstance(exc, AssertionError) and not where:
-        return "failed", str(exc).split("\nassert ")[0].strip() or repr(exc)
-    return "failed", f"your code raised {submission.describe_exception(exc)}{where}"
-
-
-_PHASES = {"setup": "preparing the check", "teardown": "cleaning up after the check"}
-
-
 def _verdict(state: Grading, item: pytest.Item, when: str, exc: BaseException | None,
-             _describe: Any = describe, _notify: Any = notary.notify, _id: Any = id) -> None:
+             _describe: Any = submission.describe, _notify: Any = notary.notify, _id: Any = id) -> None:
     """The verdict on one phase, from what it raised; the notary takes verdicts only from here.
 
     What it calls is bound when the module is imported (the armed guard refuses rewriting a

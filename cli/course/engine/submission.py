@@ -1,4 +1,4 @@
-"""Loading a learner's file by path, and describing what their code did in plain words."""
+"""Loading a learner's file by path, and describing what their code did, or how a check ended, in plain words."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import traceback
 import types
 from pathlib import Path
 
+import pytest
+
+from course.grading.feedback import CheckFailed
 from course.grading.source import describe_exception, learner_location, learner_traceback
 
-__all__ = ["SubmissionError", "check_seed", "describe_exception", "learner_location", "load", "read_source"]
+__all__ = ["SubmissionError", "check_seed", "describe", "describe_exception", "learner_location", "load", "read_source"]
 
 
 class SubmissionError(Exception):
@@ -63,3 +66,38 @@ def check_seed(run_seed: int, check_id: str) -> int:
     """A per-check seed derived from the run's seed, stable across processes."""
     digest = hashlib.sha256(f"{run_seed}:{check_id}".encode()).digest()
     return int.from_bytes(digest[:4], "little")
+
+
+def describe(exc: BaseException, path: Path | None, when: str) -> tuple[str, str]:
+    """Classify an exception: the learner's mistake (failed), a skip, or the grader's own bug (error).
+
+    Never "passed": a phase passes only when it raised nothing.
+    """
+    where = learner_location(exc.__traceback__, path)
+    if isinstance(exc, SubmissionError):
+        return "failed", str(exc)
+    if isinstance(exc, pytest.skip.Exception):
+        if where:  # only a grader may skip a check; from the learner's code it is a way out
+            return "failed", f"your code skipped the check{where}; a function must return its result"
+        return "skipped", str(exc)
+    if isinstance(exc, CheckFailed):
+        return "failed", str(exc)
+    if isinstance(exc, MemoryError):
+        return "failed", (
+            f"your code ran out of memory{where}: it asked for more than this exercise allows; "
+            "is an array far larger than the task needs?"
+        )
+    if isinstance(exc, SystemExit):
+        return "failed", (
+            f"your code called sys.exit({exc.code!r}) during the check{where}; "
+            "a function must return its result, not end the program"
+        )
+    if when != "call" and not where:
+        shown = pytest.ExceptionInfo.from_exception(exc).exconly()
+        return "error", f"the grader failed while {_PHASES[when]}: {shown}"
+    if isinstance(exc, AssertionError) and not where:
+        return "failed", str(exc).split("\nassert ")[0].strip() or repr(exc)
+    return "failed", f"your code raised {describe_exception(exc)}{where}"
+
+
+_PHASES = {"setup": "preparing the check", "teardown": "cleaning up after the check"}
