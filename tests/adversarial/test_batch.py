@@ -6,7 +6,9 @@ the processes that grade its classmates; then it returns the right value, unless
 through, in which case it raises and says what it did. So a sandbox that holds shows as a full
 score for every attacker, and a leak shows as a failure naming it. Besides, the classmates'
 results and the gradebook must be exactly those of an honest class, and nothing may reach the
-listener. A case is skipped where the machine lacks the protection it needs (`course.engine.sandbox`).
+listener. Where the machine lacks the protection an attack needs (`course.engine.sandbox`), nothing
+can stop it, and the promise is the honest one: the attacker's results and the class summary say
+that protection was off.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -30,12 +33,14 @@ from course.engine import sandbox
 ATTACKS = Path(__file__).parent / "attacks" / "batch"
 COURSE_BIN = Path(sys.executable).with_name("course")
 PROTECTIONS = sandbox.available()
-NEEDS = {
-    "read_classmate": PROTECTIONS.landlock_files,
-    "write_results": PROTECTIONS.landlock_files,
-    "open_socket": PROTECTIONS.network_namespace or PROTECTIONS.landlock_network,
-    "kill_graders": PROTECTIONS.landlock_scopes,
+# The flags of `Protections.as_dict()` that stop each attack; one is enough.
+STOPPED_BY = {
+    "read_classmate": ("landlock_files",),
+    "write_results": ("landlock_files",),
+    "open_socket": ("network_namespace", "landlock_network"),
+    "kill_graders": ("landlock_scopes",),
 }
+NEEDS = {attack: any(PROTECTIONS.as_dict()[flag] for flag in flags) for attack, flags in STOPPED_BY.items()}
 
 
 class Listener:
@@ -98,7 +103,17 @@ class Batch:
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
     """Grade the honest class plus one student per attack, once, through the real `course grade`."""
-    root = tmp_path_factory.mktemp("batch")
+    return grade_class(tmp_path_factory.mktemp("batch"), dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    """The same class graded as on a machine with no sandbox (`COURSE_PORTABLE=1`, as on macOS)."""
+    return grade_class(tmp_path_factory.mktemp("unprotected"), {**os.environ, "COURSE_PORTABLE": "1"})
+
+
+def grade_class(root: Path, env: dict[str, str]) -> Batch:
+    """Grade the honest class plus one student per attack through the real `course grade`, under `env`."""
     course, subs, out = class_course(root), root / "subs", root / "out"
     expected = honest_class(subs)
     secret, token = f"CLASSMATE_SECRET_{uuid.uuid4().hex}", f"BATCHTOKEN{uuid.uuid4().hex}"
@@ -110,7 +125,8 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
             write_folder(subs / attack.stem, {"ex_pass.py": text.replace("__TOKEN__", token)})
             expected[attack.stem] = 3.0
         argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--json"]
-        done = subprocess.run([*argv, "--jobs", "2"], capture_output=True, text=True, timeout=300, check=False)
+        done = subprocess.run([*argv, "--jobs", "2"], capture_output=True, text=True, timeout=300, check=False,
+                              env=env)
     finally:
         listener.close()
     assert done.stdout.strip(), done.stderr[-2000:]
@@ -119,10 +135,14 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
 
 @pytest.mark.parametrize("attack", sorted(NEEDS))
 def test_the_attack_does_not_go_through(batch: Batch, attack: str) -> None:
-    """The attacker's code ran to the end with no attack succeeding: it scores what honest code scores."""
-    if not NEEDS[attack]:
-        pytest.skip(f"this machine lacks the protection that stops {attack}")
+    """The attacker's code ran to the end with no attack succeeding: it scores what honest code scores.
+
+    Without the protection that stops it, its results must say that protection was off instead.
+    """
     results = batch.results(attack)
+    if not NEEDS[attack]:
+        assert_disclosed(batch, results, STOPPED_BY[attack])
+        return
     assert_gradescope(results, attack)
     messages = "\n".join(t["output"] for t in results["tests"])
     assert results["score"] == 3.0, messages
@@ -130,9 +150,13 @@ def test_the_attack_does_not_go_through(batch: Batch, attack: str) -> None:
 
 
 def test_classmates_are_graded_as_an_honest_class(batch: Batch) -> None:
-    """Every student has the score their own files earn; the gradebook and totals are untouched."""
+    """Every student has the score their own files earn; the gradebook and totals are untouched.
+
+    Where some attack cannot be stopped, the summary must say which protections were off instead.
+    """
     if not all(NEEDS.values()):
-        pytest.skip("this machine lacks some protection the attacks need stopped")
+        assert_disclosed(batch, batch.results("alice"), [f for a, fs in STOPPED_BY.items() if not NEEDS[a] for f in fs])
+        return
     assert batch.returncode == 0, batch.summary
     assert batch.summary["totals"] == batch.expected
     with (batch.out / "gradebook.csv").open(encoding="utf-8") as fh:
@@ -145,12 +169,25 @@ def test_classmates_are_graded_as_an_honest_class(batch: Batch) -> None:
 
 
 def test_nothing_leaked_or_reached_the_network(batch: Batch) -> None:
-    """No classmate's secret and no forged result appears in any file written; no packet reached the listener."""
+    """No classmate's secret and no forged result appears in any file written; no packet reached the listener.
+
+    Where some attack cannot be stopped, the summary must say which protections were off instead.
+    """
     if not all(NEEDS.values()):
-        pytest.skip("this machine lacks some protection the attacks need stopped")
+        assert_disclosed(batch, batch.results("alice"), [f for a, fs in STOPPED_BY.items() if not NEEDS[a] for f in fs])
+        return
     written = batch.everything_written()
     assert batch.secret not in written and "FORGED" not in written and "999" not in written
     assert batch.received == []
+
+
+def assert_disclosed(batch: Batch, results: dict, flags: tuple[str, ...] | list[str],
+                     protections: sandbox.Protections = PROTECTIONS) -> None:
+    """The results and the summary say that every protection in `flags` was off, in flags and in words."""
+    isolation = results["extra_data"]["isolation"]
+    assert flags and not any(isolation[flag] for flag in flags), isolation
+    _, off = protections.describe()
+    assert off and batch.summary["isolation"]["off"] == off, batch.summary["isolation"]
 
 
 def test_results_say_which_protections_were_on(batch: Batch) -> None:
@@ -168,3 +205,14 @@ def test_a_rerun_grades_nobody_again(batch: Batch) -> None:
     assert done.returncode == batch.returncode and summary["graded_now"] == 0
     assert summary["reused"] == len(batch.expected) and summary["totals"] == batch.summary["totals"]
     assert {p: p.read_bytes() for p in batch.out.glob("*/results.json")} == before
+
+
+@pytest.mark.parametrize("attack", sorted(STOPPED_BY))
+def test_without_a_sandbox_the_results_say_so(unprotected: Batch, attack: str) -> None:
+    """With every protection off, each attacker's results and the summary say which protections were off.
+
+    This is the promise a learner's macOS gives, proved here on Linux by turning the protections off.
+    """
+    results = unprotected.results(attack)
+    assert_disclosed(unprotected, results, STOPPED_BY[attack], sandbox.Protections())
+    assert results["extra_data"]["isolation"]["private_copy"] is True
