@@ -1,11 +1,13 @@
-"""Shared fixtures: a private copy of the fixture mini-course, and a CLI runner."""
+"""Shared fixtures: a private copy of the fixture mini-course, a CLI runner, and a learner's file in miniature."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+import textwrap
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,19 @@ def wide_output() -> Iterator[None]:
     ui.out.width = ui.err.width = 200
     yield
     ui.out.width = ui.err.width = 80
+
+
+@pytest.fixture
+def learner_module(tmp_path: Path) -> Callable[[str], types.ModuleType]:
+    """Execute source from `learner.py` as a module, as the plugin loads a learner's submission."""
+
+    def load(source: str) -> types.ModuleType:
+        """The module made from `source`; its `__file__` is the file's path."""
+        path = tmp_path / "learner.py"
+        path.write_text(textwrap.dedent(source))
+        module = types.ModuleType("learner")
+        module.__file__ = str(path)
+        exec(compile(path.read_text(), str(path), "exec"), module.__dict__)  # noqa: S102 - a learner's file
+        return module
+
+    return load

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import textwrap
 import types
-from pathlib import Path
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -67,19 +66,11 @@ def test_recorders_stop_at_exit_and_nest() -> None:
     assert (outer.count(), inner.count()) == (2, 1)
 
 
-def _module(tmp_path: Path, source: str) -> types.ModuleType:
-    """A module executed from a file, as the plugin loads a learner's submission."""
-    path = tmp_path / "learner.py"
-    path.write_text(textwrap.dedent(source))
-    module = types.ModuleType("learner")
-    module.__file__ = str(path)
-    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)  # noqa: S102
-    return module
-
-
-def test_own_function_names_finds_defs_lambdas_inner_and_wrapped(tmp_path: Path) -> None:
+def test_own_function_names_finds_defs_lambdas_inner_and_wrapped(
+    learner_module: Callable[[str], types.ModuleType],
+) -> None:
     """Names come from the learner's code objects and from what module-level jits wrap."""
-    module = _module(tmp_path, """
+    module = learner_module("""
         import functools
         import jax
         import jax.numpy as jnp
@@ -101,15 +92,17 @@ def test_own_function_names_finds_defs_lambdas_inner_and_wrapped(tmp_path: Path)
     assert "jit" not in names and "partial" not in names
 
 
-def test_own_function_names_ignores_imported_functions(tmp_path: Path) -> None:
+def test_own_function_names_ignores_imported_functions(learner_module: Callable[[str], types.ModuleType]) -> None:
     """Plain functions imported from elsewhere are not the learner's."""
-    module = _module(tmp_path, "from textwrap import dedent\n")
+    module = learner_module("from textwrap import dedent\n")
     assert own_function_names(module) == set()
 
 
-def test_own_function_names_reach_containers_comprehensions_and_aot(tmp_path: Path) -> None:
+def test_own_function_names_reach_containers_comprehensions_and_aot(
+    learner_module: Callable[[str], types.ModuleType],
+) -> None:
     """Lambdas in comprehensions, jits kept in dicts or objects and AOT-compiled programs all count."""
-    module = _module(tmp_path, """
+    module = learner_module("""
         import jax
         import jax.numpy as jnp
 
@@ -151,16 +144,15 @@ def test_compiles_under_the_tpu_interpreter_are_not_counted() -> None:
     assert not via_interpreter()
 
 
-def test_compiles_made_from_the_learners_file_count_by_path(tmp_path: Path) -> None:
+def test_compiles_made_from_the_learners_file_count_by_path(
+    learner_module: Callable[[str], types.ModuleType],
+) -> None:
     """With `path`, a compile under a name of JAX's own counts when the learner's file is on the stack."""
-    learner = tmp_path / "learner.py"
-    namespace: dict = {}
-    source = "import jax\ndef run(x):\n    return jax.jit(lambda v: v * 3.0)(x)\n"
-    exec(compile(source, str(learner), "exec"), namespace)  # noqa: S102 - a learner's file, in miniature
+    module = learner_module("import jax\ndef run(x):\n    return jax.jit(lambda v: v * 3.0)(x)\n")
     x = jnp.ones(11)
-    with CompileRecorder(names={"nothing_of_theirs"}, path=str(learner)) as by_path:
-        namespace["run"](x)
+    with CompileRecorder(names={"nothing_of_theirs"}, path=module.__file__) as by_path:
+        module.run(x)
         jax.jit(lambda v: v + 7.0)(jnp.ones(13))  # not from their file: not counted
     with CompileRecorder(names={"nothing_of_theirs"}) as by_name:
-        namespace["run"](jnp.ones(12))
+        module.run(jnp.ones(12))
     assert by_path.fun_names() == ["jit(<lambda>)"] and by_name.count() == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,9 @@ def test_restored_after_an_exception() -> None:
     assert lib.jit is original and learner["jit"] is original
 
 
-def test_count_jit_builds_counts_the_learners_however_spelled(tmp_path: Path) -> None:
+def test_count_jit_builds_counts_the_learners_however_spelled(
+    tmp_path: Path, learner_module: Callable[[str], types.ModuleType],
+) -> None:
     """Builds from a file count whether by `jax.jit`, a partial of it or the decorator factory;
     the wrappers JAX builds for eager operations do not."""
     import jax
@@ -44,8 +47,7 @@ def test_count_jit_builds_counts_the_learners_however_spelled(tmp_path: Path) ->
 
     from course.grading import count_jit_builds
 
-    learner = tmp_path / "learner.py"
-    source = (
+    module = learner_module(
         "import functools, jax\n"
         "_jit = functools.partial(jax.jit, donate_argnums=0)\n"
         "def build(f):\n"
@@ -53,14 +55,13 @@ def test_count_jit_builds_counts_the_learners_however_spelled(tmp_path: Path) ->
         "    _jit(f)\n"
         "    jax.jit(static_argnums=())(f)\n"
     )
-    namespace: dict = {}
-    exec(compile(source, str(learner), "exec"), namespace)  # noqa: S102 - a learner's file, in miniature
+    learner = Path(module.__file__)
     with count_jit_builds(learner) as built:
-        namespace["build"](lambda x: x)
+        module.build(lambda x: x)
         jnp.arange(3.0) * 2.5 + jnp.ones(3)  # eager work: JAX builds its own wrappers
     assert built == [3]
     with count_jit_builds(tmp_path / "other.py") as elsewhere:
-        namespace["build"](lambda x: x)
+        module.build(lambda x: x)
     assert elsewhere == [0]
     with count_jit_builds() as anywhere:
         jax.jit(lambda x: x)

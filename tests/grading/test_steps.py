@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import textwrap
 import types
-from pathlib import Path
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -34,16 +33,6 @@ def _tree(n: int = 5) -> dict[str, jax.Array]:
 def _sgd(params, grads, lr):
     """The plain update, leaf by leaf."""
     return jax.tree.map(lambda p, g: p - lr * g, params, grads)
-
-
-def _module(tmp_path: Path, source: str) -> types.ModuleType:
-    """A module executed from a file, as the plugin loads a learner's submission."""
-    path = tmp_path / "learner.py"
-    path.write_text(textwrap.dedent(source))
-    module = types.ModuleType("learner")
-    module.__file__ = str(path)
-    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)  # noqa: S102
-    return module
 
 
 def test_consumed_leaves_names_each_donated_leaf() -> None:
@@ -85,9 +74,11 @@ def test_donated_leaves_through_a_wrapper_follows_the_leaves() -> None:
     assert donated_leaves(copying, _tree(), _tree(), 0.1, names=NAMES) == []
 
 
-def test_jitted_candidates_look_in_closures_tables_and_objects(tmp_path: Path) -> None:
+def test_jitted_candidates_look_in_closures_tables_and_objects(
+    learner_module: Callable[[str], types.ModuleType],
+) -> None:
     """A jit kept in a dict, on an object or in a closure is found; plain functions are not."""
-    module = _module(tmp_path, """
+    module = learner_module("""
         import jax
 
         class Holder:
@@ -110,9 +101,9 @@ def test_jitted_candidates_look_in_closures_tables_and_objects(tmp_path: Path) -
     assert set(jitted_candidates(module.wrapped)) == {"inner"}
 
 
-def test_jitted_step_finds_what_a_wrapper_runs(tmp_path: Path) -> None:
+def test_jitted_step_finds_what_a_wrapper_runs(learner_module: Callable[[str], types.ModuleType]) -> None:
     """Of two jits, the one the wrapper calls is the step, even with its arguments reordered or by keyword."""
-    module = _module(tmp_path, """
+    module = learner_module("""
         import jax
 
         def update(lr, grads, *, params):
@@ -140,9 +131,11 @@ def test_jitted_step_keeps_the_shardings_a_jit_was_given() -> None:
     assert lowered.out_info[0].sharding.spec == P()
 
 
-def test_jitted_step_falls_back_to_candidates_for_a_static_argument(tmp_path: Path) -> None:
+def test_jitted_step_falls_back_to_candidates_for_a_static_argument(
+    learner_module: Callable[[str], types.ModuleType],
+) -> None:
     """A wrapper around a jit with a static lr cannot be traced; the module's jit that accepts the arguments is used."""
-    module = _module(tmp_path, """
+    module = learner_module("""
         import functools
         import jax
 
@@ -180,9 +173,9 @@ def test_jitted_step_aliases_every_sharded_param() -> None:
     assert lowered.compile().memory_analysis().alias_size_in_bytes == 4  # only the replicated scalar
 
 
-def test_compiles_per_call_sees_a_static_value_compile_again(tmp_path: Path) -> None:
+def test_compiles_per_call_sees_a_static_value_compile_again(learner_module: Callable[[str], types.ModuleType]) -> None:
     """A traced learning rate compiles once; a static one compiles per value; eager helpers are not counted."""
-    module = _module(tmp_path, """
+    module = learner_module("""
         import functools
         import jax
 
