@@ -1,0 +1,17 @@
+"""Picks its jit by a value read back to Python (`float(delta.sum())`), a device sync on every call; must fail test_helper_aliases_state."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+@functools.cache
+def _helper(key):
+    """One donating jit per distinct key."""
+    return jax.jit(jnp.add, donate_argnums=0)
+
+
+def update_with_donate(state, delta):
+    """Reads a value of `delta` before the call: the function can no longer be traced."""
+    return _helper(float(delta.sum()))(state, delta)
