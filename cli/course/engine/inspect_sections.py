@@ -1,0 +1,26 @@
+"""The check an inspection run makes once per section: observe the learner's code, write it down, sign its digest.
+
+Collected from this file by path in the grading process, like a grader, with the learner's module
+from the plugin's `submission` fixture, loaded afresh for each section (so one section's compiles
+never count in another's).
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+from course.engine.inspector import Observed, write_observation
+
+
+def test_section(submission: types.ModuleType, submission_path: Path, inspect_section: dict[str, Any],
+                 inspect_out: Path) -> None:
+    """What your code does, seen as the graders see it."""
+    from course.grading.observe import observe_section
+
+    started = time.monotonic()
+    report = observe_section(inspect_section, submission, submission_path)
+    report["seconds"] = round(time.monotonic() - started, 3)
+    raise Observed(write_observation(inspect_out, inspect_section, report))
