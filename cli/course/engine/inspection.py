@@ -114,6 +114,7 @@ def _read(exercise: Exercise, result: ExerciseResult, out: Path, sections: list[
         reasons.append(reason)
         found.append(report if report is not None else {"show": spec["show"], "note": spec.get("note", ""),
                                                         "calls": [], "error": {"message": reason, "yours": True}})
-    if all(reasons) and len(set(reasons)) == 1:
-        return Inspection(exercise.name, "failed", message=reasons[0])
+    if all(reasons) and len(set(reasons)) == 1:  # one cause behind every section: the import, most likely
+        return Inspection(exercise.name, "failed", message=reasons[0].replace("so no check can run",
+                                                                              "so nothing can be inspected"))
     return Inspection(exercise.name, "inspected", sections=found)
