@@ -178,19 +178,21 @@ def save_cell(session: Session, exercise: Exercise, text: str) -> Path | None:
 
 
 def _command(args: list[str]) -> int:
-    """Run any other `course` command in this process, its output shown in the cell."""
-    import click
+    """Run any other `course` command as the command line runs it, its output shown in the cell.
 
-    from course.cli import app
+    It runs in a process of its own, so a command's exit and its terminal handling stay out of
+    the notebook's kernel.
+    """
+    import os
+    import subprocess
+    import sys
 
-    try:
-        code = app(args=args, prog_name="course", standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
-        return 1
-    return code if isinstance(code, int) else 0
+    env = {**os.environ, "COLUMNS": str(WIDTH), "COURSE_NO_PROGRESS": "1"}
+    done = subprocess.run([sys.executable, "-m", "course", *args], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL, check=False)
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    return done.returncode
 
 
 def _line(line: str) -> Any:
