@@ -30,7 +30,9 @@ def inspection(found: Inspection, file_hint: str) -> None:
     ui.block(f"your file: {file_hint}", indent=2, style="dim")
     if found.status != "inspected":
         ui.line()
-        ui.block(found.message, indent=2, style=ui.STYLES.get(found.status, "bold red"))
+        ui.block(found.message, indent=2, style="yellow" if found.not_tried else ui.STYLES.get(found.status, ""))
+        if found.status == "error":
+            ui.line("Something is wrong with the course itself, not your code; tell your instructor.", style="bold")
         return
     for section in found.sections:
         ui.line()

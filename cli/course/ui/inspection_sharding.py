@@ -42,9 +42,14 @@ def _layout(word: str, layout: dict[str, Any]) -> None:
     """One array's layout in words, then JAX's picture of it."""
     text = f"{word:<4}{layout['name']}: {layout['type']} {layout['spec']}"
     if "block" in layout:
-        held = "the whole array" if layout["block"] == _dims(layout["type"]) else f"a {tuple(layout['block'])} block"
-        copies = f", each block on {layout['copies']} devices" if layout.get("copies", 1) > 1 else ""
-        text += f"; each of {layout['devices']} devices holds {held} ({layout['bytes_per_device']} bytes){copies}"
+        size = f"{layout['bytes_per_device']} bytes"
+        if layout["devices"] == 1:
+            text += f"; all of it on one device ({size})"
+        elif layout["block"] == _dims(layout["type"]):
+            text += f"; replicated: each of {layout['devices']} devices holds the whole array ({size})"
+        else:
+            copies = f", each block on {layout['copies']} devices" if layout.get("copies", 1) > 1 else ""
+            text += f"; each of {layout['devices']} devices holds a {tuple(layout['block'])} block ({size}){copies}"
     ui.block(text, indent=4)
     for line in (layout.get("picture") or "").splitlines():
         ui.out.print(Text(" " * 8 + line), soft_wrap=True)
