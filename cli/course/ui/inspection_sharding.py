@@ -44,7 +44,7 @@ def _layout(word: str, layout: dict[str, Any]) -> None:
     if "block" in layout:
         size = f"{layout['bytes_per_device']} bytes"
         if layout["devices"] == 1:
-            text += f"; all of it on one device ({size})"
+            text += f" ({size})"
         elif layout["block"] == _dims(layout["type"]):
             text += f"; replicated: each of {layout['devices']} devices holds the whole array ({size})"
         else:
@@ -75,7 +75,7 @@ def _grouped(items: list[dict[str, Any]], apart: tuple[str, ...]) -> list[tuple[
 
 def _jaxpr_collective(c: dict[str, Any], lines: list[tuple[Any, ...]]) -> str:
     """`psum over ('x', 'y') of () (1 element per device), 1 time, line 27`, or `7 × ppermute ...`."""
-    shapes = ", ".join(str(tuple(s)) for s in c["shapes"])
+    shapes = ", ".join(str(tuple(s)) if s else "a scalar" for s in c["shapes"])
     times = (f"{c['times']} time{'s' if c['times'] != 1 else ''}" if c.get("times") is not None
              else f"an unknown number of times (inside a {c['enclosing']})")
     known = [str(n) for (n,) in lines if n]
@@ -101,8 +101,21 @@ def _jaxpr_total(found: list[dict[str, Any]]) -> str:
 def _hlo_collective(c: dict[str, Any], count: int) -> str:
     """`all-reduce of f32[] (4 bytes per device) among {{0,4},{1,5}} (from psum), in a loop`."""
     operands = ", ".join(c["operands"]) or c["result"]
-    among = f" among {c['groups']}" if c.get("groups") else ""
+    among = f" among {_groups(c['groups'], c['op'])}" if c.get("groups") else ""
     made = f" (from {c['from']})" if c.get("from") else ""
     loop = ", inside a loop" if c.get("in_loop") else ""
     times = f"{count} × " if count > 1 else ""
     return f"{times}{c['op']} of {operands} ({c['bytes']} bytes per device){among}{made}{loop}"
+
+
+def _groups(text: str, op: str) -> str:
+    """`4 groups of 2 devices {{0,4},...}`, or `8 sends {{0,1},...}` for a permute: who talks to whom, counted."""
+    if not text.startswith("{{"):
+        return text  # JAX's compact form, `[2,4]<=[8]`, as printed
+    groups = [g for g in text.strip("{}").split("},{") if g]
+    sizes = {len(g.split(",")) for g in groups}
+    if op == "collective-permute":
+        return f"{len(groups)} sends (source, target) {text}"
+    if len(sizes) != 1:
+        return text
+    return f"{len(groups)} group{'s' if len(groups) != 1 else ''} of {sizes.pop()} devices {text}"
