@@ -60,12 +60,15 @@ class _Report:
         return console
 
     def __repr__(self) -> str:
+        """The report as plain text, as a terminal shows it without colour."""
         return self._recorded().export_text(styles=False).rstrip() + "\n"
 
     def _repr_html_(self) -> str:
+        """The report as HTML, for Jupyter."""
         return self._recorded().export_html(inline_styles=True, code_format=_HTML)
 
     def _repr_markdown_(self) -> str:
+        """The report as Markdown: its title, then its text as a block."""
         return f"**{self._title()}**\n\n```text\n{self!r}```\n"
 
     def _title(self) -> str:
@@ -101,11 +104,13 @@ class CheckReport(_Report):
         return views.check_json(self.session, self.results)
 
     def _draw(self) -> None:
+        """The verdicts, as `course check` prints them."""
         from course.ui import views
 
         views.results(self.session, self.results)
 
     def _title(self) -> str:
+        """`course check NAME: passed`."""
         names = ", ".join(r.name for r in self.results)
         return f"course check {names}: {'passed' if self.passed else 'not passed'}"
 
@@ -128,11 +133,13 @@ class InspectReport(_Report):
         return inspection.as_json(self.session, self.inspection)
 
     def _draw(self) -> None:
+        """The sections, as `course inspect` prints them."""
         from course.ui import inspection
 
         inspection.inspection(self.inspection, str(self.session.submission(self.exercise)))
 
     def _title(self) -> str:
+        """`course inspect NAME`."""
         return f"course inspect {self.exercise.name}"
 
 

@@ -101,6 +101,7 @@ def namespace(module: Any, rng: np.random.Generator) -> dict[str, Any]:
         """A maker of random arrays of `dtype` (normal floats, small non-negative integers)."""
 
         def make(*shape: int, high: int = 10) -> jax.Array:
+            """A random array of `shape`."""
             if np.issubdtype(np.dtype(dtype), np.integer):
                 return jnp.asarray(rng.integers(0, high, size=shape), dtype)
             return jnp.asarray(rng.standard_normal(shape), dtype)

@@ -174,7 +174,10 @@ def _misses() -> Iterator[list[Miss]]:
     found: list[Miss] = []
 
     class Collect(logging.Handler):
+        """Keeps each record that is an explained miss."""
+
         def emit(self, record: logging.LogRecord) -> None:
+            """Parse one record."""
             miss = parse_miss(record.getMessage())
             if miss is not None:
                 found.append(miss)
