@@ -124,3 +124,19 @@ def test_an_endless_loop_ends_at_the_exercises_limit(cli: CliRunner, mini_course
     result = cli.invoke(app, ["inspect", "ex_loop", "--course", str(mini_course)])
     assert result.exit_code == 1, result.output
     assert "ran past the 3 s limit" in result.stdout
+
+
+@pytest.mark.slow
+def test_code_that_patches_an_observer_is_tampering(cli: CliRunner, workspace: Path) -> None:
+    """The observers are part of the machinery the grading guard watches: replacing one voids the inspection."""
+    patcher = SOLUTION.read_text() + (
+        "\n\n_real = update_with_donate\n\n\n"
+        "def update_with_donate(state, delta):\n"
+        "    import course.grading.observe.compiles as shown\n"
+        "    shown.observe = lambda calls, module, path: [{'compiles': []} for _ in calls]\n"
+        "    return _real(state, delta)\n")
+    learner_file(workspace).write_text(patcher)
+    result = inspect(cli, workspace, "update_with_donate")
+    assert result.exit_code == 1, result.output
+    assert "the grading machinery was tampered with" in result.stdout
+    assert "Compiles" not in result.stdout

@@ -2,7 +2,8 @@
 
 Collected from this file by path in the grading process, like a grader, with the learner's module
 from the plugin's `submission` fixture, loaded afresh for each section (so one section's compiles
-never count in another's).
+never count in another's). The observers are imported with this file, before learner code runs,
+so replacing one of them is tampering, as replacing a grader's helper is.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from course.engine.inspector import Observed, write_observation
+from course.grading.observe import load_observers, observe_section
+
+load_observers()  # at collection, before any learner code: the guard's snapshot then holds them
 
 
 def test_section(submission: types.ModuleType, submission_path: Path, inspect_section: dict[str, Any],
                  inspect_out: Path) -> None:
     """What your code does, seen as the graders see it."""
-    from course.grading.observe import observe_section
-
     started = time.monotonic()
     report = observe_section(inspect_section, submission, submission_path)
     report["seconds"] = round(time.monotonic() - started, 3)
