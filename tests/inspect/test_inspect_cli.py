@@ -140,3 +140,17 @@ def test_code_that_patches_an_observer_is_tampering(cli: CliRunner, workspace: P
     assert result.exit_code == 1, result.output
     assert "the grading machinery was tampered with" in result.stdout
     assert "Compiles" not in result.stdout
+
+
+@pytest.mark.slow
+def test_a_failure_of_the_inspection_itself_is_the_platforms(workspace: Path) -> None:
+    """A section the observers cannot run is the course's problem: exit 3, never blamed on the learner."""
+    from course.engine.inspection import inspect as run
+    from course.registry import load_course
+
+    exercise = load_course(REPO).get("update_with_donate")
+    shutil.copy(SOLUTION, learner_file(workspace))
+    found = run(exercise, learner_file(workspace), [{"index": 0, "show": "no_such_section", "calls": ["f()"]}])
+    (section,) = found.sections
+    assert "the inspection itself failed" in section["error"]["message"] and not section["error"]["yours"]
+    assert found.exit_code == 3

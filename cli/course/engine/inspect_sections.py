@@ -15,6 +15,7 @@ from typing import Any
 
 from course.engine.inspector import Observed, write_observation
 from course.grading.observe import load_observers, observe_section
+from course.grading.source import describe_exception
 
 load_observers()  # at collection, before any learner code: the guard's snapshot then holds them
 
@@ -23,6 +24,11 @@ def test_section(submission: types.ModuleType, submission_path: Path, inspect_se
                  inspect_out: Path) -> None:
     """What your code does, seen as the graders see it."""
     started = time.monotonic()
-    report = observe_section(inspect_section, submission, submission_path)
+    try:
+        report = observe_section(inspect_section, submission, submission_path)
+    except Exception as exc:  # noqa: BLE001 - the observers catch the learner's exceptions; this one is ours
+        report = {"show": inspect_section["show"], "note": inspect_section.get("note", ""), "calls": [],
+                  "error": {"message": f"the inspection itself failed ({describe_exception(exc)}); this is a "
+                                       "problem with the course, not your code", "yours": False, "platform": True}}
     report["seconds"] = round(time.monotonic() - started, 3)
     raise Observed(write_observation(inspect_out, inspect_section, report))

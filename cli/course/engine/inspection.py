@@ -53,7 +53,7 @@ class Inspection:
     @property
     def exit_code(self) -> int:
         """0 when every call was observed; 1 when the learner's code got in the way; 3 for the platform."""
-        if self.status == "error":
+        if self.status == "error" or any(e.get("platform") for e in self.errors()):
             return 3
         return 0 if self.status == "inspected" and not self.errors() else 1
 

@@ -38,7 +38,9 @@ def inspection(found: Inspection, file_hint: str) -> None:
         ui.line()
         draw_section(section)
     ui.line()
-    if found.errors():
+    if found.exit_code == 3:
+        ui.line("Something is wrong with the course itself, not your code; tell your instructor.", style="bold")
+    elif found.errors():
         ui.block(f"Your code raised where marked ✗ above; `course check {found.name}` says which rule each breaks.",
                  style="bold")
     else:
