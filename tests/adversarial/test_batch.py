@@ -95,9 +95,10 @@ class Batch:
         """A student's results.json."""
         return json.loads((self.out / student / "results.json").read_text(encoding="utf-8"))
 
-    def everything_written(self) -> str:
-        """Every file of the output folder, as text."""
-        return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in self.out.rglob("*") if p.is_file())
+    def everything_written(self) -> dict[str, str]:
+        """Every file of the output folder, as text, by its path in the folder."""
+        return {str(p.relative_to(self.out)): p.read_text(encoding="utf-8", errors="replace")
+                for p in self.out.rglob("*") if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +125,9 @@ def grade_class(root: Path, env: dict[str, str]) -> Batch:
             text = attack.read_text(encoding="utf-8").replace("__PORT__", str(listener.port))
             write_folder(subs / attack.stem, {"ex_pass.py": text.replace("__TOKEN__", token)})
             expected[attack.stem] = 3.0
-        argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--json"]
+        # A seed holding 999, the forged score's digits: the files must be searched for what was forged, not digits.
+        argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--json",
+                "--seed", "1999"]
         done = subprocess.run([*argv, "--jobs", "2"], capture_output=True, text=True, timeout=300, check=False,
                               env=env)
     finally:
@@ -176,8 +179,13 @@ def test_nothing_leaked_or_reached_the_network(batch: Batch) -> None:
     if not all(NEEDS.values()):
         assert_disclosed(batch, batch.results("alice"), [f for a, fs in STOPPED_BY.items() if not NEEDS[a] for f in fs])
         return
-    written = batch.everything_written()
-    assert batch.secret not in written and "FORGED" not in written and "999" not in written
+    # One question per assertion, naming the file: a compound `and` made pytest print "the secret is
+    # contained here" when only a seed or a time holding the digits 999 had matched.
+    for name, text in batch.everything_written().items():
+        assert batch.secret not in text, f"a classmate's secret is in {name}"
+        assert "FORGED" not in text, f"a forged result is in {name}"
+    for results in batch.out.glob("*/results.json"):
+        assert json.loads(results.read_text(encoding="utf-8"))["score"] != 999, f"a forged score in {results}"
     assert batch.received == []
 
 
