@@ -22,7 +22,8 @@ FOREVER = 3600.0
 def _run(code: str, budget: Budget, tmp_path: Path) -> isolation.Outcome:
     """Run a Python snippet under `budget`, isolated as a grading is."""
     return isolation.run_isolated([sys.executable, "-c", textwrap.dedent(code)], key=b"k", cwd=tmp_path,
-                                  env={"PATH": "/usr/bin:/bin"}, budget=budget, memory_mb=4096)
+                                  env={"PATH": "/usr/bin:/bin"}, timeout_s=budget.cpu_s, wall_s=budget.wall_s,
+                                  memory_mb=4096)
 
 
 def test_an_endless_loop_is_stopped_by_its_cpu_time(tmp_path: Path) -> None:

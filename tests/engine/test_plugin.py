@@ -148,7 +148,7 @@ def test_the_output_is_marked_between_checks(pytester: pytest.Pytester) -> None:
     learner.write_text(source)
     out = pytester.path / "report" / "report.json"
     out.parent.mkdir()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "course.engine.plugin", "-p", "no:terminal", "-s",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "course.engine.plugin", "-q", "-s",
                            "--course-report", str(out), "--course-submission", str(learner), "test_grader.py"],
                           cwd=pytester.path, capture_output=True, timeout=600, check=False)
     sink = OutputSink(io.BytesIO(done.stdout), report.output_marker(b""))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from course.engine import system
-from course.engine.limits import STACK_SIGNAL, Budget
+from course.engine.limits import STACK_SIGNAL, WALL_FACTOR, Budget
 from course.engine.output import OUTPUT_LIMIT, OutputSink
 from course.engine.sandbox import Policy, wrap
 
@@ -70,15 +70,19 @@ def run_isolated(
     key: bytes,
     cwd: Path,
     env: dict[str, str],
-    budget: Budget,
+    timeout_s: float,
     memory_mb: int,
     launcher: Launcher | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     sandbox: Policy | None = None,
     stack_path: Path | None = None,
     marker: bytes = b"",
+    wall_s: float | None = None,
 ) -> Outcome:
     """Run `command` under the limits; `{keyfd}` becomes a pipe carrying `key`, `{eventsfd}` one for events.
+
+    `timeout_s` is CPU seconds of the whole process tree; `wall_s` caps the wall-clock time
+    (WALL_FACTOR times `timeout_s` when not given).
 
     Events are JSON lines the grading writes as each check ends; they are passed to `on_event`
     for display only (the verdict comes from the signed report). With a `launcher` (the warm
@@ -111,6 +115,7 @@ def run_isolated(
     outcome = Outcome(returncode=None)
     seen: dict[int, Any] = {}  # descendants met while watching, for platforms without a subreaper
     try:
+        budget = Budget(timeout_s, wall_s or WALL_FACTOR * timeout_s)
         outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen)
         outcome.limit, outcome.killed_for = (why, "") if outcome.timed_out else ("", why)
         if outcome.timed_out or why or sink.flooded:

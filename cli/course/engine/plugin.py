@@ -41,12 +41,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--course-hard-exit", action="store_true", help="end the process after reporting")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Hand the key to the notary and read the learner's source, before any learner code can run."""
+    """Hand the key to the notary and read the learner's source, before any learner code can run.
+
+    Last of all plugins: pytest's own terminal output is taken away here (its options still parse),
+    so what the grading prints is the learner's code's (and JAX's), cut into each check's share.
+    """
     config.addinivalue_line("markers", "points(n): points this check is worth (default 1)")
     path = config.getoption("--course-report", default=None)
     if not path:
         return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        config.pluginmanager.unregister(reporter)
     sub = config.getoption("--course-submission")
     sub_path = Path(sub) if sub else None
     _preload()

@@ -77,12 +77,14 @@ def grade(
         key = secrets.token_bytes(32)
         folder = _graders_seen_from(workdir, exercise) if sandbox else None
         source = _source(submission)  # the lines a stopped run's stack points at
+        budget = limits.budget(exercise.meta)
         outcome = isolation.run_isolated(
             _command(exercise, submission, workdir, report_path, seed, hidden, folder),
             key=key,
             cwd=workdir,
             env=_environment(exercise, cache_dir, read_only_cache),
-            budget=limits.budget(exercise.meta),
+            timeout_s=budget.cpu_s,
+            wall_s=budget.wall_s,
             memory_mb=exercise.meta.memory_mb,
             launcher=worker,
             on_event=_events_for(exercise.name, on_event),
@@ -170,13 +172,11 @@ def _command(exercise: Exercise, submission: Path, workdir: Path, report_path: P
         "no:threadexception",
         "-c",
         str(ini),
-        # The parent reads only the signed report; without pytest's own terminal output, what the
-        # grading prints is the learner's code's (and JAX's), cut into each check's share.
-        "-p",
-        "no:terminal",
         "--rootdir",
         str(workdir),
+        "-q",
         "-s",
+        "--tb=short",
         "--course-report",
         str(report_path),
         "--course-submission",
