@@ -237,3 +237,39 @@ def test_compilation_cache_keeps_verdicts(worker: Worker, tmp_path: Path) -> Non
     assert any(cache.iterdir())
     assert verdicts[0] == verdicts[2] == ("passed", [])
     assert verdicts[1] == verdicts[3] and "test_helper_built_once" in verdicts[1][1]
+
+
+class KeyThief:
+    """A launcher that reads the key and gives up, as a worker's late child would before the worker
+    was ended: the cold run that replaces it must still get a key of its own."""
+
+    def launch(self, command: list[str], *, fds: dict[str, int], **kwargs: Any) -> Any:
+        """Take the key from the pipe, then say no."""
+        os.read(fds["keyfd"], 4096)
+        return None
+
+
+def test_a_cold_run_after_a_failed_launch_has_its_key(mini: Course) -> None:
+    """Whatever happened to the first key pipe, the cold run signs with the key the parent checks."""
+    exercise = mini.get("ex_pass")
+    assert grade(exercise, exercise.solution_path, worker=KeyThief()).status == "passed"
+
+
+def test_a_worker_that_stops_answering_is_ended(mini: Course, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stopped worker never answers a launch: it is killed (its children with it) and the grading runs cold."""
+    import course.engine.worker as worker_module
+
+    monkeypatch.setattr(worker_module, "LAUNCH_TIMEOUT_S", 0.5)
+    silent = start_worker()
+    try:
+        assert silent.ready(), silent.reason
+        os.kill(silent.pid, signal.SIGSTOP)
+        exercise = mini.get("ex_pass")
+        result = grade(exercise, exercise.solution_path, worker=silent)
+        assert result.status == "passed" and silent.launched == 0 and not silent.ready()
+        deadline = time.monotonic() + 120
+        while not gone(silent.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone(silent.pid)
+    finally:
+        silent.close()
