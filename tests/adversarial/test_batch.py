@@ -128,7 +128,7 @@ def grade_class(root: Path, env: dict[str, str]) -> Batch:
         # A seed holding 999, the forged score's digits: the files must be searched for what was forged, not digits.
         argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--json",
                 "--seed", "1999"]
-        done = subprocess.run([*argv, "--jobs", "2"], capture_output=True, text=True, timeout=300, check=False,
+        done = subprocess.run([*argv, "--jobs", "2"], capture_output=True, text=True, timeout=900, check=False,
                               env=env)
     finally:
         listener.close()
@@ -208,7 +208,7 @@ def test_results_say_which_protections_were_on(batch: Batch) -> None:
 def test_a_rerun_grades_nobody_again(batch: Batch) -> None:
     """The same class again: every student's results stand, nothing is graded, the totals are the same."""
     before = {p: p.read_bytes() for p in batch.out.glob("*/results.json")}
-    done = subprocess.run(batch.argv, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(batch.argv, capture_output=True, text=True, timeout=600, check=False)
     summary = json.loads(done.stdout)
     assert done.returncode == batch.returncode and summary["graded_now"] == 0
     assert summary["reused"] == len(batch.expected) and summary["totals"] == batch.summary["totals"]
