@@ -45,16 +45,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Hand the key to the notary and read the learner's source, before any learner code can run.
 
-    Last of all plugins: pytest's own terminal output is taken away here (its options still parse),
-    so what the grading prints is the learner's code's (and JAX's), cut into each check's share.
+    Last of all plugins, so pytest's own terminal reporter exists to be taken away (`_quiet`).
     """
     config.addinivalue_line("markers", "points(n): points this check is worth (default 1)")
     path = config.getoption("--course-report", default=None)
     if not path:
         return
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        config.pluginmanager.unregister(reporter)
+    _quiet(config)
     sub = config.getoption("--course-submission")
     sub_path = Path(sub) if sub else None
     _preload()
@@ -83,6 +80,14 @@ def pytest_configure(config: pytest.Config) -> None:
     streams.line_buffered(state.streams)
     config.stash[_SESSION] = state
     config.pluginmanager.register(state, "course-grading")
+
+
+def _quiet(config: pytest.Config) -> None:
+    """Take pytest's terminal output away (its options still parse): what the grading prints is
+    then the learner's code's (and JAX's) alone, cut into each check's share."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        config.pluginmanager.unregister(reporter)
 
 
 def _preload() -> None:
