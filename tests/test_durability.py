@@ -25,7 +25,7 @@ def _course(*args: str, course: Path, cwd: Path) -> subprocess.CompletedProcess[
         env=_env(),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         check=False,
     )
 
@@ -60,7 +60,7 @@ def test_concurrent_checks_keep_every_update(mini_course: Path, workspace: Path)
         for name in expected
     ]
     for proc in procs:
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=600)
         assert json.loads(out)["total"] == 1, err
     store = ProgressStore(WorkspacePaths(workspace))
     stored = store.load().exercises

@@ -116,13 +116,15 @@ class ExerciseFile(BaseModel):
     hints: list[str] = []
     """Hints from a nudge to nearly the answer, shown one level at a time."""
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60
-    """Wall-clock limit for the whole grading process, in seconds."""
+    """CPU seconds a grading may use, counted over its whole process tree (what an endless loop burns)."""
     devices: Annotated[int, Field(ge=1, le=64)] = 1
     """CPU devices the grader needs (`--xla_force_host_platform_device_count`)."""
     memory_mb: Annotated[int, Field(ge=256, le=65536)] = 4096
     """Limit on the grading process's resident memory, in MiB."""
     inspect: InspectTable | None = None
     """What `course inspect` shows of the learner's code (docs/authoring.md)."""
+    wall_timeout_s: Annotated[float, Field(gt=0, le=36000)] | None = None
+    """Wall-clock cap on a grading, in seconds, for waits that burn no CPU; default 5 × `timeout_s`."""
 
 
 class EntryFile(BaseModel):

@@ -1,9 +1,10 @@
 """Adversarial corpus: each attack file is graded by the real `course check` in a fresh workspace.
 
-Every attack must end not passed, within its exercise's time limit plus a few seconds, with a
-message in plain words; no process may survive it, the learner's file must be as the attack left
-it, and the progress file must parse and hold no false pass. Two honest controls must pass, so
-these tests can tell a working grader from a broken one.
+Every attack must end not passed, with a message in plain words; no process may survive it, the
+learner's file must be as the attack left it, and the progress file must parse and hold no false
+pass. Honest controls must pass, so these tests can tell a working grader from a broken one.
+Nothing here is timed: an exercise's limit is CPU time, which a busy machine does not use up, and
+the one attack that runs into it (`infinite_loop`) must say it was its CPU time, not the clock.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,9 +35,8 @@ STUBS = {
     "double_array": "exercises/02_double_array/double_array.py",
     "donate_double": "exercises/03_donate_double/donate_double.py",
 }
-LIMITS = {"double": 4.0, "double_array": 12.0, "donate_double": 20.0}
-# Starting `course` and pytest, and a busy 2-core machine, on top of the exercise's own limit.
-SLACK_S = 6.0
+HANG_GUARD_S = 600
+"""Far above any exercise's wall-clock cap: only a grading that never ends runs into it."""
 END_EARLY = r"ended before reporting.*`sys\.exit` or `os\._exit`"
 WRONG = r"should be -?\d+, but it is"
 TAMPERED = r"grading machinery was tampered with"
@@ -60,7 +59,8 @@ CASES = [
     Case("sys_exit_call", message=r"called sys\.exit\(0\) during the check"),
     Case("os_exit_import", message=END_EARLY),
     Case("os_exit_call", message=END_EARLY),
-    Case("infinite_loop", statuses=("timeout",), message=r"ran past the 4 s limit"),
+    Case("infinite_loop", statuses=("timeout",), message=r"used 4 s of CPU time, this exercise's limit, and was "
+         r"stopped at double\.py line \d+, in double"),
     # Signal handlers are refused while checks run (one could run inside the notary's frame).
     Case("ignore_sigterm", message=TAMPERED + r": your code installed a signal handler"),
     Case("thread_left_running"),
@@ -85,7 +85,8 @@ CASES = [
     Case("delete_own_stub", after="deleted"),
     Case("rewrite_own_stub", after="rewritten"),
     Case("close_stdio"),
-    Case("close_sys_stdout", message=WRONG + r".*did not run to the end.*close standard output"),
+    # pytest writes nothing of its own through sys.stdout while grading: closing it changes nothing.
+    Case("close_sys_stdout"),
     # Forging the verdict (docs/security.md): every one must end in a report that says so.
     Case("steal_key_gc", message=TAMPERED + r": your code walked the garbage collector's objects"),
     Case("steal_key_frames", message=TAMPERED + r": your code touched the folder of the grading report"),
@@ -121,7 +122,6 @@ class Graded:
 
     result: dict
     returncode: int
-    elapsed_s: float
     workspace: Path
     stub: Path
     source: str
@@ -142,7 +142,7 @@ def _course(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD_S,
         check=False,
     )
 
@@ -158,12 +158,10 @@ def _grade(case: Case, tmp_path: Path) -> Graded:
     if case.beside:
         for fake in (ATTACKS / "beside").glob("*.py.txt"):
             shutil.copy(fake, stub.parent / fake.name.removesuffix(".txt"))
-    started = time.monotonic()
     done = _course("check", case.exercise, "--workspace", str(workspace), "--json", cwd=tmp_path)
-    elapsed = time.monotonic() - started
     assert done.stdout.strip(), f"no JSON on stdout; stderr: {done.stderr[-2000:]}"
     result = json.loads(done.stdout)["exercises"][0]
-    return Graded(result, done.returncode, elapsed, workspace, stub, source, token)
+    return Graded(result, done.returncode, workspace, stub, source, token)
 
 
 def _strays(needles: list[bytes]) -> list[int]:
@@ -215,8 +213,7 @@ def _check_case(case: Case, tmp_path: Path) -> Graded:
         assert result["status"] in case.statuses, _words(result)
         assert graded.returncode == (0 if "passed" in case.statuses else 1), _words(result)
         assert re.search(case.message, _words(result), re.S), _words(result)
-        limit = LIMITS[case.exercise]
-        assert graded.elapsed_s < limit + SLACK_S, f"took {graded.elapsed_s:.1f} s"
+        assert "wall-clock time" not in _words(result), "stopped by the clock: a busy machine decided this"
         assert not _strays([graded.token.encode(), str(graded.stub).encode()]), "a process outlived grading"
         _assert_workspace(case, graded)
         return graded

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,7 +35,7 @@ def _run(pytester: pytest.Pytester, source: str, *extra: str) -> tuple[dict, dic
     """Run the grader on a learner file with `source`; return (manifest, report)."""
     pytester.makepyfile(test_grader=GRADER)
     learner = pytester.path / "learner" / "sub.py"
-    learner.parent.mkdir()
+    learner.parent.mkdir(exist_ok=True)
     learner.write_text(source)
     out = pytester.path / "report" / "report.json"
     out.parent.mkdir(exist_ok=True)
@@ -119,3 +121,37 @@ def test_idle_without_options(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "course.engine.plugin")
     result.assert_outcomes(passed=1)
     assert not list(Path(pytester.path).glob("*.manifest"))
+
+
+def test_the_report_is_signed_after_each_check(pytester: pytest.Pytester) -> None:
+    """A process that ends in the second check leaves a signed report holding the first check's verdict,
+    marked incomplete; a run to the end marks its report complete."""
+    _, final = _run(pytester, "import os\ndef f(x):\n    return x + 1\n\ndef g():\n    os._exit(0)\n")
+    assert final["complete"] == 0 and [c["id"] for c in final["checks"]] == ["test_value"]
+    assert final["checks"][0]["status"] == "passed"
+    _, whole = _run(pytester, "def f(x):\n    return x + 1\n\ndef g():\n    pass\n")
+    assert whole["complete"] == 1 and len(whole["checks"]) == 3
+
+
+def test_the_output_is_marked_between_checks(pytester: pytest.Pytester) -> None:
+    """What each check printed lies between the notary's marks, which learner code cannot write: printing
+    a lookalike mark does not move any of it to another check."""
+    import subprocess
+
+    from course.engine.output import OutputSink
+
+    fake = "\x1efake:2\x1e"
+    source = f"def f(x):\n    print('in f', {fake!r})\n    return x + 1\n\ndef g():\n    print('in g')\n"
+    pytester.makepyfile(test_grader=GRADER)
+    learner = pytester.path / "learner" / "sub.py"
+    learner.parent.mkdir()
+    learner.write_text(source)
+    out = pytester.path / "report" / "report.json"
+    out.parent.mkdir()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "course.engine.plugin", "-q", "-s",
+                           "--course-report", str(out), "--course-submission", str(learner), "test_grader.py"],
+                          cwd=pytester.path, capture_output=True, timeout=600, check=False)
+    sink = OutputSink(io.BytesIO(done.stdout), report.output_marker(b""))
+    sink.join()
+    assert sink.checks() == {0: f"in f {fake}\n", 1: "in g\n"}
+    assert "in f" in sink.text() and report.output_marker(b"") not in sink.text().encode()

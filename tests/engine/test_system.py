@@ -77,7 +77,7 @@ def _verdicts(workspace: Path, env: dict[str, str]) -> dict[str, tuple[str, list
     """`course check --all --json` in `workspace`: each exercise's status and its checks' statuses."""
     done = subprocess.run(
         [str(COURSE_BIN), "check", "--all", "--json", "--course", str(MINI), "--workspace", str(workspace)],
-        env=env, capture_output=True, text=True, timeout=240, check=False,
+        env=env, capture_output=True, text=True, timeout=900, check=False,
     )
     assert done.stdout.strip(), done.stderr
     return {e["name"]: (e["status"], [c["status"] for c in e["checks"]]) for e in json.loads(done.stdout)["exercises"]}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from course.engine import inspect_sections, isolation, runner
+from course.engine import inspect_sections, isolation, limits, runner
 from course.engine.inspector import read_observation
 from course.engine.isolation import Launcher
 from course.engine.verdict import ExerciseResult, verdict
@@ -80,6 +80,7 @@ def inspect(exercise: Exercise, submission: Path, sections: list[dict[str, Any]]
         spec = workdir / "inspect.json"
         spec.write_text(json.dumps({"sections": sections}), encoding="utf-8")
         key = secrets.token_bytes(32)
+        budget = limits.budget(exercise.meta)  # CPU seconds and a wall-clock cap, as in a grading
         # No tracebacks: every section "fails" with its observation's digest, which is all the parent reads.
         options = ["-p", "course.engine.inspector", "--course-inspect", str(spec), "--course-inspect-out", str(out),
                    "--tb=no"]
@@ -87,7 +88,8 @@ def inspect(exercise: Exercise, submission: Path, sections: list[dict[str, Any]]
                                      tests=[inspect_sections.__file__], options=options)
         outcome = isolation.run_isolated(command, key=key, cwd=workdir,
                                          env=runner.grading_environment(exercise, cache_dir),
-                                         timeout_s=exercise.meta.timeout_s, memory_mb=exercise.meta.memory_mb,
+                                         timeout_s=budget.cpu_s, wall_s=budget.wall_s,
+                                         memory_mb=exercise.meta.memory_mb,
                                          launcher=worker)
         found = _read(exercise, verdict(exercise, report_path, key, outcome), out, sections)
     finally:

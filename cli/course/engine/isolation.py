@@ -1,10 +1,12 @@
 """Launch a grading process in its own process group, hold it to its limits, reap it, sweep what it left.
 
-Limits: wall-clock time (the whole group is killed), memory (an address-space cap inside the
-child where the OS offers one, and a watch on its resident size from outside), and output
-(kept up to a cap; a flood stops the run). Processes that escape the group are swept: on Linux
-they come back to us as children of a subreaper; elsewhere they are found by the marker in
-their environment (`course.engine.system`).
+Limits (`course.engine.limits`): CPU seconds of the whole process tree, a wall-clock cap several
+times larger for waits that burn nothing, memory (an address-space cap inside the child where the
+OS offers one, and a watch on its resident size from outside), and output (kept up to a cap; a
+flood stops the run). Before a run stopped at a limit is killed, it is asked for its stack. The
+whole group is killed at the end. Processes that escape the group are swept: on Linux they come
+back to us as children of a subreaper; elsewhere they are found by the marker in their environment
+(`course.engine.system`).
 """
 
 from __future__ import annotations
@@ -17,16 +19,20 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from course.engine import system
+from course.engine.limits import STACK_SIGNAL, WALL_FACTOR, Budget
+from course.engine.output import OUTPUT_LIMIT, OutputSink
 from course.engine.sandbox import Policy, wrap
 
-OUTPUT_KEEP = 64 * 1024
-OUTPUT_LIMIT = 32 * 1024 * 1024
 POLL_S = 0.05
+CPU_POLL_S = 0.2
+"""How often the process tree's CPU time is read (a walk of the process table)."""
+STACK_WAIT_S = 2.0
+"""How long a run stopped at a limit has to write its stack before it is killed."""
 SWEEP_ROUNDS = 20
 _active: set[int] = set()
 _active_lock = threading.Lock()
@@ -38,8 +44,13 @@ class Outcome:
 
     returncode: int | None
     timed_out: bool = False
+    """Stopped at the CPU limit or the wall-clock cap (`limit` says which)."""
     killed_for: str = ""
     output: str = ""
+    limit: str = ""
+    """"cpu" or "wall" when `timed_out`."""
+    checks_output: dict[int, str] = field(default_factory=dict)
+    """What each check printed, by its position in the manifest (cut to CHECK_OUTPUT_KEEP)."""
 
 
 class Launcher(Protocol):
@@ -64,37 +75,51 @@ def run_isolated(
     launcher: Launcher | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     sandbox: Policy | None = None,
+    stack_path: Path | None = None,
+    marker: bytes = b"",
+    wall_s: float | None = None,
 ) -> Outcome:
     """Run `command` under the limits; `{keyfd}` becomes a pipe carrying `key`, `{eventsfd}` one for events.
+
+    `timeout_s` is CPU seconds of the whole process tree; `wall_s` caps the wall-clock time
+    (WALL_FACTOR times `timeout_s` when not given).
 
     Events are JSON lines the grading writes as each check ends; they are passed to `on_event`
     for display only (the verdict comes from the signed report). With a `launcher` (the warm
     worker) the process is forked from it; when it cannot, the command starts cold. With a
     `sandbox` policy, the grading process enters it before it runs anything (`course.engine.sandbox`).
+    A run stopped at a limit is first asked for its stack, which it writes to `stack_path`. The
+    output is cut into each check's share where `marker` (`course.engine.report.output_marker`) says.
     """
     system.become_subreaper()
-    key_r, key_w = os.pipe()
-    os.write(key_w, key)
-    os.close(key_w)
     events_r, events_w = os.pipe()
-    fds = {"keyfd": key_r, "eventsfd": events_w}
     # Start and register under the lock: another thread's sweep must never take a child that
     # exists but is not yet registered for an orphan (it would kill and reap it).
     with _active_lock:
         confined = {"sandbox": sandbox.to_json()} if sandbox is not None else {}
         limits = {"cwd": cwd, "env": env, "memory_mb": memory_mb, **confined}
+        fds = {"keyfd": _key_pipe(key), "eventsfd": events_w}
         proc = launcher.launch(command, fds=fds, **limits) if launcher else None
-        proc = proc or _start_cold(wrap(command, sandbox) if sandbox is not None else command, fds, cwd, env)
+        if proc is None:
+            # A worker that gave up may still have forked a child that read the key: a cold run
+            # gets a pipe of its own, so it never starts without its key.
+            os.close(fds["keyfd"])
+            fds["keyfd"] = _key_pipe(key)
+            proc = _start_cold(wrap(command, sandbox) if sandbox is not None else command, fds, cwd, env)
         _active.add(proc.pid)
-    os.close(key_r)
+    os.close(fds["keyfd"])
     os.close(events_w)
     born = system.started_at(proc.pid) or time.time()
     system.cap_memory(proc.pid, memory_mb)
-    sink, events = _OutputSink(proc.stdout), _EventReader(events_r, on_event)
+    sink, events = OutputSink(proc.stdout, marker), _EventReader(events_r, on_event)
     outcome = Outcome(returncode=None)
     seen: dict[int, Any] = {}  # descendants met while watching, for platforms without a subreaper
     try:
-        outcome.timed_out, outcome.killed_for = _wait(proc, sink, timeout_s, memory_mb, seen)
+        budget = Budget(timeout_s, wall_s or WALL_FACTOR * timeout_s)
+        outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen)
+        outcome.limit, outcome.killed_for = (why, "") if outcome.timed_out else ("", why)
+        if outcome.timed_out or why or sink.flooded:
+            _ask_for_stack(proc, stack_path)
     finally:
         seen.update((p.pid, p) for p in system.descendants(proc.pid))
         _kill_group(proc)
@@ -104,13 +129,21 @@ def run_isolated(
         _sweep(born)
     sink.join()
     events.join()
-    outcome.returncode, outcome.output = proc.returncode, sink.text()
+    outcome.returncode, outcome.output, outcome.checks_output = proc.returncode, sink.text(), sink.checks()
     if sink.flooded and not outcome.killed_for:
         outcome.killed_for = (
             f"your code printed more than {OUTPUT_LIMIT // 2**20} MiB of output and "
             "was stopped; print less, or nothing, inside the function"
         )
     return outcome
+
+
+def _key_pipe(key: bytes) -> int:
+    """The read end of a new pipe that holds `key` and nothing more."""
+    read, write = os.pipe()
+    os.write(write, key)
+    os.close(write)
+    return read
 
 
 def _start_cold(command: list[str], fds: dict[str, int], cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -144,13 +177,15 @@ def stop_all() -> None:
             os.killpg(pid, signal.SIGKILL)
 
 
-def _wait(proc: Any, sink: _OutputSink, timeout_s: float, memory_mb: int, seen: dict[int, Any]) -> tuple[bool, str]:
-    """Wait for the child; return (timed out, reason it was killed).
+def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dict[int, Any]) -> tuple[bool, str]:
+    """Wait for the child; return (timed out, "cpu" or "wall"), or (False, the reason it was killed).
 
-    Without a subreaper, descendants are noted as they appear, so one that later leaves the
-    tree (a double fork) can still be killed at the end.
+    The CPU time of the process tree is read every CPU_POLL_S, so it is the learner's work that
+    counts, not the machine's load. Without a subreaper, descendants are noted as they appear,
+    so one that later leaves the tree (a double fork) can still be killed at the end.
     """
-    deadline = time.monotonic() + timeout_s
+    start = time.monotonic()
+    deadline, next_cpu = start + budget.wall_s, start + CPU_POLL_S
     while True:
         try:
             proc.wait(timeout=POLL_S)
@@ -159,8 +194,13 @@ def _wait(proc: Any, sink: _OutputSink, timeout_s: float, memory_mb: int, seen: 
             pass
         if not system.FEATURES.prctl:
             seen.update((p.pid, p) for p in system.descendants(proc.pid))
-        if time.monotonic() > deadline:
-            return True, ""
+        now = time.monotonic()
+        if now >= next_cpu:
+            next_cpu = now + CPU_POLL_S
+            if system.tree_cpu_s(proc.pid) > budget.cpu_s:
+                return True, "cpu"
+        if now > deadline:
+            return True, "wall"
         if sink.flooded:
             return False, ""
         if system.resident_mb(proc.pid) > memory_mb:
@@ -168,6 +208,28 @@ def _wait(proc: Any, sink: _OutputSink, timeout_s: float, memory_mb: int, seen: 
                 f"your code used more than {memory_mb} MiB of memory and was stopped; "
                 "is an array far larger than the task needs?"
             )
+
+
+def _ask_for_stack(proc: Any, stack_path: Path | None) -> None:
+    """Ask the grading process for its threads' stacks and give it a moment to write them: it is
+    about to be killed at a limit, and the learner is told where their code was."""
+    if stack_path is None:
+        return
+    try:
+        before = stack_path.stat().st_size
+        os.kill(proc.pid, STACK_SIGNAL)
+    except OSError:
+        return
+    deadline, size = time.monotonic() + STACK_WAIT_S, before
+    while time.monotonic() < deadline:
+        time.sleep(POLL_S / 5)
+        try:
+            now = stack_path.stat().st_size
+        except OSError:
+            return
+        if now > before and now == size:  # written, and no longer growing
+            return
+        size = now
 
 
 def _kill_group(proc: Any) -> None:
@@ -222,42 +284,6 @@ def _is_escapee(proc: Any, born: float) -> bool:
     or one whose environment shows it descends from a grading process."""
     started = system.started_at(proc.pid)
     return (started is not None and started >= born) or system.is_marked(proc)
-
-
-class _OutputSink:
-    """Drain the child's output on a thread: keep the head and tail, count the rest."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self._head = bytearray()
-        self._tail = bytearray()
-        self.total = 0
-        self.flooded = False
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        """Read until end of file, never holding more than twice OUTPUT_KEEP."""
-        while chunk := self._stream.read1(65536):
-            self.total += len(chunk)
-            if len(self._head) < OUTPUT_KEEP:
-                self._head += chunk[: OUTPUT_KEEP - len(self._head)]
-            else:
-                self._tail = (self._tail + chunk)[-OUTPUT_KEEP:]
-            if self.total > OUTPUT_LIMIT:
-                self.flooded = True
-
-    def join(self) -> None:
-        """Wait briefly for the reader; an escaped holder of the pipe must not hang us."""
-        self._thread.join(timeout=2)
-        with contextlib.suppress(Exception):
-            if not self._thread.is_alive():
-                self._stream.close()
-
-    def text(self) -> str:
-        """What was kept, with a marker where output was dropped."""
-        middle = b"\n[... output cut ...]\n" if self._tail else b""
-        return (bytes(self._head) + middle + bytes(self._tail)).decode("utf-8", errors="replace")
 
 
 class _EventReader:

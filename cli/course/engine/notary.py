@@ -6,7 +6,10 @@ cannot reach it: in the closure of an audit hook (PEP 578), which nothing else r
 which cannot be removed. The hook signs and writes the manifest and the report itself, from
 verdicts it takes only from the plugin's own code running on pytest's own stack, and before it
 takes each one it compares the grading machinery with the snapshot it was given
-(`course.engine.guard`).
+(`course.engine.guard`). It rewrites the report after each check, so a run stopped later keeps
+the verdicts of the checks that finished, and marks it complete at the end; between checks it
+writes a marker into the output, made from the key, that says where each check's output starts
+(`course.engine.output`).
 
 Once the checks are about to run (armed), a second hook (`course.engine.barrier`), which holds
 nothing secret, refuses what would let the learner's code see the notary at work or write in its
@@ -88,6 +91,8 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
     create, events, phases, unfinished = os.O_WRONLY | os.O_CREAT | os.O_TRUNC, EVENTS, PHASES, UNFINISHED
     statuses, notify_code = ("passed", "failed", "error", "skipped"), notify.__code__
     changes, arm = guard.changes, barrier.arm
+    # Written into the output between checks (`course.engine.output`); from the key, so only we can make it.
+    mark = b"\x1e" + digest(key, b"course.output", "sha256").hex()[:24].encode() + b":"
     own: set[types.CodeType] = set()  # the notary's own functions, filled in below
     # Opened now, while nothing refuses it: once armed, the report's folder is closed to everyone.
     report_fd = os_open(report, create, 0o600)
@@ -127,12 +132,26 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
             os_close(fd)
         os_replace(tmp, manifest)
 
-    def write_report(payload: dict[str, Any]) -> None:
-        """Write the report into the file opened at the start, from its first byte, and nothing after."""
-        data = signed(payload)
+    def write_report(complete: bool) -> None:
+        """Write the report into the file opened at the start, from its first byte, and nothing after.
+
+        Until the end it holds the checks that have finished (`complete` 0); each rewrite is at
+        least as long as the one before, so one cut short by a kill leaves no stale tail.
+        """
+        done = _len(state["checks"]) if complete else state["at"]
+        data = signed({"seed": state["seed"], "checks": combined(done), "collect_errors": state["errors"],
+                       "tampered": state["tampered"], "complete": 1 if complete else 0})
         os_pwrite(report_fd, data, 0)
         os_ftruncate(report_fd, _len(data))
-        os_fsync(report_fd)
+        if complete:
+            os_fsync(report_fd)
+
+    def write_mark(position: int) -> None:
+        """Mark in the output where the check at `position` starts (the learner may have closed it)."""
+        try:  # noqa: SIM105 - contextlib is the learner's to replace; a bare try is not
+            os_write(1, mark + int_repr(position).encode() + b"\x1e")
+        except OSError:
+            pass
 
     def trusted_stack(expected: tuple[types.CodeType, ...]) -> bool:
         """True when `notify` was called by one of `expected`, on the main thread, with nothing but
@@ -173,11 +192,11 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
         return (check, "call") if setup[0] == "passed" and (check, "call") not in state["phases"] else \
             (check, "teardown")
 
-    def combined() -> list[dict[str, Any]]:
-        """Each check's status and message from its phases: a pass needs setup, call and teardown to pass
-        (pytest runs no call after a setup that did not pass, so that setup decides)."""
+    def combined(upto: int) -> list[dict[str, Any]]:
+        """The first `upto` checks' status and message from their phases: a pass needs setup, call and
+        teardown to pass (pytest runs no call after a setup that did not pass, so that setup decides)."""
         out = []
-        for check in state["checks"]:
+        for check in state["checks"][:upto]:
             status, message = "passed", ""
             for phase in phases:  # the first phase that did not pass decides; a missing one is unfinished
                 got = state["phases"].get((check["id"], phase))
@@ -199,6 +218,7 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
         write_manifest({"checks": state["checks"], "collect_errors": state["errors"]})
         state["armed"] = True
         arm(report.rsplit("/", 1)[0], guarded, trusted, notify)
+        write_mark(0)
 
     def on_verdict(args: tuple) -> None:
         """Record one phase of one check, in pytest's order, from the plugin on pytest's stack."""
@@ -214,7 +234,10 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
             return
         if intact():
             state["phases"][(check, phase)] = (status, message[:4000])
-            state["at"] += phase == "teardown"
+            if phase == "teardown":
+                state["at"] += 1
+                write_report(False)
+                write_mark(state["at"])
 
     def tamper(what: Any) -> None:
         """Record tampering; the first time, write a report that says so, and accept nothing more."""
@@ -225,8 +248,7 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
     def finish() -> None:
         """Write the final report from the verdicts recorded, then accept nothing more."""
         state["sealed"] = True
-        write_report({"seed": state["seed"], "checks": combined(), "collect_errors": state["errors"],
-                      "tampered": state["tampered"]})
+        write_report(True)
 
     def handle(event: str, args: tuple) -> None:
         """Act on one of our events."""
@@ -259,7 +281,8 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
                 gc_enable()
 
     own.update(f.__code__ for f in (hook, handle, on_manifest, on_verdict, tamper, finish, trusted_stack,
-                                    write_report, write_manifest, signed, text, intact, next_phase, combined))
+                                    write_report, write_manifest, write_mark, signed, text, intact, next_phase,
+                                    combined))
     return hook
 
 

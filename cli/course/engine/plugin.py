@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from course.engine import guard, notary, submission
-from course.engine.report import manifest_path
+from course.engine import guard, notary, streams, submission
+from course.engine.report import manifest_path, stack_path
 
 _SESSION = pytest.StashKey["Grading"]()
 HIDDEN_DIR = "hidden"
@@ -41,15 +41,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--course-hard-exit", action="store_true", help="end the process after reporting")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Hand the key to the notary and read the learner's source, before any learner code can run."""
+    """Hand the key to the notary and read the learner's source, before any learner code can run.
+
+    Last of all plugins, so pytest's own terminal reporter exists to be taken away (`_quiet`).
+    """
     config.addinivalue_line("markers", "points(n): points this check is worth (default 1)")
     path = config.getoption("--course-report", default=None)
     if not path:
         return
+    _quiet(config)
     sub = config.getoption("--course-submission")
     sub_path = Path(sub) if sub else None
     _preload()
+    stack = streams.stack_on_request(stack_path(Path(path)))
     notary.install(
         key=_read_key(config.getoption("--course-key-fd")),
         manifest_path=manifest_path(Path(path)),
@@ -68,9 +74,20 @@ def pytest_configure(config: pytest.Config) -> None:
         seed=int(config.getoption("--course-seed")),
         hard_exit=bool(config.getoption("--course-hard-exit")),
         events_fd=config.getoption("--course-events-fd"),
+        stack_fd=stack,
+        streams=(sys.stdout, sys.stderr),
     )
+    streams.line_buffered(state.streams)
     config.stash[_SESSION] = state
     config.pluginmanager.register(state, "course-grading")
+
+
+def _quiet(config: pytest.Config) -> None:
+    """Take pytest's terminal output away (its options still parse): what the grading prints is
+    then the learner's code's (and JAX's) alone, cut into each check's share."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        config.pluginmanager.unregister(reporter)
 
 
 def _preload() -> None:
@@ -124,7 +141,9 @@ def _verdict(state: Grading, item: pytest.Item, when: str, exc: BaseException | 
     What it calls is bound when the module is imported (the armed guard refuses rewriting a
     default of the machinery), so learner code cannot swap the judge between two phases.
     """
-    _restore_stdio(state.stdio)
+    streams.restore_stdio(state.stdio)
+    if when == "teardown":
+        state.flush_output()  # what the check printed goes before the notary's mark that ends its share
     status, message = ("passed", "") if exc is None else _describe(exc, state.submission_path, when)
     check = state.checks.get(item.name)
     if check is not None:
@@ -152,9 +171,19 @@ class Grading:
     seed: int
     hard_exit: bool
     events_fd: int | None = None
+    stack_fd: int | None = None
+    """Where faulthandler writes the stacks when the parent asks (kept open for the whole run)."""
+    streams: tuple[Any, ...] = ()
+    """Python's standard output and error as pytest started, flushed at the end of each check."""
     checks: dict[str, Check] = field(default_factory=dict)
     collect_errors: list[str] = field(default_factory=list)
     stdio: tuple[int, int] | None = None
+
+    def flush_output(self) -> None:
+        """Flush the standard streams Python buffers; one the learner closed or detached is no matter."""
+        for stream in self.streams:
+            with contextlib.suppress(Exception):
+                stream.flush()
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Remember a grader that cannot be collected: that is the platform's failure."""
@@ -172,7 +201,8 @@ class Grading:
         listed = tuple({"id": c.id, "title": c.title, "max_score": c.max_score, "hidden": c.hidden}
                        for c in self.checks.values())
         snap = guard.snapshot(getattr(i, "module", None) for i in session.items)
-        self.stdio = _save_stdio()
+        self.stdio = streams.save_stdio()
+        self.flush_output()
         notary.notify("course.manifest", listed, tuple(self.collect_errors),
                       tuple(c.item for c in self.checks.values()), self.seed, snap)
 
@@ -233,27 +263,6 @@ def _points(item: pytest.Item) -> float:
     """Points from `@pytest.mark.points(n)`, 1 by default."""
     marker = item.get_closest_marker("points")
     return float(marker.args[0]) if marker and marker.args else 1.0
-
-
-def _save_stdio() -> tuple[int, int] | None:
-    """Duplicates of the standard output and error descriptors, taken before learner code runs."""
-    try:
-        return os.dup(1), os.dup(2)
-    except OSError:
-        return None
-
-
-def _restore_stdio(saved: tuple[int, int] | None) -> None:
-    """Put back standard output or error if learner code closed them, so pytest can go on."""
-    if saved is None:
-        return
-    for fd, copy in zip((1, 2), saved, strict=True):
-        try:
-            os.fstat(fd)
-        except OSError:
-            # If the copy is gone too, the checks left unfinished say what happened.
-            with contextlib.suppress(OSError):
-                os.dup2(copy, fd)
 
 
 def _session(config: pytest.Config) -> Grading | None:

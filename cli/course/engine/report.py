@@ -2,8 +2,11 @@
 
 The notary inside the grading process (`course.engine.notary`) writes two signed files: a
 manifest of the expected checks, written after collection and before any learner code runs, and
-the final report. The parent accepts a report only when both verify against the key it sent
-through a pipe and every expected check is present.
+the report, rewritten after each check (`complete` is 0) and once more at the end (`complete` is
+1). The parent accepts a report only when both verify against the key it sent through a pipe; a
+pass needs a complete one with every expected check. When a run is stopped or ends early, the
+checks an incomplete report holds keep their verdicts. Beside them the plugin keeps a file for
+the stack a run writes when it is stopped at a limit (`stack_path`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,17 @@ class ReportError(Exception):
 def manifest_path(report_path: Path) -> Path:
     """Where the manifest of expected checks lives next to the report."""
     return report_path.with_name(report_path.name + ".manifest")
+
+
+def stack_path(report_path: Path) -> Path:
+    """Where a grading process writes its threads' stacks when asked (read only after it is stopped)."""
+    return report_path.with_name(report_path.name + ".stack")
+
+
+def output_marker(key: bytes) -> bytes:
+    """The fixed start of the marker the notary writes into the output between checks: derived from
+    the key, so learner code, which cannot read the key, cannot write one (`course.engine.output`)."""
+    return b"\x1e" + signing.sign(key, b"course.output")[:24].encode() + b":"
 
 
 def read_signed(path: Path, key: bytes) -> dict[str, Any]:

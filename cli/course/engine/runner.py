@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from course.engine import isolation, system
+from course.engine import isolation, limits, report, stub, system
 from course.engine.isolation import Launcher
 from course.engine.sandbox import Confinement, Policy
 from course.engine.verdict import CheckEvent, ExerciseResult, verdict
@@ -46,6 +46,7 @@ def grade(
     hidden: bool = False,
     sandbox: Confinement | None = None,
     read_only_cache: bool = False,
+    skip_stub: bool = True,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
@@ -55,17 +56,17 @@ def grade(
     With `sandbox`, the process may read only the grader's folder and the submission's (and
     Python's own files), write only its work folder, and use no network (`course.engine.sandbox`).
     With `read_only_cache`, the grading reads `cache_dir` and never writes to it (a cache other
-    gradings share, which the sandbox lets it read but not write).
+    gradings share, which the sandbox lets it read but not write). With `skip_stub` (the default),
+    a file that is still the exercise's stub is not graded: the result says it was not tried
+    (`course.engine.stub`); `course validate` turns it off, to prove each stub fails.
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not submission.is_file():
-        return ExerciseResult(
-            name=exercise.name,
-            status="failed",
-            seed=seed,
-            not_tried=True,
-            message=f"not tried: {submission} does not exist; `course reset {exercise.name}` restores the stub",
-        )
+        why = f"not tried: {submission} does not exist; `course reset {exercise.name}` restores the stub"
+        return not_tried(exercise, seed, why)
+    untouched = stub.untouched(exercise, submission) if skip_stub else ""
+    if untouched:
+        return not_tried(exercise, seed, untouched)
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
     try:
@@ -75,22 +76,41 @@ def grade(
         report_path.parent.mkdir(mode=0o700)
         key = secrets.token_bytes(32)
         folder = _graders_seen_from(workdir, exercise) if sandbox else None
+        source = _source(submission)  # the lines a stopped run's stack points at
+        budget = limits.budget(exercise.meta)
         outcome = isolation.run_isolated(
             _command(exercise, submission, workdir, report_path, seed, hidden, folder),
             key=key,
             cwd=workdir,
             env=_environment(exercise, cache_dir, read_only_cache),
-            timeout_s=exercise.meta.timeout_s,
+            timeout_s=budget.cpu_s,
+            wall_s=budget.wall_s,
             memory_mb=exercise.meta.memory_mb,
             launcher=worker,
             on_event=_events_for(exercise.name, on_event),
             sandbox=_policy(sandbox, workdir, exercise, submission),
+            stack_path=report.stack_path(report_path),
+            marker=report.output_marker(key),
         )
-        result = verdict(exercise, report_path, key, outcome)
+        result = verdict(exercise, report_path, key, outcome, submission.resolve(), source)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started
     return result
+
+
+def not_tried(exercise: Exercise, seed: int, message: str) -> ExerciseResult:
+    """The result of a file that was not graded because it was not tried: no points, and what it is worth."""
+    return ExerciseResult(name=exercise.name, status="not_tried", max_score=exercise.max_score or 0.0, seed=seed,
+                          message=message, not_tried=True)
+
+
+def _source(submission: Path) -> str | None:
+    """The learner's file as text, or None when it cannot be read."""
+    try:
+        return submission.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def _policy(sandbox: Confinement | None, workdir: Path, exercise: Exercise, submission: Path) -> Policy | None:
@@ -219,14 +239,16 @@ def grade_many(
     cache_dir: Path | None = None,
     hidden: bool = False,
     sandbox: Confinement | None = None,
+    skip_stub: bool = True,
 ) -> list[ExerciseResult]:
-    """Grade several exercises, `jobs` at a time; results come back in the order given."""
+    """Grade several exercises, `jobs` at a time; results come back in the order given (`grade` says
+    what each keyword does)."""
     pairs = list(items)
 
     def one(pair: tuple[Exercise, Path]) -> ExerciseResult:
         """Grade one pair and report it."""
         result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
-                       hidden=hidden, sandbox=sandbox)
+                       hidden=hidden, sandbox=sandbox, skip_stub=skip_stub)
         if on_result is not None:
             on_result(result)
         return result

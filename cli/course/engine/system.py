@@ -121,6 +121,25 @@ def resident_mb(pid: int) -> float:
         return 0.0
 
 
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds used so far by `pid` and its living descendants, with the children each has reaped.
+
+    A process that has died and been reaped counts in its parent's children's times; one that
+    left the tree (re-parented elsewhere) stops counting, which only lowers the figure.
+    """
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except (psutil.Error, OSError):
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error, OSError):
+            t = proc.cpu_times()
+            total += t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+    return total
+
+
 def started_at(pid: int) -> float | None:
     """When `pid` started (seconds since the epoch), or None."""
     try:

@@ -1,8 +1,11 @@
 """From a grading process's signed report to a verdict: the result types and the rules that decide them.
 
-A pass needs a manifest and a report, both signed with the key the parent sent, with every
-expected check present and passed. Anything else is a failure with a sentence saying what
-probably happened, or, when the grader itself is at fault, an error.
+A pass needs a manifest and a complete report, both signed with the key the parent sent, with
+every expected check present and passed. Anything else is a failure with a sentence saying what
+probably happened, or, when the grader itself is at fault, an error. A run stopped at a limit, or
+one that ended before the end, keeps the verdicts of the checks its signed report holds; the
+check it was in fails, saying why (and, when stopped, where the learner's code was); the checks
+after it were not run (NOT_RUN: no points, never a pass).
 """
 
 from __future__ import annotations
@@ -11,11 +14,15 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course.engine import report
+from course.engine import limits, report
 from course.engine.isolation import Outcome
 from course.registry import Exercise
 
 CHECK_STATUSES = ("passed", "failed", "error", "skipped")
+"""What a grading process may say of a check; NOT_RUN is the parent's own word."""
+NOT_RUN = "not_run"
+"""A check that never started: the run was stopped, or ended, in an earlier one. It scores nothing."""
+STACK_READ_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -51,11 +58,15 @@ class CheckResult:
     message: str = ""
     hidden: bool = False
     """A check of the hidden grader, run only when instructors grade."""
+    output: str = ""
+    """What the learner's code printed during this check (cut to a few KiB, marked where cut); in
+    `--json` as "output", left out when it printed nothing."""
 
 
 @dataclass
 class ExerciseResult:
-    """One exercise's verdict: passed, failed, timeout (the learner's) or error (ours)."""
+    """One exercise's verdict: passed, failed, timeout (the learner's), error (ours), or not_tried
+    (no file, or still the stub: nothing was graded)."""
 
     name: str
     status: str
@@ -92,6 +103,7 @@ class ExerciseResult:
                     "score": c.score,
                     "max_score": c.max_score,
                     "message": c.message,
+                    **({"output": c.output} if c.output else {}),
                     **({"hidden": True} if c.hidden else {}),
                 }
                 for c in self.checks
@@ -99,17 +111,18 @@ class ExerciseResult:
         }
 
 
-def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome) -> ExerciseResult:
-    """Decide the result from the signed manifest and report, and how the process ended."""
+def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome, submission: Path | None = None,
+            source: str | None = None) -> ExerciseResult:
+    """Decide the result from the signed manifest and report, and how the process ended.
+
+    `submission` (the path the grading loaded) and its `source` let a stopped run say where it was.
+    """
     base = ExerciseResult(name=exercise.name, status="failed", output=outcome.output)
-    manifest, problem = None, "missing"
-    try:
-        manifest = report.read_signed(report.manifest_path(report_path), key)
-    except report.ReportError as exc:
-        problem = str(exc)
-    if outcome.timed_out or outcome.killed_for:
-        reason = _limit_message(exercise, outcome)
-        return _all_failed(base, manifest, reason, "timeout" if outcome.timed_out else "failed")
+    manifest, problem = _read(report.manifest_path(report_path), key)
+    stopped = outcome.timed_out or bool(outcome.killed_for)
+    if manifest is None and stopped:
+        status = "timeout" if outcome.timed_out else "failed"
+        return _all_failed(base, None, _stop_reason(exercise, outcome, []), status)
     if manifest is None and problem != "missing":
         return _all_failed(base, None, _report_message(problem, outcome), "failed")
     if manifest is None and report_path.exists() and report_path.stat().st_size:
@@ -127,48 +140,86 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome)
             "This is a problem with the course, not your code: run `course validate`."
         )
         return base
-    try:
-        final = report.read_signed(report_path, key)
-    except report.ReportError as exc:
-        return _all_failed(base, manifest, _report_message(str(exc), outcome), "failed")
-    if final.get("tampered"):
+    final, problem = _read(report_path, key)
+    if final is not None and final.get("tampered"):
         base.tampered = True
         return _all_failed(base, manifest, tampered_message(final["tampered"]), "failed")
-    return _from_report(base, manifest, final)
+    if final is not None and final.get("complete"):
+        return _from_report(base, manifest, final, outcome)
+    if stopped:  # an unreadable report here may be one the kill cut short: it earns nothing either way
+        frames = limits.learner_frames(_stack(report_path), submission, source)
+        return _unfinished(base, manifest, final, outcome, _stop_reason(exercise, outcome, frames))
+    if problem in ("missing", "") or final is not None:
+        return _unfinished(base, manifest, final, outcome, _report_message("missing", outcome))
+    return _all_failed(base, manifest, _report_message(problem, outcome), "failed")
 
 
-def _from_report(base: ExerciseResult, manifest: dict, final: dict) -> ExerciseResult:
-    """Build checks from a verified report; an expected check missing from it fails."""
-    by_id = {c.get("id"): c for c in final.get("checks", []) if isinstance(c, dict)}
-    for expected in manifest["checks"]:
+def _read(path: Path, key: bytes) -> tuple[dict | None, str]:
+    """A signed file's payload and '', or None and what is wrong with it."""
+    try:
+        return report.read_signed(path, key), ""
+    except report.ReportError as exc:
+        return None, str(exc)
+
+
+def _stack(report_path: Path) -> str:
+    """The stacks the stopped run wrote, or ''."""
+    try:
+        with report.stack_path(report_path).open("rb") as fh:
+            return fh.read(STACK_READ_LIMIT).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _checks(manifest: dict, final: dict | None, outcome: Outcome) -> list[CheckResult]:
+    """The checks the signed report holds, in the manifest's order, each with what it printed."""
+    by_id = {c.get("id"): c for c in (final or {}).get("checks", []) if isinstance(c, dict)}
+    found = []
+    for position, expected in enumerate(manifest["checks"]):
         raw = by_id.get(expected["id"])
         if raw is None or raw.get("status") not in CHECK_STATUSES:
-            base.checks.append(_failed_check(expected, "this check did not report a result"))
-            continue
-        max_score = float(expected["max_score"])
-        status = str(raw["status"])
-        base.checks.append(
-            CheckResult(
-                id=expected["id"],
-                title=expected["title"],
-                status=status,
-                score=max_score if status == "passed" else 0.0,
-                max_score=max_score,
-                message=str(raw.get("message", "")),
-                hidden=bool(expected.get("hidden", False)),
-            )
-        )
+            break
+        status, max_score = str(raw["status"]), float(expected["max_score"])
+        found.append(CheckResult(expected["id"], expected["title"], status, max_score if status == "passed" else 0.0,
+                                 max_score, str(raw.get("message", "")), bool(expected.get("hidden", False)),
+                                 outcome.checks_output.get(position, "")))
+    return found
+
+
+def _from_report(base: ExerciseResult, manifest: dict, final: dict, outcome: Outcome) -> ExerciseResult:
+    """Build checks from a complete, verified report; an expected check missing from it fails."""
+    base.checks = _checks(manifest, final, outcome)
+    for expected in manifest["checks"][len(base.checks):]:
+        base.checks.append(_failed_check(expected, "this check did not report a result"))
     return _summarize(base)
 
 
-def _failed_check(expected: dict, reason: str) -> CheckResult:
-    """A check from the manifest that failed for `reason`."""
-    return CheckResult(expected["id"], expected["title"], "failed", 0.0, float(expected["max_score"]), reason,
-                       hidden=bool(expected.get("hidden", False)))
+def _unfinished(base: ExerciseResult, manifest: dict, final: dict | None, outcome: Outcome,
+                reason: str) -> ExerciseResult:
+    """A run that ended inside a check: the checks before it keep their verdicts, it fails for
+    `reason`, and the ones after it were not run."""
+    base.checks = _checks(manifest, final, outcome)
+    rest = manifest["checks"][len(base.checks):]
+    if rest:
+        why = f'not run: the grading stopped during "{rest[0]["title"]}", before this check'
+        base.checks.append(_failed_check(rest[0], reason, outcome.checks_output.get(len(base.checks), "")))
+        base.checks += [_failed_check(c, why, status=NOT_RUN) for c in rest[1:]]
+    _summarize(base)
+    if base.status != "error":
+        base.status = "timeout" if outcome.timed_out else "failed"
+        first = reason.split("\n", 1)[0]
+        base.message = f'{first} (during "{rest[0]["title"]}")' if rest else first
+    return base
+
+
+def _failed_check(expected: dict, reason: str, output: str = "", status: str = "failed") -> CheckResult:
+    """A check from the manifest that did not pass for `reason` (failed, or not run)."""
+    return CheckResult(expected["id"], expected["title"], status, 0.0, float(expected["max_score"]), reason,
+                       hidden=bool(expected.get("hidden", False)), output=output)
 
 
 def _summarize(result: ExerciseResult) -> ExerciseResult:
-    """Set the exercise's status, score and message from its checks."""
+    """Set the exercise's status, score and message from its checks (a check not run is never a pass)."""
     result.score = sum(c.score for c in result.checks)
     result.max_score = sum(c.max_score for c in result.checks)
     n_ok = sum(c.status in ("passed", "skipped") for c in result.checks)
@@ -191,14 +242,11 @@ def _all_failed(base: ExerciseResult, manifest: dict | None, reason: str, status
     return base
 
 
-def _limit_message(exercise: Exercise, outcome: Outcome) -> str:
-    """Plain words for a run the parent had to stop."""
+def _stop_reason(exercise: Exercise, outcome: Outcome, frames: list[limits.Frame]) -> str:
+    """Plain words for a run the parent had to stop, with where the learner's code was."""
     if outcome.timed_out:
-        return (
-            f"your code ran past the {exercise.meta.timeout_s:g} s limit and was stopped; "
-            "is there a loop that never ends, or a wait that never returns?"
-        )
-    return outcome.killed_for
+        return limits.reason(outcome.limit, limits.budget(exercise.meta), frames)
+    return outcome.killed_for + limits.where(frames)
 
 
 def tampered_message(what: list[str]) -> str:

@@ -34,7 +34,7 @@ from course.engine.forkserver import FD_NAMES, MAX_MESSAGE
 
 COLD_PREFIX = [sys.executable, "-I", "-m", "pytest"]
 READY_TIMEOUT_S = 120.0
-LAUNCH_TIMEOUT_S = 15.0
+LAUNCH_TIMEOUT_S = 30.0
 
 
 class Worker:
@@ -103,6 +103,10 @@ class Worker:
             self.reason = str(reply.get("error", "it stopped answering"))
             ours.close()
             os.close(out_r)
+            if not reply:
+                # Silent (a busy machine, or a stuck worker): it may yet fork this grading, which would
+                # race the cold run that replaces it. Ending the worker ends any such child with it.
+                self._end()
             return None
         self.launched += 1
         return Child(int(reply["pid"]), ours, os.fdopen(out_r, "rb"))
@@ -126,6 +130,12 @@ class Worker:
             self._proc.wait()
         isolation.forget_helper(self._proc.pid)
         atexit.unregister(self.close)
+
+    def _end(self) -> None:
+        """Kill the worker now (its gradings die with it: parent-death signal); later gradings run cold."""
+        self._ready = False
+        with contextlib.suppress(OSError):
+            self._proc.kill()
 
 
 class Child:

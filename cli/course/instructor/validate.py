@@ -104,7 +104,8 @@ def validate(
     worker = start_worker() if len(todo) > 1 else None
     try:
         pairs = [(j.exercise, j.path) for j in todo]
-        results = grade_many(pairs, jobs=jobs or os.cpu_count() or 1, on_result=advance, worker=worker, hidden=True)
+        results = grade_many(pairs, jobs=jobs or os.cpu_count() or 1, on_result=advance, worker=worker, hidden=True,
+                             skip_stub=False)
     finally:
         if worker is not None:
             worker.close()

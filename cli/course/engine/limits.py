@@ -1,0 +1,113 @@
+"""A grading's limits, and what the learner is told when one stops their code, with where it was.
+
+A grading may use `timeout_s` seconds of CPU time (`exercise.toml`), counted over its whole
+process tree: what an endless loop burns, however busy the machine is. Waits that burn nothing
+(a sleep, a lock, a queue) are stopped by a wall-clock cap, WALL_FACTOR times the CPU limit
+unless the exercise sets `wall_timeout_s`. Shortly before it kills the process group, the parent
+asks the grading process for its Python stack (`faulthandler`, on STACK_SIGNAL); the frames in
+the learner's own file say where their code was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WALL_FACTOR = 5
+"""The wall-clock cap is this many times the CPU limit, unless the exercise says otherwise."""
+STACK_SIGNAL = signal.SIGUSR1
+"""Asks a grading process to write its threads' stacks (`faulthandler.register` in the plugin)."""
+MAIN_THREAD = "main thread "
+"""How the plugin names the main thread at the top of the stack file, before any dump."""
+MAX_FRAMES = 8
+_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.MULTILINE)
+_FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one grading may use: CPU seconds of its process tree, and wall-clock seconds."""
+
+    cpu_s: float
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of the learner's code: file name, line, function and the line's text."""
+
+    file: str
+    line: int
+    function: str
+    code: str = ""
+
+    def __str__(self) -> str:
+        code = f": `{self.code}`" if self.code else ""
+        return f"{self.file} line {self.line}, in {self.function}{code}"
+
+
+def budget(meta: Any) -> Budget:
+    """The limits of an exercise's gradings, from its metadata (`course.registry.ExerciseMeta`)."""
+    cpu = float(meta.timeout_s)
+    wall = getattr(meta, "wall_timeout_s", None)
+    return Budget(cpu, float(wall) if wall else WALL_FACTOR * cpu)
+
+
+def reason(kind: str, spent: Budget, frames: list[Frame]) -> str:
+    """The sentence for a run stopped by the CPU limit ("cpu") or the wall-clock cap ("wall"),
+    then the learner's frames, innermost last."""
+    at = f" at {frames[-1].file} line {frames[-1].line}, in {frames[-1].function}" if frames else ""
+    if kind == "cpu":
+        lead = (f"your code used {spent.cpu_s:g} s of CPU time, this exercise's limit, and was stopped{at}; "
+                "is there a loop that never ends?")
+    else:
+        lead = (f"your code waited {spent.wall_s:g} s of wall-clock time without finishing and was stopped{at}; "
+                "is there a wait that never returns (a sleep, a lock, a queue, a process that never ends)?")
+    return lead + where(frames)
+
+
+def where(frames: list[Frame]) -> str:
+    """The learner's frames as lines to append to a message, outermost first; '' without any."""
+    if not frames:
+        return ""
+    return "\nwhere your code was (most recent call last):\n" + "\n".join(f"  {f}" for f in frames)
+
+
+def learner_frames(dump: str, path: Path | None, source: str | None = None) -> list[Frame]:
+    """The frames of the learner's file in a faulthandler dump, outermost first: the main thread's,
+    or else the first thread that was running learner code. `source` gives the lines' text."""
+    if path is None or not dump:
+        return []
+    main = -1
+    if dump.startswith(MAIN_THREAD):
+        with contextlib.suppress(ValueError):
+            main = int(dump[len(MAIN_THREAD):].split("\n", 1)[0].strip(), 16)
+    ordered = sorted(_threads(dump), key=lambda b: int(b[0], 16) != main)  # the main thread first
+    lines = source.splitlines() if source else []
+    for _, frames in ordered:
+        mine = [f for f in frames if f[0] == str(path)]
+        if mine:
+            picked = list(reversed(mine))[-MAX_FRAMES:]  # faulthandler lists the innermost first
+            return [Frame(path.name, n, fn, lines[n - 1].strip() if 0 < n <= len(lines) else "") for _, n, fn in picked]
+    return []
+
+
+def _threads(dump: str) -> list[tuple[str, list[tuple[str, int, str]]]]:
+    """Each thread of the last dump in `dump`: its id and its frames (file, line, function), innermost first."""
+    starts = list(_THREAD.finditer(dump))
+    # Within one dump a blank line separates the threads; dumps follow one another without one.
+    first = max((i for i, m in enumerate(starts) if dump[max(m.start() - 2, 0):m.start()] != "\n\n"), default=0)
+    found = []
+    for i in range(first, len(starts)):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(dump)
+        frames = []
+        for line in dump[starts[i].end():end].splitlines():
+            match = _FRAME.match(line)
+            if match:
+                frames.append((match.group(1), int(match.group(2)), match.group(3)))
+        found.append((starts[i].group(2), frames))
+    return found
