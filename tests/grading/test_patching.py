@@ -132,5 +132,6 @@ def test_builds_message_names_only_the_calls_that_repeat() -> None:
     builds = JitBuilds((1, 0, 1), ("32 rows", "32 rows", "32 rows"))
     assert builds.repeats() == [2]
     assert str(builds.message("f")).startswith(
-        "3 calls of `f` with 32 rows built 2 jitted wrapper(s), including on call(s) 3, which repeat an earlier call")
+        "3 calls of `f` with 32 rows built 2 jitted wrappers, again on call(s) 3 after an earlier call with "
+        "32 rows had built one")
     assert JitBuilds((1, 1), ("a", "b")).message("f") is None

@@ -104,18 +104,20 @@ class JitBuilds:
         repeats = self.repeats()
         if not repeats:
             return None
+        if all(self.builds):
+            key = self.keys[repeats[0]]
+            same = [i for i, k in enumerate(self.keys) if k == key]
+            return (f"each of {len(same)} calls of `{name}` with {key} built a new jitted wrapper "
+                    f"({sum(self.builds[i] for i in same)} in all): a `jax.jit` made inside the function is a new "
+                    "object each time, with caches of its own to look up and fill. Build it once, at import (at "
+                    "module scope, in a dict or in an object made at import), and call that.")
         key = self.keys[repeats[0]]
-        same = [i for i, k in enumerate(self.keys) if k == key]
-        built = sum(self.builds[i] for i in same)
-        if all(self.builds[i] for i in same):
-            head = f"each of {len(same)} calls of `{name}` with {key} built a new jitted wrapper ({built} in all)"
-        else:
-            which = ", ".join(str(i + 1) for i in repeats if self.keys[i] == key)
-            head = (f"{len(same)} calls of `{name}` with {key} built {built} jitted wrapper(s), "
-                    f"including on call(s) {which}, which repeat an earlier call")
-        return (f"{head}: a `jax.jit` made inside the function is a new object each time, with caches of "
-                "its own to look up and fill. Build it once, at import (at module scope, in a dict or in an "
-                "object made at import), and call that.")
+        again = ", ".join(str(i + 1) for i in repeats if self.keys[i] == key)
+        built = sum(b for b, k in zip(self.builds, self.keys, strict=True) if k == key)
+        return (f"{self.keys.count(key)} calls of `{name}` with {key} built {built} jitted wrappers, again on "
+                f"call(s) {again} after an earlier call with {key} had built one: a jit built again is a new "
+                "object with empty caches, so it traces and compiles again. Build each one once and keep it "
+                "(a dict that never drops an entry, or one jit at module scope).")
 
 
 def jit_builds_per_call(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *,
