@@ -212,7 +212,7 @@ def _rebuilt(calls: list[_Call]) -> str | None:
 def test_temperature_types(submission: ModuleType, rng: np.random.Generator) -> None:
     """After a warm-up, 8 temperatures of mixed Python and NumPy types compile nothing"""
     names = own_function_names(submission)
-    n = int(rng.choice([n for n in SIZES if 16 < n < 100]))
+    n = 33  # a size of SIZES, so the eager helpers compile no new shape
     x = jax.device_put(_x(rng, n))
     temperatures = _temperatures(rng)
     jax.block_until_ready(submission.scaled_softmax(x, 1.0))  # the warm-up: a Python float
