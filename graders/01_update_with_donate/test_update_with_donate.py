@@ -186,6 +186,7 @@ def test_helper_built_once(submission: types.ModuleType, submission_path: Path, 
     compiled: list[list[str]] = []  # per call, the programs of yours it compiled
 
     def counted(state: jax.Array, delta: jax.Array) -> None:
+        """One call, keeping the names of the programs of theirs that it compiled."""
         with CompileRecorder(names) as rec:
             _call(submission, submission_path, state, delta)
         compiled.append(rec.fun_names())

@@ -120,6 +120,7 @@ def first_hazard(kernel: Callable[..., Any], *inputs: Any, out_shape: Any, input
     from course.grading.kernels import kernel_call
 
     def hazard() -> Hazard | None:
+        """The first hazard of the kernel as traced now."""
         call = kernel_call(kernel, *inputs, out_shape=out_shape, input_output_aliases=input_output_aliases,
                            path=path)
         return first_read_after_write(call)
