@@ -12,14 +12,16 @@ import pytest
 
 from course.grading import (
     CompileRecorder,
+    Copy,
     JitCall,
+    argument_copies,
     assert_array,
     assert_is_array,
-    count_jit_builds,
     describe_exception,
     fail,
     is_consumed,
     is_deleted_error,
+    jit_builds_per_call,
     jit_calls,
     learner_location,
 )
@@ -58,12 +60,22 @@ def odd(run_seed: int) -> int:
     return int(2 * np.random.default_rng(run_seed).integers(1, 500) + 1)
 
 
+def _lengths(odd: int) -> tuple[int, ...]:
+    """The lengths a behaviour check tries: two fixed ones, so no verdict hangs on the drawn length, and it."""
+    return (64, 1, odd)
+
+
 def _jit_calls(sub: types.ModuleType, path: Path, n: int) -> list[JitCall]:
     """The jitted calls `update_with_donate` makes for float32[n] inputs, wherever its jit is held."""
     spec = jax.ShapeDtypeStruct((n,), np.float32)
     try:
         return jit_calls(sub.update_with_donate, spec, spec, path=path)
     except Exception as exc:  # noqa: BLE001 - the learner's code may not trace; say so in their words
+        if "lowered and compiled for a particular signature" in str(exc):
+            fail(f"`update_with_donate` calls an ahead-of-time compiled program (`jax.jit(...).lower(...).compile()`)"
+                 f"{learner_location(exc.__traceback__, path)}: such a program takes only concrete arrays, so the "
+                 "grader cannot trace your function to inspect its donation. Call the jitted function itself "
+                 "(`jax.jit(f, donate_argnums=(0,))`, built once): it compiles once per shape by itself.")
         fail(f"`update_with_donate` could not be traced with float32[{n}] inputs, so its jitted calls "
              f"cannot be inspected: it raised {describe_exception(exc)}{learner_location(exc.__traceback__, path)}. "
              "Keep everything inside the function traceable: no NumPy conversions or Python branches on values.")
@@ -91,7 +103,7 @@ def test_dtype_and_shape(
     odd: int,
 ) -> None:
     """Keeps the float32 dtype and the shape of state."""
-    for n in (0, odd):
+    for n in (0, *_lengths(odd)):
         state, delta, _, _ = _inputs(rng, n)
         out = assert_is_array(_call(submission, submission_path, state, delta), f"the result for length {n}")
         if out.dtype != np.float32:
@@ -110,25 +122,31 @@ def test_state_consumed(
     odd: int,
 ) -> None:
     """Consumes state and leaves delta alive."""
-    state, delta, _, _ = _inputs(rng, odd)
-    _call(submission, submission_path, state, delta)
-    state_gone, delta_gone = is_consumed(state), is_consumed(delta)
-    if delta_gone and not state_gone:
-        fail("`delta` was consumed and `state` survived: you donated the second argument. "
-             "Use donate_argnums=(0,) so that `state` is the buffer given to the result.")
-    if delta_gone:
-        fail("`delta` was consumed as well as `state`: the caller still needs `delta`, so donate "
-             "only `state` (donate_argnums=(0,)).")
-    if not state_gone:
-        fail("`state` is still alive after the call: its buffer was not donated. Build the helper "
-             "with jax.jit(..., donate_argnums=(0,)), pass `state` itself (not a copy), and keep "
-             "the result float32 so it can take over `state`'s buffer.")
+    for n in _lengths(odd):
+        state, delta, _, _ = _inputs(rng, n)
+        _call(submission, submission_path, state, delta)
+        state_gone, delta_gone = is_consumed(state), is_consumed(delta)
+        if delta_gone and not state_gone:
+            fail(f"for length {n}, `delta` was consumed and `state` survived: you donated the second argument. "
+                 "Use donate_argnums=(0,) so that `state` is the buffer given to the result.")
+        if delta_gone:
+            fail(f"for length {n}, `delta` was consumed as well as `state`: the caller still needs `delta`, so "
+                 "donate only `state` (donate_argnums=(0,)).")
+        if not state_gone:
+            fail(f"for length {n}, `state` is still alive after the call: its buffer was not donated. Build the "
+                 "helper with jax.jit(..., donate_argnums=(0,)), pass `state` itself (not a copy), and keep "
+                 "the result float32 so it can take over `state`'s buffer, whatever the length.")
 
 
 @pytest.mark.points(1)
 def test_helper_aliases_state(submission: types.ModuleType, submission_path: Path, odd: int) -> None:
     """The compiled helper writes its result into state's buffer, with no unusable donation."""
-    n = odd
+    for n in _lengths(odd):
+        _check_aliases(submission, submission_path, n)
+
+
+def _check_aliases(submission: types.ModuleType, submission_path: Path, n: int) -> None:
+    """For float32[n] inputs: some jitted call donates `state`, XLA really reuses it, and JAX does not warn."""
     calls = _jit_calls(submission, submission_path, n)
     if not calls:
         fail("`update_with_donate` runs nothing through jax.jit: there is no compiled helper whose result "
@@ -147,7 +165,8 @@ def test_helper_aliases_state(submission: types.ModuleType, submission_path: Pat
 def _no_alias_message(call: JitCall, n: int) -> str:
     """Why the compiled helper reuses no buffer, from what it asked for and what it returns."""
     where = f" (line {call.line})" if call.line else ""
-    head = f"`{call.name}`{where} compiles with alias_size_in_bytes = 0: its result does not reuse `state`'s buffer. "
+    head = (f"for float32[{n}] inputs, `{call.name}`{where} compiles with alias_size_in_bytes = 0: its result "
+            "does not reuse `state`'s buffer. ")
     if not any(call.donated):
         return head + "It donates nothing; build it with jax.jit(..., donate_argnums=(0,))."
     outs = [f"{o.dtype}{list(o.shape)}" for o in jax.tree_util.tree_leaves(call.out_info)]
@@ -164,25 +183,27 @@ def test_helper_built_once(submission: types.ModuleType, submission_path: Path, 
         fail("`update_with_donate` runs nothing through jax.jit, so there is no compiled helper to reuse. "
              "Build the donating jit once, at the top level of your file, and call it from the function.")
     jax.clear_caches()  # earlier checks may have compiled these shapes through shared caches
-    total = 0
+    compiled: list[list[str]] = []  # per call, the programs of yours it compiled
+
+    def counted(state: jax.Array, delta: jax.Array) -> None:
+        """One call, keeping the names of the programs of theirs that it compiled."""
+        with CompileRecorder(names) as rec:
+            _call(submission, submission_path, state, delta)
+        compiled.append(rec.fun_names())
+
     for n in (32, 64):
         inputs = [_inputs(rng, n)[:2] for _ in range(3)]  # made before counting starts
-        per_call = []
-        for state, delta in inputs:
-            with count_jit_builds(submission_path) as built, CompileRecorder(names) as rec:
-                _call(submission, submission_path, state, delta)
-            if built[0]:
-                fail(f"each call of `update_with_donate` builds {built[0]} new jax.jit wrapper(s): a jit made "
-                     "inside the function is a new object on every call, with its own caches to fill. "
-                     "Build it once, at the top level of your file (or once in an object made at import), "
-                     "and call that.")
-            per_call.append(rec.count())
+        builds = jit_builds_per_call(counted, inputs, keys=[f"float32[{n}] inputs"] * 3, path=submission_path)
+        if message := builds.message("update_with_donate"):
+            fail(message)
+        per_call = [len(c) for c in compiled[-3:]]
         if any(per_call[1:]):
             fail(f"three calls with float32[{n}] inputs compiled {per_call} times: a repeated call of the "
                  "same shape compiled again. Create the jitted helper once and reuse it.")
-        total += per_call[0]
-    if total > 2:
-        fail(f"lengths 32 and 64 compiled {total} times in all; one compile per shape, twice in all, is expected.")
+    programs = [name for names_of_call in compiled for name in names_of_call]
+    if len(programs) > 2:
+        fail(f"lengths 32 and 64 compiled your jitted code {len(programs)} times in all ({', '.join(programs)}); "
+             "one compile per shape, twice in all, is expected.")
 
 
 @pytest.mark.points(1)
@@ -193,16 +214,16 @@ def test_no_read_after_donate(
     odd: int,
 ) -> None:
     """Does not read state after donating it."""
-    n = odd
-    state = _inputs(rng, n)[0]
-    for _ in range(3):  # the way a training loop uses it: each result is the next state
-        delta = _inputs(rng, n)[1]  # a fresh delta each step, so only `state` is in question
-        out = _call(submission, submission_path, state, delta)
-        if out is state or is_consumed(out):
-            fail("`update_with_donate` returned `state` (or another array whose buffer was "
-                 "donated). After the donating call that array is deleted: donation does not "
-                 "update `state` in place, it hands its buffer to the result. Return the result.")
-        state = out
+    for n in (64, odd):
+        state = _inputs(rng, n)[0]
+        for _ in range(3):  # the way a training loop uses it: each result is the next state
+            delta = _inputs(rng, n)[1]  # a fresh delta each step, so only `state` is in question
+            out = _call(submission, submission_path, state, delta)
+            if out is state or is_consumed(out):
+                fail("`update_with_donate` returned `state` (or another array whose buffer was "
+                     "donated). After the donating call that array is deleted: donation does not "
+                     "update `state` in place, it hands its buffer to the result. Return the result.")
+            state = out
 
 
 @pytest.mark.points(1)
@@ -212,16 +233,40 @@ def test_no_copy_before_donate(
     rng: np.random.Generator,
     odd: int,
 ) -> None:
-    """Donates state itself, not a copy of it."""
-    n = odd
+    """Makes no copy of state: neither a copy donated in its place nor a backup."""
+    for n in _lengths(odd):
+        _check_no_copy(submission, submission_path, rng, n)
+
+
+def _check_no_copy(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator, n: int) -> None:
+    """For float32[n] inputs: `state` itself is donated, and no copy of it is made or kept."""
     state, delta, _, _ = _inputs(rng, n)
     _call(submission, submission_path, state, delta)
-    if is_consumed(state):
+    if not is_consumed(state):
+        donated = [(c, src) for c in _jit_calls(submission, submission_path, n) for src in c.donated_copies(0)]
+        if donated:
+            call, src = donated[0]
+            where = f"line {src.line}" if src.line else "your function"
+            fail(f"`state` is still alive after the call: {where} makes a new array from it with `{src.via}` "
+                 "(as `jnp.array(state)`, `state.copy()`, `jax.device_put(state, may_alias=False)` and `state + 0` "
+                 f"do) and `{call.name}` donates that copy. "
+                 "The copy needs a fresh buffer, which is what donation should save; pass `state` itself.")
+    spec = jax.ShapeDtypeStruct((n,), np.float32)
+    try:
+        copies = argument_copies(submission.update_with_donate, spec, spec, path=submission_path)
+    except Exception:  # noqa: BLE001 - an untraceable function is named by test_helper_aliases_state
         return
-    copies = [(call, src) for call in _jit_calls(submission, submission_path, n) for src in call.donated_copies(0)]
-    if copies:
-        call, src = copies[0]
-        where = f" at line {src.line}" if src.line else ""
-        fail(f"`state` is still alive after the call: what `{call.name}` was given to donate is not `state` "
-             f"but a new array made from it by `{src.via}`{where} (such as jnp.array(state), state.copy() or "
-             "state + 0). The copy needs a fresh buffer, which is what donation should save; pass `state` itself.")
+    kept = [c for c in copies if c.arg == 0]
+    if kept:
+        fail(_copy_message(kept[0], n))
+
+
+def _copy_message(copy: Copy, n: int) -> str:
+    """A copy of `state` kept beside the donation, named as such, with why it defeats the donation."""
+    where = f"line {copy.line}" if copy.line else "your function"
+    returned = copy.via.removeprefix("returned by ")
+    how = (f"calls {returned}, which returns `state` unchanged beside the result, so XLA copies it into an "
+           "output of its own" if returned != copy.via else f"copies `state` (`{copy.via}`) before donating it")
+    return (f"{where} {how}: a second float32[{n}] buffer holding the old values, the very memory donation "
+            "exists to save, even when the copy is only kept aside as a backup. `update_with_donate` copies "
+            "nothing; a caller that needs the old values afterwards should not donate them.")

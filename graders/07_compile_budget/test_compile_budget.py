@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -13,6 +14,8 @@ import pytest
 
 from course.grading import (
     CompileRecorder,
+    JitBuilds,
+    ProgramRun,
     RunRecorder,
     assert_array,
     assert_is_array,
@@ -59,9 +62,9 @@ def _kind(t: Any) -> str:
 
 
 def _temperatures(rng: np.random.Generator) -> list[Any]:
-    """Eight positive temperatures of mixed Python and NumPy types."""
-    f = [float(np.round(rng.uniform(0.2, 4.0), 3)) for _ in range(5)]
-    k = [int(v) for v in rng.integers(1, 6, size=3)]
+    """Eight positive temperatures of mixed Python and NumPy types, none equal to the warm-up's 1.0."""
+    f = [float(np.round(rng.uniform(1.1, 4.0), 3)) for _ in range(5)]
+    k = [int(v) for v in rng.integers(2, 7, size=3)]
     return [f[0], k[0], np.float32(f[1]), np.float64(f[2]), np.int32(k[1]),
             np.array(f[3], np.float32), np.array(f[4]), np.int64(k[2])]
 
@@ -83,7 +86,7 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
 @pytest.mark.points(1)
 def test_bucket_rule(submission: ModuleType) -> None:
     """`bucket_size(n)` is at least n and at most max(16, 2n - 1), with at most 11 sizes for n in 1..1024"""
-    sizes = set()
+    buckets = {}
     for n in range(1, MAX_ROWS + 1):
         b = submission.bucket_size(n)
         check(isinstance(b, numbers.Integral) and not isinstance(b, bool),
@@ -91,63 +94,94 @@ def test_bucket_rule(submission: ModuleType) -> None:
         b = int(b)
         check(b >= n, f"`bucket_size({n})` = {b} is smaller than {n}: the padded batch must hold all "
                       f"{n} rows.")
-        if b > _limit(n):
-            fail(_too_big(n, b))
-        sizes.add(b)
+        buckets[n] = b
+    too_big = next((n for n, b in buckets.items() if b > _limit(n)), None)
+    if too_big is not None:
+        fail(_too_big(too_big, buckets))
+    sizes = set(buckets.values())
     check(len(sizes) <= MOST_PROGRAMS,
           f"`bucket_size` gives {len(sizes)} different sizes for n from 1 to {MAX_ROWS}, and each size "
           f"is a program to compile; powers of two need at most {MOST_PROGRAMS}.")
 
 
-def _too_big(n: int, b: int) -> str:
-    """Why a bucket wastes too much, shaped by the likely cause."""
-    head = (f"`bucket_size({n})` = {b}, more than max(16, 2n - 1) = {_limit(n)}: the padded batch "
-            "would do more than twice the work it needs. ")
-    if n & (n - 1) == 0 and b == 2 * n:
-        return head + (f"{n} is a power of two, so it is its own bucket; `1 << n.bit_length()` "
-                       "doubles exact powers of two. Use `1 << (n - 1).bit_length()`.")
+def _too_big(n: int, buckets: dict[int, int]) -> str:
+    """Why a bucket wastes too much, shaped by the likely cause, seen from every bucket."""
+    b = buckets[n]
+    return (f"`bucket_size({n})` = {b}, more than max(16, 2n - 1) = {_limit(n)}: the padded batch "
+            f"would do more than twice the work it needs. {_bucket_cause(n, buckets)}")
+
+
+def _bucket_cause(n: int, buckets: dict[int, int]) -> str:
+    """The likely reason `bucket_size(n)` is too big: a ladder of multiples, the bit-length slip, one size, a floor."""
+    b = buckets[n]
+    sizes = sorted(set(buckets.values()))
+    step = sizes[0]
+    if len(sizes) > 2 and sizes == [step * k for k in range(1, len(sizes) + 1)]:
+        return (f"Your buckets are the multiples of {step}: a batch of 1 row is padded to {step}, and "
+                f"{len(sizes)} sizes are {len(sizes)} programs. Round up to the next power of two instead.")
+    if n & (n - 1) == 0 and b == 2 * n and n > 8:
+        return (f"{n} is a power of two, so it is its own bucket; `1 << n.bit_length()` "
+                "doubles exact powers of two. Use `1 << (n - 1).bit_length()`.")
     if b >= MAX_ROWS:
-        return head + ("One giant bucket compiles once but makes every small batch pay for the "
-                       "largest one. Use the next power of two.")
-    return head + "Use the next power of two at or above n."
+        return ("One giant bucket compiles once but makes every small batch pay for the "
+                "largest one. Use the next power of two.")
+    if n <= 8:
+        return (f"Your smallest bucket is {b} rows, and a floor may be at most 16: a batch of 8 "
+                "rows or fewer may be padded to 16, no further. Use `max(16, ...)`, not a larger floor.")
+    return "Use the next power of two at or above n."
 
 
 # The 17 batch sizes: every power-of-two range from 1 to 1000, exact powers of two and their
-# neighbours. They are fixed (their order is drawn) and the other checks take their sizes from
-# them: JAX's eager helpers (`jnp.pad`, slicing) compile once per shape, so sharing shapes
-# compiles each helper once per grading, and JAX's compilation cache serves them on a re-check.
-SIZES = (1, 2, 3, 5, 7, 9, 16, 17, 31, 33, 64, 65, 127, 300, 513, 700, 1000)
+# neighbours. They are fixed, in a fixed order where small batches follow large ones, so no verdict
+# depends on the seed; the other checks take their sizes from them: JAX's eager helpers (`jnp.pad`,
+# slicing) compile once per shape, so sharing shapes compiles each helper once per grading.
+SIZES = (1000, 1, 64, 17, 513, 2, 300, 31, 3, 700, 16, 65, 5, 127, 9, 33, 7)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call of `scaled_softmax`: its batch, what it compiled and built, and the programs it ran."""
+
+    n: int
+    compiles: int
+    builds: int
+    runs: tuple[ProgramRun, ...]
+
+    @property
+    def rows(self) -> int:
+        """The most rows any of its programs ran on (n when none ran)."""
+        return max((r.largest_size() // WIDTH for r in self.runs), default=self.n)
+
+
+def _calls(submission: ModuleType, path: Path, xs: list[jax.Array], names: set[str]) -> list[_Call]:
+    """Call `scaled_softmax(x, 1.5)` for each x, recording each call's compiles, jit builds and runs."""
+    calls = []
+    with RunRecorder(names) as runs:
+        for x in xs:
+            start = len(runs.runs)
+            with CompileRecorder(names) as rec, count_jit_builds(path) as built:
+                jax.block_until_ready(submission.scaled_softmax(x, 1.5))
+            calls.append(_Call(int(x.shape[0]), rec.count(), built[0], tuple(runs.runs[start:])))
+    return calls
 
 
 @pytest.mark.points(2)
 def test_compiles_per_batch_size(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """17 batch sizes from 1 to 1000 compile your code at most 11 times, through a jit built once"""
     names = own_function_names(submission)
-    sizes = [int(n) for n in rng.permutation(SIZES)]
-    inputs = [jax.device_put(_x(rng, n)) for n in sizes + sizes[:1]]  # made before counting
-    per_call = []
-    with RunRecorder(names) as runs:
-        for x in inputs[:-1]:
-            with CompileRecorder(names) as rec:
-                jax.block_until_ready(submission.scaled_softmax(x, 1.5))
-            per_call.append(rec.count())
-        # The last call repeats the first shape: a program kept anywhere (module scope, a dict, an
-        # AOT cache filled per bucket) is reused, so nothing is built for it again.
-        with CompileRecorder(names) as rec, count_jit_builds(submission_path) as built:
-            jax.block_until_ready(submission.scaled_softmax(inputs[-1], 1.5))
-        per_call.append(rec.count())
-    if built[0]:
-        fail(f"a second call with the shape ({sizes[0]}, {WIDTH}) built {built[0]} new jitted wrapper(s): a "
-             "`jax.jit` made inside the function is a new object on every call, with caches of its own to look "
-             "up and fill. Build it once, at module scope (or once per bucket, and keep it), and call it.")
-    total = sum(per_call[:-1])
+    # The last call repeats the first shape: a program kept anywhere (module scope, a dict, an
+    # AOT cache filled per bucket) is reused, so nothing is built or compiled for it again.
+    calls = _calls(submission, submission_path, [jax.device_put(_x(rng, n)) for n in (*SIZES, SIZES[0])], names)
+    if message := _rebuilt(calls):
+        fail(message)
+    total = sum(c.compiles for c in calls[:-1])
     if total <= MOST_PROGRAMS:
         return
-    if per_call[-1]:
-        fail(f"a second call with the same shape ({sizes[0]}, {WIDTH}) compiled your code again: the "
+    if calls[-1].compiles:
+        fail(f"a second call with the same shape ({SIZES[0]}, {WIDTH}) compiled your code again: the "
              "jitted function is built anew on every call (a `jax.jit` of a fresh lambda or inner "
              "function is a new function to JAX). Build it once, at module scope, and call it.")
-    rows = {r.largest_size() // WIDTH for r in runs.runs}
+    rows = {c.rows for c in calls}
     head = (f"17 batch sizes from 1 to 1000 compiled your code {total} times; padded to "
             f"power-of-two buckets they need at most {MOST_PROGRAMS} programs. ")
     if len(rows) > MOST_PROGRAMS:
@@ -158,11 +192,27 @@ def test_compiles_per_batch_size(submission: ModuleType, rng: np.random.Generato
          "the padding off after the call.")
 
 
+def _rebuilt(calls: list[_Call]) -> str | None:
+    """Why jits were built again for batches padded to rows already seen, or None if they were not."""
+    builds = JitBuilds(tuple(c.builds for c in calls), tuple(f"batches padded to {c.rows} rows" for c in calls))
+    repeats = builds.repeats()
+    if not repeats:
+        return None
+    later = calls[repeats[0]]
+    earlier = next(c for c in calls if c.rows == later.rows)
+    if all(calls[i].n not in {c.n for c in calls[:i]} for i in repeats):
+        return (f"batches of {_rows(earlier.n)} and of {_rows(later.n)} both ran on {later.rows} rows, yet the "
+                "second built a new jitted function of its own: your jits are "
+                "made per batch size (a dict or cache keyed by n), so every size is a new function for JAX to trace "
+                "and compile. Key them by the bucket, `bucket_size(n)`, or build one jit at module scope.")
+    return builds.message("scaled_softmax")
+
+
 @pytest.mark.points(2)
 def test_temperature_types(submission: ModuleType, rng: np.random.Generator) -> None:
     """After a warm-up, 8 temperatures of mixed Python and NumPy types compile nothing"""
     names = own_function_names(submission)
-    n = int(rng.choice([n for n in SIZES if 16 < n < 100]))
+    n = 33  # a size of SIZES, so the eager helpers compile no new shape
     x = jax.device_put(_x(rng, n))
     temperatures = _temperatures(rng)
     jax.block_until_ready(submission.scaled_softmax(x, 1.0))  # the warm-up: a Python float
@@ -187,24 +237,40 @@ def test_temperature_types(submission: ModuleType, rng: np.random.Generator) -> 
          "Convert once, before the jitted call, with `jnp.asarray(temperature, jnp.float32)`.")
 
 
+# Small batches after large ones, and sizes seen before: a program reused from a larger batch, or
+# one size for every batch, shows on a later, smaller call (cached calls are recorded too).
+ROWS_ORDER = (64, 1000, 1, 16, 17, 300, 2, 513, 9, 1000, 33)
+
+
 @pytest.mark.points(1)
-def test_rows_run(submission: ModuleType, rng: np.random.Generator) -> None:
-    """Each call runs its program on at most max(16, 2n - 1) rows"""
+def test_rows_run(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """Each call runs its program on at most max(16, 2n - 1) rows, cached calls included"""
     names = own_function_names(submission)
-    # 1 row must not run on 1024; 16 rows must not run on 32 (`1 << n.bit_length()`).
-    cases = [(n, jax.device_put(_x(rng, n))) for n in (1, 16, 17, 64)]
-    with RunRecorder(names) as rec:
-        for n, x in cases:
-            start = len(rec.runs)
-            jax.block_until_ready(submission.scaled_softmax(x, 2.0))
-            runs = rec.runs[start:]
-            check(runs, f"`scaled_softmax` on {_rows(n)} ran no jitted program of yours: the softmax "
-                        "ran op by op. Compute it in a function jitted once at module scope, called "
-                        "on the padded batch.")
-            for run in runs:
-                rows = run.largest_size() // WIDTH
-                if rows > _limit(n):
-                    shapes = ", ".join(str(s) for s in run.shapes)
-                    fail(f"for a batch of {_rows(n)}, `{run.fun_name}` ran on arguments of shapes "
-                         f"{shapes}: {rows} rows of work where at most max(16, 2n - 1) = {_limit(n)} "
-                         "are allowed. Pad to the next power of two, not to one size for every batch.")
+    sizes = [*ROWS_ORDER, *(int(n) for n in rng.choice(SIZES, size=2, replace=False))]
+    calls = _calls(submission, submission_path, [jax.device_put(_x(rng, n)) for n in sizes], names)
+    for i, call in enumerate(calls):
+        check(call.runs, f"`scaled_softmax` on {_rows(call.n)} ran no jitted program of yours: the softmax "
+                         "ran op by op. Compute it in a function jitted once at module scope, called "
+                         "on the padded batch.")
+        if call.rows > _limit(call.n):
+            fail(_too_many_rows(submission, call, calls[:i]))
+
+
+def _too_many_rows(submission: ModuleType, call: _Call, before: list[_Call]) -> str:
+    """Why one call ran on more rows than its batch allows, from its own bucket and the calls before it."""
+    n, rows = call.n, call.rows
+    run = max(call.runs, key=lambda r: r.largest_size())
+    head = (f"for a batch of {_rows(n)}, `{run.fun_name}` ran on arguments of shapes "
+            f"{', '.join(str(s) for s in run.shapes)}: {rows} rows of work where at most max(16, 2n - 1) = "
+            f"{_limit(n)} are allowed. ")
+    bucket = submission.bucket_size(n)
+    larger = next((c for c in before if c.rows == rows and c.n > n), None)
+    if rows > bucket and larger is not None:
+        return head + (f"Your `bucket_size({n})` is {bucket}, but the call reused the program of an earlier, "
+                       f"larger batch ({_rows(larger.n)}): a batch always runs on its own bucket, even when a "
+                       "bigger program is already compiled. Pad to `bucket_size(n)` rows and run that program.")
+    if rows > bucket:
+        return head + (f"Your `bucket_size({n})` is {bucket}, but the batch was padded to {rows} rows: pad to "
+                       "`bucket_size(n)` rows, not to one size for every batch.")
+    buckets = {m: int(submission.bucket_size(m)) for m in range(1, MAX_ROWS + 1)}
+    return head + f"It is your bucket: `bucket_size({n})` = {bucket}. {_bucket_cause(n, buckets)}"

@@ -13,9 +13,53 @@ from course.registry import load_course
 REPO = Path(__file__).resolve().parents[2]
 # (exercise, wrong variant) -> (the only checks that may fail, a pattern their message must match)
 CASES = {
+    # update_with_donate
     ("update_with_donate", "donates_delta"): ({"test_state_consumed"}, r"donated the second argument"),
     ("update_with_donate", "donates_delta_first"): ({"test_state_consumed"}, r"donated the second argument"),
-    ("update_with_donate", "partial_jit_per_call"): ({"test_helper_built_once"}, r"builds 1 new jax\.jit"),
+    ("update_with_donate", "partial_jit_per_call"): (
+        {"test_helper_built_once"},
+        r"each of 3 calls of `update_with_donate` with float32\[32\] inputs built a new jitted wrapper",
+    ),
+    # jnp.where's own eager jit is not a compile of theirs; the backup is what is wrong, and is named.
+    ("update_with_donate", "where_guard_backup"): (
+        {"test_no_copy_before_donate"},
+        r"line 13 copies `state` \(`copy`\) before donating it: a second float32\[64\] buffer",
+    ),
+    ("update_with_donate", "returns_old_from_jit"): (
+        {"test_no_copy_before_donate"},
+        r"line 19 calls `_step`, which returns `state` unchanged beside the result",
+    ),
+    ("update_with_donate", "aot_per_shape"): (
+        {"test_helper_aliases_state", "test_helper_built_once"},
+        r"calls an ahead-of-time compiled program",
+    ),
+    # aliasing_order
+    ("aliasing_order", "two_loops_residual"): (
+        {"test_residual_tanh_kernel_under_aliasing"},
+        r"right with separate buffers\..*line 27 reads `x_ref\[0, :\]` after line 23 wrote `o_ref\[0, :\]`",
+    ),
+    ("aliasing_order", "chunked_swap_loop"): (
+        {"test_swap_halves_kernel_under_aliasing"},
+        r"line 20 reads `x_ref\[:, :32\]` after line 19 wrote `o_ref\[:, :32\]`",
+    ),
+    # compile_budget
+    ("compile_budget", "reuses_largest_program"): (
+        {"test_rows_run"},
+        r"for a batch of 1 row, .* 1024 rows of work .* reused the program of an earlier, larger batch \(1000 rows\)",
+    ),
+    ("compile_budget", "jit_per_batch_size"): (
+        {"test_compiles_per_batch_size"},
+        r"both ran on 1024 rows, yet the second built a new jitted function of its own: your jits are made per "
+        r"batch size",
+    ),
+    ("compile_budget", "floor_of_32"): (
+        {"test_bucket_rule", "test_rows_run"},
+        r"Your smallest bucket is 32 rows, and a floor may be at most 16",
+    ),
+    ("compile_budget", "lru_evicting_cache"): (
+        {"test_compiles_per_batch_size"},
+        r"built 4 jitted wrappers, again on call\(s\) 5, 10, 18 after an earlier call",
+    ),
     ("ref_reads_writes", "square_plus_other_kernel"): (
         {"test_square_plus_in_pallas_call", "test_square_plus_one_load"},
         r"computes `add` at line \d+ outside its `pallas_call`",

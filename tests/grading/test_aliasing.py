@@ -9,7 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 
-from course.grading.aliasing import first_read_after_write, reads_after_writes, run_aliased
+from course.grading.aliasing import (
+    first_hazard,
+    first_read_after_write,
+    reads_after_writes,
+    run_aliased,
+    unrolled_loops,
+)
 from course.grading.kernels import kernel_call
 
 HERE = Path(__file__)
@@ -131,3 +137,49 @@ def test_dynamic_indices_compare_only_when_equal() -> None:
 
     assert len(traced(same_step)) == 1
     assert traced(unrelated) == []
+
+
+def two_loops(x_ref, o_ref):
+    """Writes tanh(x) row by row in one loop, then adds x back in a second: its reads see the writes."""
+
+    def write(i, carry):
+        o_ref[pl.ds(i, 1), :] = jnp.tanh(x_ref[pl.ds(i, 1), :])
+        return carry
+
+    def add(i, carry):
+        o_ref[pl.ds(i, 1), :] = o_ref[pl.ds(i, 1), :] + x_ref[pl.ds(i, 1), :]
+        return carry
+
+    jax.lax.fori_loop(0, x_ref.shape[0], write, 0)
+    jax.lax.fori_loop(0, x_ref.shape[0], add, 0)
+
+
+def one_loop(x_ref, o_ref):
+    """Row by row, each row read before it is written: correct under aliasing."""
+
+    @pl.loop(0, x_ref.shape[0])
+    def _(i):
+        v = x_ref[pl.ds(i, 1), :]
+        o_ref[pl.ds(i, 1), :] = jnp.tanh(v) + v
+
+
+def test_hazards_across_loops_are_found_with_both_lines() -> None:
+    """Loop indices are dynamic, so the rows compare only once the loops are unrolled: then both lines show."""
+    assert _hazards(two_loops) == []  # the loops as they are: rows known only at run time
+    hazard = first_hazard(two_loops, X, out_shape=SDS, input_output_aliases={0: 0}, path=HERE)
+    assert hazard is not None
+    write_line = two_loops.__code__.co_firstlineno + 4
+    assert (hazard.read.line, hazard.write.line) == (write_line + 4, write_line)
+    assert "reads `x_ref[0, :]`" in hazard.message() and "wrote `o_ref[0, :]`" in hazard.message()
+    assert first_hazard(one_loop, X, out_shape=SDS, input_output_aliases={0: 0}, path=HERE) is None
+
+
+def test_unrolled_loops_keep_dynamic_and_long_loops_and_restore() -> None:
+    """Static bounds run as a Python loop; a traced bound, or more steps than the limit, keep the real loop."""
+    steps, original = [], jax.lax.fori_loop
+    with unrolled_loops(limit=4):
+        assert jax.lax.fori_loop(0, 3, lambda i, c: steps.append(i) or c + i, 0) == 3
+        assert steps == [0, 1, 2]
+        assert int(jax.lax.fori_loop(0, 9, lambda i, c: c + i, 0)) == 36
+        assert int(jax.jit(lambda n: jax.lax.fori_loop(0, n, lambda i, c: c + i, 0))(4)) == 6
+    assert jax.lax.fori_loop is original

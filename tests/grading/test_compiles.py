@@ -138,9 +138,9 @@ def test_compiles_under_the_tpu_interpreter_are_not_counted() -> None:
     with CompileRecorder(helpers) as rec:
         jax.block_until_ready(call(x))
     assert rec.count() == 0
-    with CompileRecorder(helpers) as eager:
+    with CompileRecorder() as eager:  # with no filter, outside the interpreter, the same compile is kept
         jnp.multiply(_fresh(113), 2.0)
-    assert eager.fun_names() == ["jit(multiply)"]
+    assert "jit(multiply)" in eager.fun_names()
     assert not via_interpreter()
 
 

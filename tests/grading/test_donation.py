@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -145,3 +146,45 @@ def test_jit_calls_names_copies_and_dropped_donations() -> None:
     (warned,) = jit_calls(lambda s, d: both(s, d), spec, spec)
     assert warned.not_usable and "not usable" in warned.not_usable[0]
     assert jit_calls(lambda s, d: s + d, spec, spec) == []
+
+
+def test_argument_copies_names_backups_forced_copies_and_returned_inputs(
+    learner_module: Callable[[str], types.ModuleType],
+) -> None:
+    """A backup kept in a global is a copy, as are a forced `device_put` and an input a jit returns;
+    a view, `jnp.asarray` or a plain `device_put` are not."""
+    from pathlib import Path
+
+    from course.grading import argument_copies
+
+    module = learner_module("""
+        import jax
+        import jax.numpy as jnp
+
+        _add = jax.jit(lambda s, d: s + d, donate_argnums=0)
+        _keep = jax.jit(lambda s, d: (s + d, s), donate_argnums=0)
+        backup = []
+
+        def kept(state, delta):
+            backup.append(state.copy())
+            return _add(state, delta)
+
+        def forced(state, delta):
+            backup.append(jax.device_put(state, may_alias=False))
+            return _add(state, delta)
+
+        def returned(state, delta):
+            new, old = _keep(state, delta)
+            backup.append(old)
+            return new
+
+        def clean(state, delta):
+            backup.append(jnp.array(delta))
+            return _add(jax.device_put(jnp.asarray(state[:])), delta)
+    """)
+    spec = jax.ShapeDtypeStruct((6,), jnp.float32)
+    path = Path(module.__file__)
+    assert [(c.arg, c.via, c.line) for c in argument_copies(module.kept, spec, spec, path=path)] == [(0, "copy", 10)]
+    assert [(c.arg, c.via) for c in argument_copies(module.forced, spec, spec)] == [(0, "device_put")]
+    assert [(c.arg, c.via) for c in argument_copies(module.returned, spec, spec)] == [(0, "returned by `<lambda>`")]
+    assert [c.arg for c in argument_copies(module.clean, spec, spec)] == [1]

@@ -5,12 +5,16 @@ output looks correct there. `run_aliased` calls the kernel function itself on `j
 passing one and the same ref for an aliased input and its output, which is what the alias allows
 the hardware to do. `reads_after_writes` explains a wrong value: it walks the kernel jaxpr in
 program order and reports a read of an aliased input whose region overlaps an earlier write.
+Inside a `fori_loop` an index is known only at run time, so `first_hazard` traces the kernel with
+its static-bound loops unrolled: each step's rows are then static, and a read in a second loop of
+rows that the first loop wrote is found, with both lines.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +26,11 @@ import numpy as np
 from course.grading.kernels import Access, KernelCall
 from course.grading.patching import replaced
 
-__all__ = ["Hazard", "run_aliased", "reads_after_writes", "first_read_after_write", "overlaps"]
+__all__ = ["Hazard", "first_hazard", "first_read_after_write", "overlaps", "reads_after_writes", "run_aliased",
+           "unrolled_loops"]
+
+# Loops longer than this keep their loop: the explanation would cost more than it tells.
+LOOP_LIMIT = 256
 
 
 def run_aliased(kernel: Callable[..., Any], *inputs: Any, out_shape: Any,
@@ -100,6 +108,57 @@ def first_read_after_write(call: KernelCall) -> Hazard | None:
     """The first hazard in program order, or None when every aliased read comes before its write."""
     hazards = reads_after_writes(call)
     return hazards[0] if hazards else None
+
+
+def first_hazard(kernel: Callable[..., Any], *inputs: Any, out_shape: Any, input_output_aliases: dict[int, int],
+                 path: Any = None, namespaces: Sequence[dict[str, Any]] = ()) -> Hazard | None:
+    """The first read after an overlapping write in `kernel`, its loops unrolled where their bounds are static.
+
+    `namespaces` are where the learner may have imported `fori_loop` by name (`vars(submission)`).
+    A kernel that cannot be traced unrolled is looked at with its loops as they are.
+    """
+    from course.grading.kernels import kernel_call
+
+    def hazard() -> Hazard | None:
+        """The first hazard of the kernel as traced now."""
+        call = kernel_call(kernel, *inputs, out_shape=out_shape, input_output_aliases=input_output_aliases,
+                           path=path)
+        return first_read_after_write(call)
+
+    try:
+        with unrolled_loops(*namespaces):
+            found = hazard()
+    except Exception:  # noqa: BLE001 - a body that needs a traced index: fall back to the loop itself
+        found = None
+    return found if found is not None else hazard()
+
+
+@contextlib.contextmanager
+def unrolled_loops(*namespaces: dict[str, Any], limit: int = LOOP_LIMIT) -> Iterator[None]:
+    """Within the block, `lax.fori_loop` with static bounds (so `pl.loop` too) runs its body as a Python loop.
+
+    Each step then indexes with a Python int, so its regions are static. Dynamic bounds, or more than
+    `limit` steps, keep the real loop.
+    """
+    original = jax.lax.fori_loop
+
+    def fori_loop(lower: Any, upper: Any, body_fun: Callable[..., Any], init_val: Any, **kwargs: Any) -> Any:
+        """A Python loop over the steps, or the real loop when the bounds are not static."""
+        try:
+            lo, hi = operator.index(lower), operator.index(upper)
+        except TypeError:
+            return original(lower, upper, body_fun, init_val, **kwargs)
+        if hi - lo > limit:
+            return original(lower, upper, body_fun, init_val, **kwargs)
+        value = init_val
+        for i in range(lo, hi):
+            value = body_fun(i, value)
+        return value
+
+    from jax._src import lax as lax_src  # where `pl.loop` finds `fori_loop`
+
+    with replaced(jax.lax, "fori_loop", fori_loop, vars(lax_src), *namespaces):
+        yield
 
 
 def overlaps(a: Access, b: Access) -> bool:

@@ -3,10 +3,12 @@
 JAX reports each backend compile as the event `/jax/core/compile/backend_compile_duration` with
 `fun_name="jit(name)"`. Eager operations compile helpers too (`jit(broadcast_in_dim)`,
 `jit(_pad)`), so a check counts only the names of the learner's own functions
-(`own_function_names`). The TPU interpreter compiles helpers of its own lazily, on whichever call
-first takes a data-dependent path; compiles made under its frames are never the learner's and are
-left out. JAX has no public way to unregister a listener, so one listener is registered per
-process and dispatches to the recorders that are active at the time.
+(`own_function_names`), and no recorder ever keeps a compile of JAX's own jitted functions, even
+under a name of the learner's (`course.grading.ownership`: an eager `jnp.add` compiles as
+`jit(add)`, as a learner's `jax.jit(jnp.add)` does). The TPU interpreter compiles helpers of its
+own lazily, on whichever call first takes a data-dependent path; compiles made under its frames
+are never the learner's and are left out. JAX has no public way to unregister a listener, so one
+listener is registered per process and dispatches to the recorders that are active at the time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from course.grading.ownership import call_is_jax_helper
 
 __all__ = [
     "install_listener",
@@ -62,7 +66,8 @@ class CompileRecorder:
     With `names`, only compiles of functions with those names (`f` or `jit(f)`) are kept; with
     `path` as well, so are compiles made while code of the file at `path` is on the stack (an
     un-jitted `pallas_call` compiles as `jit(wrapped)`, a name of Pallas's own, from the learner's
-    line). Compiles made by the TPU interpreter's own helpers are never kept.
+    line). Compiles of JAX's own jitted functions (eager `jnp.where`, `x[:3]`) are kept only by a
+    recorder with neither, which keeps everything; those of the TPU interpreter, never.
     """
 
     names: Iterable[str] | None = None
@@ -125,7 +130,10 @@ def _dispatch(event: str, duration_secs: float, **kwargs: Any) -> None:
     files = _stack_files()
     if any(INTERPRETER_DIR in f.replace("\\", "/") for f in files):
         return
-    for rec in by_name + [r for r in by_file if r.path in files]:
+    wanted = by_name + [r for r in by_file if r.path in files]
+    if call_is_jax_helper(sys._getframe()):  # one of JAX's eager operations: only "everything" keeps it
+        wanted = [r for r in wanted if r._filter is None and not r.path]
+    for rec in wanted:
         rec._receive(fun_name, float(duration_secs))
 
 

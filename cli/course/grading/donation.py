@@ -17,14 +17,17 @@ from typing import Any
 import jax
 
 from course.grading.feedback import fail
+from course.grading.ownership import eqn_is_jax_helper
 
 __all__ = [
     "NOT_USABLE_WARNING",
     "DonationInfo",
+    "Copy",
     "JitCall",
     "Source",
     "WarningsCall",
     "alias_bytes",
+    "argument_copies",
     "assert_consumed",
     "assert_not_consumed",
     "call_recording_warnings",
@@ -176,8 +179,10 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
     """Trace `fn(*args)` and describe each jitted call it makes from Python, wherever the jit is held.
 
     Only calls made at the top of the trace count: a donation requested by a jit nested inside
-    another is ignored by XLA. Each call's program is compiled again, on its own, to read its
-    real aliasing and any "not usable" warning. Arguments may be `jax.ShapeDtypeStruct`s.
+    another is ignored by XLA. Calls of JAX's own jitted functions (`jnp.where` runs a jitted
+    `_where`) are the learner's operations, not their jits, and are left out. Each call's program
+    is compiled again, on its own, to read its real aliasing and any "not usable" warning.
+    Arguments may be `jax.ShapeDtypeStruct`s.
     """
     from course.grading.jaxprs import learner_line
 
@@ -185,7 +190,7 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
     origin: dict[Any, Source] = {v: Source(i) for i, v in enumerate(closed.jaxpr.invars)}
     calls = []
     for eqn in closed.jaxpr.eqns:
-        if eqn.primitive.name in ("jit", "pjit"):
+        if eqn.primitive.name in ("jit", "pjit") and not eqn_is_jax_helper(eqn):
             sources = tuple(_origin(v, origin) for v in eqn.invars)
             calls.append(_describe_call(eqn, sources, learner_line(eqn, path)))
         _note_outputs(eqn, origin, learner_line(eqn, path))
@@ -249,3 +254,53 @@ def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None) -> J
         out_info=lowered.out_info,
         line=line,
     )
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A full copy of an argument made by a traced function: a second buffer holding its values."""
+
+    arg: int
+    via: str
+    """How: `copy` (`jnp.array(x)`, `x.copy()`), `device_put` (a forced copy), or `returned by name`."""
+    line: int | None
+
+
+def argument_copies(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[Copy]:
+    """Trace `fn(*args)` and list each full copy it makes of one of its arguments, in program order.
+
+    A copy kept aside (a backup in a global) is as much a second buffer as one passed on, and so
+    is an argument a jitted call returns unchanged: XLA must copy it to return it, all the more
+    when the call donates it. Arguments may be `jax.ShapeDtypeStruct`s.
+    """
+    from course.grading.jaxprs import learner_line
+
+    closed = jax.make_jaxpr(fn)(*args)
+    position = {v: i for i, v in enumerate(closed.jaxpr.invars)}
+    found = []
+    for eqn in closed.jaxpr.eqns:
+        for operand, via in _copied_operands(eqn):
+            var = eqn.invars[operand]
+            if not isinstance(var, jax.extend.core.Literal) and var in position:
+                found.append(Copy(position[var], via, learner_line(eqn, path)))
+    return found
+
+
+def _copied_operands(eqn: Any) -> list[tuple[int, str]]:
+    """(operand, how) for each operand that `eqn` returns a full copy of."""
+    name = eqn.primitive.name
+    if name in ("copy", "copy_p"):
+        return [(0, "copy")]
+    if name == "device_put":
+        return [(i, "device_put") for i, s in enumerate(eqn.params.get("copy_semantics", ())) if "COPY" in str(s)]
+    if name not in ("jit", "pjit") or eqn_is_jax_helper(eqn):
+        return []
+    inner = eqn.params["jaxpr"].jaxpr
+    position = {v: i for i, v in enumerate(inner.invars)}
+    copied = {e.outvars[0]: e.invars[0] for e in inner.eqns if e.primitive.name in ("copy", "copy_p")}
+    returned = []
+    for out in inner.outvars:
+        source = copied.get(out, out) if not isinstance(out, jax.extend.core.Literal) else None
+        if source is not None and not isinstance(source, jax.extend.core.Literal) and source in position:
+            returned.append((position[source], f"returned by `{eqn.params.get('name', 'jit')}`"))
+    return returned

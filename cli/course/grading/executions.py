@@ -19,6 +19,7 @@ of this module fail loudly if a JAX upgrade moves them.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from typing import Any
 import jax
 
 from course.grading.compiles import matches_name, via_interpreter
+from course.grading.ownership import call_is_jax_helper
 
 __all__ = ["ProgramRun", "RunRecorder", "record_runs"]
 
@@ -58,7 +60,8 @@ class ProgramRun:
 class RunRecorder:
     """Records the compiled programs executed while it is active (`with RunRecorder(names):`).
 
-    With `names`, only programs of functions with those names (`f` or `jit(f)`) are kept.
+    With `names`, only programs of functions with those names (`f` or `jit(f)`) are kept, and
+    never one of JAX's own jitted functions run by an eager operation (`jnp.where`'s `_where`).
     """
 
     names: Iterable[str] | None = None
@@ -116,6 +119,8 @@ def _notify(fun_name: str, args: Iterable[Any]) -> None:
     if any(isinstance(a, jax.core.Tracer) for a in flat):
         return
     wanted = [r for r in recorders if r._filter is None or matches_name(fun_name, r._filter)]
+    if wanted and call_is_jax_helper(sys._getframe()):  # one of JAX's eager operations, not a program of theirs
+        wanted = [r for r in wanted if r._filter is None]
     if not wanted or via_interpreter():
         return
     types = tuple(jax.typeof(a) for a in flat)
