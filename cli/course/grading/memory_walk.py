@@ -2,12 +2,16 @@
 
 Every ref variable is mapped to the `RefInfo` of the kernel argument or scoped buffer it stands
 for, through `run_scoped`, `cond`, loops and inner `jit`s (the mapping of `course.grading.kernels`).
-DMA starts and waits are then paired: a wait answers the oldest unanswered start on its
-semaphore, and a loop that waits on a semaphore answers the starts it leaves for its next turn.
+DMA starts and waits are then paired the way a DMA semaphore counts: each copy adds the bytes it
+moves, each `.wait()` takes away the bytes of its own descriptor, oldest start first, and a start
+or wait inside a loop of known length counts once per turn. A wait inside a loop that finds
+nothing left to take answers the starts made later in that loop, for its next turn (double
+buffering), and a start under `pl.when` need not run every turn.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +24,7 @@ from jax import tree_util
 from course.grading.jaxprs import learner_line, region_of, sub_env
 from course.grading.kernels import LOADS, STORES, UPDATES
 
-__all__ = ["Dma", "MemoryAccess", "RefInfo", "SPACE_WORDS", "Walker", "match_waits"]
+__all__ = ["Dma", "MemoryAccess", "RefInfo", "SPACE_WORDS", "StuckWait", "Walker", "match_waits", "stuck_waits"]
 
 # How each space reads in a message; a blocked ("default") operand is a VMEM block on a TPU.
 SPACE_WORDS = {"any": "ANY", "hbm": "HBM", "vmem": "VMEM", "smem": "SMEM", "default": "VMEM block",
@@ -81,6 +85,12 @@ class Dma:
     wait_line: int | None = None
     read_before_wait: MemoryAccess | None = None
 
+    nbytes: int | None = None  # bytes one copy moves; None when the shapes are not static
+    src_region: Any = None  # the part of the source it reads, as `dst_region`
+    times: int = 1  # how many times the start runs: the lengths of the loops around it
+    missing: int = 0  # bytes started that no wait takes: the copies that never land
+    followed: bool = False  # some wait on its semaphore comes after it (or in a loop around both)
+
     @property
     def same_dtype(self) -> bool:
         """Whether source and destination have one dtype (a DMA moves bytes, it does not convert)."""
@@ -111,7 +121,19 @@ class _Event:
     line: int | None
     order: int
     kind: str  # "start" or "wait"
-    loops: tuple[int, ...]  # the loops (by order of entry) around the event, innermost last
+    loops: tuple[tuple[int, int | None], ...]  # (loop id, trip count or None) around the event
+    src_region: Any = None
+    nbytes: int | None = None  # the bytes of the descriptor: what a start adds, what a wait takes
+    optional: bool = False  # inside a `cond` (`pl.when`): it may not run every time
+
+    @property
+    def times(self) -> int:
+        """How many times the event runs: the product of the known lengths of its loops."""
+        return math.prod(n for _, n in self.loops if n is not None)
+
+    def loop_ids(self) -> set[int]:
+        """The ids of the loops around the event."""
+        return {i for i, _ in self.loops}
 
 
 @dataclass
@@ -124,7 +146,8 @@ class Walker:
     starts: list[_Event] = field(default_factory=list)
     waits: list[_Event] = field(default_factory=list)
     counter: Counter[str] = field(default_factory=Counter)
-    loops: tuple[int, ...] = ()
+    loops: tuple[tuple[int, int | None], ...] = ()
+    optional: bool = False
 
     def new_ref(self, var: Any, name: str, arg: int | None, line: int | None) -> RefInfo:
         """Record a ref made by the kernel's signature or a `run_scoped`."""
@@ -153,12 +176,14 @@ class Walker:
                 if prim == "run_scoped":
                     for i, var in enumerate(inner.invars):
                         nested[var] = self.new_ref(var, f"scoped buffer {i}", None, line)
-                outer_loops = self.loops
+                outer = self.loops, self.optional
                 if prim in LOOPS:
                     self.counter["loop"] += 1
-                    self.loops = (*self.loops, self.counter["loop"])
+                    trip = eqn.params.get("length") if prim == "scan" else None
+                    self.loops = (*self.loops, (self.counter["loop"], trip))
+                self.optional = self.optional or prim == "cond"
                 self.walk(inner, nested, line)
-                self.loops = outer_loops
+                self.loops, self.optional = outer
 
     def _access(self, eqn: Any, env: dict[Any, RefInfo], defs: dict[Any, Any], line: int | None) -> None:
         """Record one load, store or update of a known ref."""
@@ -184,11 +209,25 @@ class Walker:
         if any(isinstance(v, jex.core.Literal) or v not in env for v in (src_var, dst_var)):
             return
         region = region_of(getattr(dst, "transforms", ()), tuple(dst_var.aval.shape), defs)
+        src_region = region_of(getattr(src, "transforms", ()), tuple(src_var.aval.shape), defs)
         self.counter["order"] += 1
         kind = "start" if eqn.primitive.name == "dma_start" else "wait"
         event = _Event(src=env[src_var], dst=env[dst_var], sem=env.get(sem_var), dst_region=region,
-                       line=line, order=self.counter["order"], kind=kind, loops=self.loops)
+                       line=line, order=self.counter["order"], kind=kind, loops=self.loops,
+                       nbytes=_nbytes(src_var, getattr(src, "transforms", ())), optional=self.optional,
+                       src_region=src_region)
         (self.starts if kind == "start" else self.waits).append(event)
+
+
+def _nbytes(var: Any, transforms: Any) -> int | None:
+    """The bytes a DMA descriptor moves: its source ref's shape after indexing, times the item size."""
+    try:
+        aval = var.aval
+        for t in transforms or ():
+            aval = t.transform_type(aval)
+        return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _dtype(aval: Any) -> np.dtype | None:
@@ -200,34 +239,91 @@ def _dtype(aval: Any) -> np.dtype | None:
 
 
 def match_waits(starts: list[_Event], waits: list[_Event], accesses: list[MemoryAccess]) -> list[Dma]:
-    """Pair starts and waits in program order, find reads of each target before its wait.
+    """Count each semaphore's bytes in program order; find reads of each destination before its wait.
 
-    A wait answers the oldest unanswered start on its semaphore. A start left unanswered still
-    counts as waited when a loop around it also waits on that semaphore: the next iteration's
-    wait is the one that answers it (double buffering).
+    A wait takes the bytes of its own descriptor from the oldest starts on its semaphore, so one
+    wait for one strip leaves the other strips' copies unwaited. What a wait inside a loop finds
+    no start for answers the starts later in that loop (the next turn's copy: double buffering).
     """
-    pending: list[_Event] = []
+    left, answer, _ = _count(starts, waits)
+    return [_dma_of(s, answer.get(s.order), left[s.order], accesses, _may_answer(s, waits)) for s in starts]
+
+
+@dataclass(frozen=True)
+class StuckWait:
+    """A `.wait()` for more bytes than any copy started on its semaphore: on a TPU it never returns."""
+
+    line: int | None
+    nbytes: int  # the bytes it waits for that no start provides
+    sem: RefInfo | None
+
+
+def stuck_waits(starts: list[_Event], waits: list[_Event]) -> list[StuckWait]:
+    """The waits left waiting for bytes no start provides, where every count on the semaphore is known.
+
+    A semaphore with a start or wait under `pl.when`, or inside a loop of unknown length, is left
+    alone: how often those run depends on values the walk does not know.
+    """
+    _, _, unused = _count(starts, waits)
+    events = starts + waits
+    def known(w: _Event) -> bool:
+        return not any(_same_sem(e, w) and (e.optional or any(n is None for _, n in e.loops)) for e in events)
+    return [StuckWait(w.line, unused[w.order], w.sem) for w in waits if unused.get(w.order) and known(w)]
+
+
+def _count(starts: list[_Event], waits: list[_Event]) -> tuple[dict[int, int], dict[int, _Event], dict[int, int]]:
+    """Run the semaphores' byte counts: bytes each start has left, the wait that answered it, bytes each wait lacks."""
+    # A start under `pl.when` may run on one turn only; count it once, so a wait need not cover more.
+    left = {s.order: _units(s) * (1 if s.optional else s.times) for s in starts}
     answer: dict[int, _Event] = {}
+    unused: dict[int, int] = {}
     for event in sorted(starts + waits, key=lambda e: e.order):
         if event.kind == "start":
-            pending.append(event)
+            for wait in waits:  # a wait earlier in a loop around this start answers its next turn
+                if (unused.get(wait.order) and wait.order < event.order and _same_sem(event, wait)
+                        and wait.loop_ids() & event.loop_ids() and left[event.order]):
+                    took = min(unused[wait.order], left[event.order])
+                    left[event.order] -= took
+                    unused[wait.order] -= took
+                    answer.setdefault(event.order, wait)
             continue
-        match = next((s for s in pending if _same_sem(s, event)), None)
-        if match is not None:
-            pending.remove(match)
-            answer[match.order] = event
-    dmas = []
-    for s in starts:
-        wait = answer.get(s.order)
-        looped = wait is None and any(_same_sem(s, w) and set(w.loops) & set(s.loops) for w in waits)
-        until = wait.order if wait else None
-        early = next((a for a in accesses if a.ref.index == s.dst.index and a.kind != "store"
-                      and a.order > s.order and (until is None or a.order < until)
-                      and _overlap(a.region, s.dst_region)), None)
-        dmas.append(Dma(src=s.src, dst=s.dst, sem=s.sem, dst_region=s.dst_region, line=s.line,
-                        order=s.order, waited=wait is not None or looped,
-                        wait_line=wait.line if wait else None, read_before_wait=early))
-    return dmas
+        budget = _units(event) * event.times
+        for s in starts:
+            if s.order < event.order and _same_sem(s, event) and left[s.order] and budget:
+                took = min(budget, left[s.order])
+                left[s.order] -= took
+                budget -= took
+                answer[s.order] = event
+        unused[event.order] = budget
+    return left, answer, unused
+
+
+def _may_answer(start: _Event, waits: list[_Event]) -> bool:
+    """Whether some wait on the start's semaphore comes after it or shares a loop with it."""
+    return any(_same_sem(start, w) and (w.order > start.order or w.loop_ids() & start.loop_ids())
+               for w in waits)
+
+
+def _units(event: _Event) -> int:
+    """What one run of a start adds, or of a wait takes: its bytes, or 1 when they are unknown."""
+    return event.nbytes if event.nbytes else 1
+
+
+def _dma_of(s: _Event, wait: _Event | None, missing: int, accesses: list[MemoryAccess], answerable: bool) -> Dma:
+    """The Dma of one start, given the wait that answered it and the bytes no wait took.
+
+    A start under `pl.when` gets the benefit of the doubt when a wait could answer it: whether it
+    runs on the turn that wait covers depends on values the walk does not know.
+    """
+    waited = missing == 0 or (s.optional and answerable)
+    until = wait.order if wait is not None and wait.order > s.order else None
+    early = next((a for a in accesses if a.ref.index == s.dst.index and a.kind != "store"
+                  and a.order > s.order and (until is None or a.order < until)
+                  and _overlap(a.region, s.dst_region)), None)
+    return Dma(src=s.src, dst=s.dst, sem=s.sem, dst_region=s.dst_region, line=s.line, order=s.order,
+               waited=waited, wait_line=wait.line if wait is not None else None, read_before_wait=early,
+               nbytes=s.nbytes, src_region=s.src_region, times=s.times, missing=0 if waited else missing,
+               followed=answerable)
 
 
 def _same_sem(start: _Event, wait: _Event) -> bool:
