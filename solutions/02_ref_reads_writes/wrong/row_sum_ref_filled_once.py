@@ -1,4 +1,4 @@
-"""Sums the rows in a Python value, then puts the total in a ref it never writes; must fail test_row_sum_accumulates_in_ref."""
+"""Sums the rows as values, then puts the total in a ref it never writes; must fail test_row_sum_accumulates_in_ref."""
 
 import functools
 

@@ -1,4 +1,4 @@
-"""Casts the lengths to float32 before the scalar prefetch, so no integer length reaches SMEM; must fail test_lengths_in_smem."""
+"""Casts the lengths to float32 for the scalar prefetch: no integer length in SMEM; must fail test_lengths_in_smem."""
 
 import jax
 import jax.numpy as jnp

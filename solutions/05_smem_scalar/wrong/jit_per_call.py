@@ -1,4 +1,4 @@
-"""Builds `jax.jit` of a new lambda on every call, so every call compiles; must fail test_new_lengths_compile_nothing."""
+"""Jits a new lambda on every call, so every call compiles; must fail test_new_lengths_compile_nothing."""
 
 import jax
 import jax.numpy as jnp

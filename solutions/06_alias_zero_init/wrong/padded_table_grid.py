@@ -1,4 +1,4 @@
-"""Pads the block table to 64 entries for a fixed grid and skips the padding with `pl.when`; must fail test_grid_steps."""
+"""Pads the block table to 64 entries for a fixed grid of 64 steps; must fail test_grid_steps."""
 
 import functools
 

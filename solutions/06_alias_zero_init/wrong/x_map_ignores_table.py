@@ -1,4 +1,4 @@
-"""The output's index map follows the table but x's does not, so each step scales the wrong block; must fail test_values."""
+"""The output index map follows the table but the one of x does not: wrong blocks scaled; must fail test_values."""
 
 import functools
 

@@ -1,4 +1,4 @@
-"""Alternative: operands (table, zeros, x), so the alias is {1: 0}; keyword BlockSpecs and a static_argnums decorator."""
+"""Alternative: operands (table, zeros, x), so the alias is {1: 0}; keyword BlockSpecs, a static_argnums jit."""
 
 import functools
 
