@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from course.grading.kernels import KernelCall
-from course.grading.memory_walk import Dma, MemoryAccess, RefInfo, StuckWait, Walker, match_waits, stuck_waits
+from course.grading.memory_walk import MemoryAccess, RefInfo, Walker
+from course.grading.semaphores import Dma, StuckWait, match_waits, stuck_waits
 
 __all__ = [
     "HBM_SPACES", "Dma", "KernelMemory", "MemoryAccess", "RefInfo", "StuckWait", "dma_copies",
