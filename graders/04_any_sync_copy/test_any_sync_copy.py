@@ -28,6 +28,7 @@ from course.grading import (
     interpreter_failure,
     kernel_memory,
     pallas_calls,
+    region_text,
     run_strict,
 )
 
@@ -36,12 +37,18 @@ F32, BF16 = jnp.float32, jnp.bfloat16
 VMEM_SPACES = ("vmem", "default")
 
 
-def _cases(rng: np.random.Generator) -> list[tuple[tuple[int, int], Any]]:
-    """Shapes (8k, 128m) in both dtypes: the smallest tile and two drawn at random."""
-    def shape() -> tuple[int, int]:
-        return 8 * int(rng.integers(2, 4)), 128 * int(rng.integers(1, 3))
+# Shapes that expose the usual mistakes, always graded: the smallest tile, and shapes with several
+# 128-column strips and several row tiles in each dtype (a copy of one tile, one strip or one
+# row block, or one wait for many copies, leaves part of these uncopied). The static checks trace
+# at the same shapes, so a NaN in the values and the DMA checks speak of one kernel.
+FIXED_CASES: tuple[tuple[tuple[int, int], Any], ...] = (((8, 128), F32), ((32, 384), F32), ((32, 256), BF16))
+TRACED = FIXED_CASES[1:]
 
-    return [((8, 128), F32), (shape(), F32), (shape(), BF16)]
+
+def _cases(rng: np.random.Generator) -> list[tuple[tuple[int, int], Any]]:
+    """The fixed shapes first, then one shape (8k, 128m) in a dtype drawn at random."""
+    drawn = (8 * int(rng.integers(1, 5)), 128 * int(rng.integers(1, 4)))
+    return [*FIXED_CASES, (drawn, F32 if rng.integers(2) else BF16)]
 
 
 def _draw(rng: np.random.Generator, shape: tuple[int, int], dtype: Any) -> jax.Array:
@@ -64,7 +71,13 @@ def _input(mem: KernelMemory) -> RefInfo:
 
 
 def _run(submission: ModuleType, x: jax.Array, path: Path) -> Any:
-    """`scale_shift(x)` under the strict interpreter; its errors explained by the learner's line."""
+    """`scale_shift(x)` under the strict interpreter; its errors explained by the learner's line.
+
+    A kernel that waits for a copy it never started would make the interpreter wait forever, so
+    the kernel is read first and such a wait is reported instead of run.
+    """
+    stuck = _memory(submission, x, path).stuck_message()
+    check(stuck is None, f"for x of {x.dtype.name}{list(x.shape)}: {stuck}")
     try:
         return run_strict(submission.scale_shift, x)
     except Exception as exc:
@@ -80,16 +93,57 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _partial_copy(mem: KernelMemory) -> str | None:
+    """When the DMAs from `x` read fixed parts of it that leave some out: which parts, and where."""
+    source = _input(mem)
+    copies = mem.dmas_from(source)
+    covered = np.zeros(source.shape, bool)
+    for dma in copies:
+        region = dma.src_region
+        if dma.times != 1 or region is None or any(key is not None or lo is None for key, lo, _ in region):
+            return None  # a copy that moves with the grid or a loop: its parts are not fixed
+        covered[tuple(slice(lo, hi) for _, lo, hi in region)] = True
+    if not copies or covered.all():
+        return None
+    parts = ", ".join(f"`{source.name}[{region_text(d.src_region, source.shape)}]`" for d in copies)
+    lines = sorted({d.line for d in copies if d.line})
+    at = f" (line {', '.join(map(str, lines))})" if lines else ""
+    return (f"the kernel copies only {parts}{at}, {int(covered.sum())} of the {covered.size} elements "
+            f"of x: copy all of it, taking the shape from `{source.name}.shape` rather than from constants.")
+
+
 def _nan_message(name: str, got: np.ndarray, mem: KernelMemory) -> str:
     """Where the NaNs are, and why: memory that no copy or store ever filled."""
-    rows = np.flatnonzero(np.isnan(got).any(axis=1))
-    cause = mem.uncopied_cause() or (
+    nan = np.isnan(got)
+    rows, cols = np.flatnonzero(nan.any(axis=1)), np.flatnonzero(nan.any(axis=0))
+    cause = mem.uncopied_cause() or _partial_copy(mem) or (
         "Every DMA is waited, so part of `x` was never copied or part of the output never written: "
         "copy the whole of `x` (its shape varies, so take shapes from the refs, not from "
         "constants) and write every element of the output.")
-    return (f"{name} has {int(np.isnan(got).sum())} NaN element(s) of {got.size}, in rows "
-            f"{rows[0]} to {rows[-1]}. Under the strict TPU interpreter fresh memory reads as NaN, "
+    return (f"{name} has {int(nan.sum())} NaN element(s) of {got.size}, in rows {rows[0]} to {rows[-1]} "
+            f"and columns {cols[0]} to {cols[-1]}. Under the strict TPU interpreter fresh memory reads as NaN, "
             f"so these come from memory that nothing was copied into. {_sentence(cause)}")
+
+
+def _parts_equal(got: np.ndarray, k: int, want: np.ndarray, w: int, axis: int, size: int, tol: float) -> bool:
+    """Whether the `size`-wide part of `got` at `k` along `axis` equals the part of `want` at `w`."""
+    return np.allclose(np.take(got, range(k, k + size), axis=axis), np.take(want, range(w, w + size), axis=axis),
+                       rtol=tol, atol=tol)
+
+
+def _repeated_part(got: np.ndarray, want: np.ndarray, tol: float) -> str | None:
+    """A sentence when every wrong 8-row band (or 128-column strip) of `got` holds the result of one other."""
+    for axis, size, word in ((0, 8, "rows"), (1, 128, "columns")):
+        parts = range(0, got.shape[axis], size)
+        wrong = [k for k in parts if not _parts_equal(got, k, want, k, axis, size, tol)]
+        sources = {next((w for w in parts if _parts_equal(got, k, want, w, axis, size, tol)), None) for k in wrong}
+        if wrong and None not in sources and len(sources) == 1:
+            (src,) = sources
+            shown = ", ".join(f"{k} to {k + size - 1}" for k in wrong[:3]) + (" and more" if len(wrong) > 3 else "")
+            return (f"its {word} {shown} hold the result for {word} {src} to {src + size - 1} instead of "
+                    f"their own: the same part of `x` is copied each time. Offset each copy by its own "
+                    "position (in a grid, `pl.program_id(0)` times the tile's size).")
+    return None
 
 
 @pytest.mark.points(2)
@@ -105,31 +159,34 @@ def test_values(submission: ModuleType, rng: np.random.Generator, submission_pat
             if np.isnan(values).any():
                 fail(_nan_message(name, values, _memory(submission, x, submission_path)))
         tol = 1e-2 if dtype == BF16 else 1e-6
+        if isinstance(got, jax.Array) and got.shape == want.shape and got.dtype == want.dtype:
+            repeated = _repeated_part(np.asarray(got, np.float32), np.asarray(want, np.float32), tol)
+            check(repeated is None, f"{name} is wrong: {repeated}")
         assert_array(got, want, name=name, rtol=tol, atol=tol)
 
 
 def test_input_in_hbm(submission: ModuleType, submission_path: Path) -> None:
     """The kernel's first operand stays in HBM: its spec is `pl.BlockSpec(memory_space=pl.ANY)`"""
-    x = jnp.ones((16, 128), F32)
-    ref = _input(_memory(submission, x, submission_path))
-    check(ref.space in HBM_SPACES,
-          f"the kernel receives `x` as {ref.describe()}, so Pallas has already copied it into "
-          "VMEM for you and there is nothing left to move by hand. Give the input "
-          "`pl.BlockSpec(memory_space=pl.ANY)` so it stays in HBM.")
+    for shape, dtype in TRACED:
+        ref = _input(_memory(submission, jnp.ones(shape, dtype), submission_path))
+        check(ref.space in HBM_SPACES,
+              f"the kernel receives `x` as {ref.describe()}, so Pallas has already copied it into "
+              "VMEM for you and there is nothing left to move by hand. Give the input "
+              "`pl.BlockSpec(memory_space=pl.ANY)` so it stays in HBM.")
 
 
 def test_no_direct_access(submission: ModuleType, submission_path: Path) -> None:
     """No load or store touches an HBM (ANY) ref: the kernel indexes only VMEM copies"""
-    for dtype in (F32, BF16):
-        mem = _memory(submission, jnp.ones((16, 128), dtype), submission_path)
+    for shape, dtype in TRACED:
+        mem = _memory(submission, jnp.ones(shape, dtype), submission_path)
         direct = mem.in_space(*HBM_SPACES)
         check(not direct, hbm_access_message(direct[0]) if direct else "")
 
 
 def test_dma_into_vmem(submission: ModuleType, submission_path: Path) -> None:
     """A DMA copies the input into VMEM (not SMEM), in the input's own dtype"""
-    for dtype in (F32, BF16):
-        mem = _memory(submission, jnp.ones((16, 128), dtype), submission_path)
+    for shape, dtype in TRACED:
+        mem = _memory(submission, jnp.ones(shape, dtype), submission_path)
         for dma in mem.converting():
             fail(f"{dma.describe()} changes the dtype. A DMA copies bytes and cannot convert "
                  f"{dma.src.dtype} to {dma.dst.dtype}; make the buffer "
@@ -149,9 +206,10 @@ def test_dma_into_vmem(submission: ModuleType, submission_path: Path) -> None:
 
 def test_dmas_waited(submission: ModuleType, submission_path: Path) -> None:
     """Every DMA is waited, and nothing reads its destination before the wait"""
-    mem = _memory(submission, jnp.ones((16, 128), F32), submission_path)
-    check(mem.dmas, "the kernel makes no DMA; copy `x_hbm_ref` into VMEM with `pltpu.sync_copy`.")
-    cause = mem.uncopied_cause()
-    if cause:
-        fail(f"{cause} Wait for every copy (`copy.wait()`, or `pltpu.sync_copy`, which waits) "
-             "before using what it copied. `interpret=True` copies at the start and hides this.")
+    for shape, dtype in TRACED:
+        mem = _memory(submission, jnp.ones(shape, dtype), submission_path)
+        check(mem.dmas, "the kernel makes no DMA; copy `x_hbm_ref` into VMEM with `pltpu.sync_copy`.")
+        cause = mem.stuck_message() or mem.uncopied_cause()
+        if cause:
+            fail(f"for x of {jnp.dtype(dtype).name}{list(shape)}: {cause} (`interpret=True` "
+                 "copies at the start and hides this.)")

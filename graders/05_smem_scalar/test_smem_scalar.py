@@ -18,13 +18,17 @@ import pytest
 from course.grading import (
     CompileRecorder,
     KernelMemory,
+    ProgramRun,
+    RunRecorder,
     assert_array,
     assert_dtype,
     assert_is_array,
     assert_shape,
     check,
+    count_jit_builds,
     fail,
     kernel_memory,
+    matches_name,
     own_function_names,
     pallas_calls,
     run_strict,
@@ -32,6 +36,8 @@ from course.grading import (
 )
 
 LANES = 128
+# The name an un-jitted `pallas_call` compiles under, from the learner's call: Pallas's, but their doing.
+PALLAS_WRAPPER = "jit(wrapped)"
 TOL = {"rtol": 1e-5, "atol": 1e-4}
 
 
@@ -42,6 +48,20 @@ def _lengths(rng: np.random.Generator, batch: int, time: int) -> np.ndarray:
         at = rng.choice(batch, size=2, replace=False)
         lengths[at] = (0, time)
     return lengths.astype(np.int32)
+
+
+# Fixed lengths that tell the usual mistakes apart, always graded first: lengths[0] is neither 0
+# nor T and differs from the others (a kernel reading `lengths_ref[0]` shows), 0 and T are there
+# (a `<=` mask, a sum seeded with row 0), and rows before the last are not empty (a step that
+# rewrites the whole output block wipes them). Random lengths follow on the same shapes, so they
+# cost no compile of a correct kernel, and one shape is drawn.
+FIXED = ((4, 16, (5, 0, 16, 9)), (1, 8, (3,)), (8, 64, (37, 64, 0, 1, 63, 8, 20, 5)))
+
+
+def _cases(rng: np.random.Generator) -> list[tuple[int, int, tuple[int, ...] | None]]:
+    """(batch, time, lengths or None for random ones): the fixed cases, then random draws."""
+    drawn = (int(rng.integers(2, 6)), 8 * int(rng.integers(2, 5)), None)
+    return [*FIXED, (4, 16, None), (8, 64, None), drawn]
 
 
 def _draw(rng: np.random.Generator, batch: int, time: int) -> np.ndarray:
@@ -61,21 +81,54 @@ def _rows_summed(xb: np.ndarray, got: np.ndarray) -> int | None:
     return close[0] if close else None
 
 
-def _row_message(b: int, n: int, got: np.ndarray, xb: np.ndarray, lengths: np.ndarray) -> str:
-    """Say what row b of the result holds instead of the sum of its first n rows."""
-    if np.isnan(got).any():
-        return (f"row {b} of the result is NaN: nothing wrote it, and under the strict TPU "
-                "interpreter memory nothing wrote reads as NaN. Write every row of the output.")
-    k = _rows_summed(xb, got)
+def _rows_text(rows: list[int]) -> str:
+    """'row 2' or 'rows 0, 1 and 3'."""
+    if len(rows) == 1:
+        return f"row {rows[0]}"
+    return "rows " + ", ".join(map(str, rows[:-1])) + f" and {rows[-1]}"
+
+
+def _pattern(bad: list[int], summed: list[int | None], lengths: np.ndarray, time: int) -> str | None:
+    """The one mistake that explains every wrong row, when the rows summed fit a usual one."""
+    n = [int(v) for v in lengths]
+    if any(k is None for k in summed):
+        return None
+    if len(set(n)) > 1 and all(k == min(n[0], time) for k in summed):
+        return (f"every row summed lengths[0] = {n[0]} rows: does every grid step read "
+                "`lengths_ref[0]` instead of `lengths_ref[b]`, its own row's length?")
+    if all(k == min(v + 1, time) for k, v in zip(summed, n, strict=True)):
+        return "every row summed one row too many: is the mask `t <= lengths[b]` where `t < lengths[b]` belongs?"
+    if all(n[b] == 0 and summed[b] == 1 for b in bad):
+        held = (f"row {bad[0]} has length 0 but holds x[{bad[0]}, 0]" if len(bad) == 1
+                else f"{_rows_text(bad)} have length 0 but each holds its first row of x")
+        return (f"{held}: the sum starts from the first row instead of from zero, so an empty row "
+                "still adds one. Start from zeros and add the rows t < lengths[b].")
+    if all(summed[b] == 0 and n[b] > 0 for b in bad) and max(bad) < len(n) - 1:
+        return (f"{_rows_text(bad)} hold 0 although their lengths are {[n[b] for b in bad]}, while "
+                "the last row is right: a later grid step wiped them. An output block whose index "
+                "map does not move stays in VMEM for the whole grid and is written back once, at "
+                "the end, so each step must write only its own row (`o_ref[pl.ds(b, 1), :] = ...`), "
+                "never the whole block.")
+    return None
+
+
+def _values_message(values: np.ndarray, x: np.ndarray, lengths: np.ndarray) -> str:
+    """What the result holds instead of each row's masked sum, in terms of the usual mistakes."""
+    want = _expected(x, lengths)
+    bad = [b for b in range(len(lengths)) if not np.allclose(values[b], want[b], **TOL)]
+    nan = [b for b in bad if np.isnan(values[b]).any()]
+    if nan:
+        return (f"{_rows_text(nan)} of the result hold NaN: nothing wrote them, and under the strict "
+                "TPU interpreter memory nothing wrote reads as NaN. Write every row of the output.")
+    summed = [_rows_summed(x[b], values[b]) for b in range(len(lengths))]
+    pattern = _pattern(bad, summed, lengths, x.shape[1])
+    if pattern:
+        return pattern
+    b, n, k = bad[0], int(lengths[bad[0]]), summed[bad[0]]
     if k is None:
         return (f"row {b} (lengths[{b}] = {n}) is not the sum of any number of leading rows of "
                 f"x[{b}]: sum exactly the rows t < lengths[{b}], the others masked to zero.")
-    why = ""
-    if k == n + 1:
-        why = " One row too many: is the mask `t <= lengths[b]` where `t < lengths[b]` belongs?"
-    elif k == lengths[0] and b != 0:
-        why = " That is lengths[0]: does every row read `lengths_ref[0]` instead of `lengths_ref[b]`?"
-    return f"row {b} summed the first {k} rows of x[{b}], but lengths[{b}] = {n}.{why}"
+    return f"row {b} summed the first {k} rows of x[{b}], but lengths[{b}] = {n}."
 
 
 def _check_values(got: object, x: np.ndarray, lengths: np.ndarray, name: str) -> None:
@@ -85,9 +138,8 @@ def _check_values(got: object, x: np.ndarray, lengths: np.ndarray, name: str) ->
     assert_dtype(arr, np.float32, name)
     assert_shape(arr, want.shape, name)
     values = np.asarray(arr)
-    for b in range(len(lengths)):
-        if not np.allclose(values[b], want[b], **TOL):
-            fail(f"{name} is wrong: {_row_message(b, int(lengths[b]), values[b], x[b], lengths)}")
+    if not np.allclose(values, want, **TOL):
+        fail(f"{name} is wrong: {_values_message(values, x, lengths)}")
     assert_array(arr, want, name=name, **TOL)
 
 
@@ -114,9 +166,9 @@ def _where(lines: list[int | None]) -> str:
 @pytest.mark.points(2)
 def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`masked_row_sum` sums the first `lengths[b]` rows of each `x[b]`, under the strict TPU interpreter"""
-    cases = [(1, 8), (int(rng.integers(3, 6)), 8 * int(rng.integers(2, 5))), (8, 64)]
-    for batch, time in cases:
-        x, lengths = _draw(rng, batch, time), _lengths(rng, batch, time)
+    for batch, time, fixed in _cases(rng):
+        x = _draw(rng, batch, time)
+        lengths = _lengths(rng, batch, time) if fixed is None else np.asarray(fixed, np.int32)
         got = run_strict(submission.masked_row_sum, jnp.asarray(x), jnp.asarray(lengths))
         _check_values(got, x, lengths, f"masked_row_sum(x, lengths) for x of shape {(batch, time, LANES)} "
                                        f"and lengths {lengths.tolist()}")
@@ -134,6 +186,11 @@ def test_lengths_in_smem(submission: ModuleType, submission_path: Path) -> None:
              "Lengths are control data: pass them by scalar prefetch "
              "(`pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, ...)`) so they sit in SMEM "
              "before the grid runs and each read is a scalar load.")
+    floats = [a for a in mem.smem_reads() if a.ref.dtype is not None and np.issubdtype(a.ref.dtype, np.floating)]
+    if floats:
+        fail(f"{_where([a.line for a in floats])} reads the lengths from {floats[0].ref.describe()}, a table "
+             "of floats. Lengths are counts: keep the table int32 (pass `lengths` as it is), so a "
+             "length can bound a loop, steer `pl.when` or pick a block in an index map.")
     fail("the kernel never reads an integer from SMEM, so the lengths do not reach it as data. "
          "Pass `lengths` by scalar prefetch and read `lengths_ref[b]` in the kernel. (A mask built "
          "in the wrapper is a second pass over x in HBM; lengths baked in as Python numbers "
@@ -153,6 +210,36 @@ def test_scalar_reads(submission: ModuleType, submission_path: Path) -> None:
              "padded to a full tile of vector work. Read `lengths_ref[b]` from a 1-D table.")
 
 
+def _learners(names: list[str], own: set[str]) -> list[str]:
+    """The compiles of the learner's programs: their own functions', and an un-jitted `pallas_call`'s.
+
+    A recorder given the learner's file also hears JAX's eager helpers (`jit(dynamic_slice)` for a
+    slice outside `jax.jit`); those are JAX's programs, not the learner's, and are not counted.
+    """
+    return [n for n in names if matches_name(n, frozenset(own)) or n == PALLAS_WRAPPER]
+
+
+def _compile_advice(names: list[str], built: int, runs: list[ProgramRun]) -> str:
+    """Why the learner's programs compiled again: no jit, a jit built per call, new shapes, or static lengths."""
+    if PALLAS_WRAPPER in names:
+        return ("`pl.pallas_call(...)(...)` called outside `jax.jit` builds and compiles its "
+                "kernel on every call: jit `masked_row_sum` once, at module scope.")
+    if built:
+        return (f"the three calls built {built} new `jax.jit` wrapper(s), each around a function "
+                "made anew (a lambda, a closure, a `functools.partial`), so nothing compiled "
+                "before could be reused. Build the jitted function once, at module scope, and "
+                "call that same object every time.")
+    shapes = sorted({max(run.shapes, key=len) for run in runs if run.fun_name in names and run.shapes})
+    if len(shapes) > 1:
+        shown = ", then ".join(str(s) for s in shapes[:3])
+        return (f"the compiled program ran on a new shape for each length vector ({shown}): a shape "
+                "cut from the lengths (`int(lengths.max())`, a slice by a length) is part of the "
+                "program. Keep x's shape, and mask the rows inside the kernel.")
+    return ("a compile per length vector means the lengths became part of the program (a Python "
+            "int, a static argument or a tuple of them). Keep them an int32 array that reaches the "
+            "kernel by scalar prefetch.")
+
+
 @pytest.mark.points(2)
 def test_new_lengths_compile_nothing(submission: ModuleType, rng: np.random.Generator,
                                      submission_path: Path) -> None:
@@ -163,22 +250,16 @@ def test_new_lengths_compile_nothing(submission: ModuleType, rng: np.random.Gene
     for cap, vector in zip((time, 8, 16, 24), vectors, strict=True):
         vector[:] = np.minimum(vector, cap)  # new maxima too, so a length-dependent shape shows
         vector[0] = cap
-    recorder = CompileRecorder(names=own_function_names(submission), path=str(submission_path))
+    own = own_function_names(submission)
+    recorder = CompileRecorder(names=own, path=str(submission_path))
     with tpu_interpret():
         jax.block_until_ready(submission.masked_row_sum(x, jnp.asarray(vectors[0])))
-        with recorder:
+        with count_jit_builds(submission_path) as built, RunRecorder(own) as runs, recorder:
             for vector in vectors[1:]:
                 jax.block_until_ready(submission.masked_row_sum(x, jnp.asarray(vector)))
-    names = recorder.fun_names()
+    names = _learners(recorder.fun_names(), own)
     if not names:
         return
-    if "jit(wrapped)" in names:
-        advice = ("`pl.pallas_call(...)(...)` called outside `jax.jit` builds and compiles its "
-                  "kernel on every call: jit `masked_row_sum` once, at module scope.")
-    else:
-        advice = ("A compile per length vector means the lengths became part of the program (a "
-                  "Python int, a static argument, a tuple, or a shape cut from them). Keep them an "
-                  "int32 array that reaches the kernel by scalar prefetch.")
     counted = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in Counter(names).items())
-    fail(f"after a warm-up call, three calls with new lengths and the same shapes compiled "
-         f"{len(names)} time(s) ({counted}). {advice}")
+    fail(f"after a warm-up call, three calls with new lengths and the same shapes compiled your "
+         f"code {len(names)} time(s) ({counted}): {_compile_advice(names, built[0], runs.runs)}")

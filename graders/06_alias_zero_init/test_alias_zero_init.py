@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from course.grading import (
     BlockMismatch,
     KernelCall,
+    OutputOrigin,
     assert_dtype,
     assert_is_array,
     assert_shape,
@@ -94,14 +96,94 @@ def _blocks_text(found: list[BlockMismatch]) -> str:
     return shown + (f" and {len(found) - 4} more" if len(found) > 4 else "")
 
 
-def _explain(found: list[BlockMismatch], blocks: Blocks) -> str:
+@dataclass(frozen=True)
+class _Seen:
+    """What the grader read in the learner's program, to explain a wrong result by its cause."""
+
+    calls: list[KernelCall]
+    origin: OutputOrigin | None
+
+
+def _seen(submission: ModuleType, x: np.ndarray, blocks: Blocks, scale: float, path: Path) -> _Seen:
+    """The kernels of one call and where its result comes from (traces only; nothing runs)."""
+    traced = _traced(submission, blocks, scale)
+    calls = pallas_calls(traced, jnp.asarray(x), path=path)
+    origins = output_origins(traced, jnp.asarray(x), path=path)
+    return _Seen(calls, origins[0] if len(origins) == 1 else None)
+
+
+def _output_read_first(calls: list[KernelCall]) -> str | None:
+    """'line 14 reads `o_ref`' when a kernel loads an output before anything was stored to it."""
+    for call in calls:
+        for name in call.output_names:
+            first = next((a for a in call.accesses() if a.name == name), None)
+            if first is not None and first.kind != "store":
+                at = f"line {first.line}" if first.line else "the kernel"
+                return f"{at} reads `{name}` before anything was written to it"
+    return None
+
+
+def _operand_words(origin: OutputOrigin) -> list[str]:
+    """A name for each operand of the kernel: a scalar-prefetch table, `x`, the zeros, or what made it."""
+    assert origin.kernel is not None
+    words = []
+    for i, made in enumerate(origin.operands):
+        if i < origin.kernel.num_index:
+            words.append("table")
+        else:
+            words.append({"argument 0": "x", "broadcast_in_dim": "zeros"}.get(made, made))
+    return words
+
+
+def _alias_fix(origin: OutputOrigin | None) -> str:
+    """Which operand the alias should name, counted among the learner's own operands."""
+    rule = "alias indices count every operand of the `pallas_call`, the scalar-prefetch tables included"
+    if origin is None or origin.kind != "kernel" or not origin.operands:
+        return f"With operands (table, x, zeros) the zeros are operand 2: {rule}."
+    words = _operand_words(origin)
+    zeros = [i for i, w in enumerate(words) if w == "zeros"]
+    target = (f"alias the zeros, operand {zeros[0]}" if zeros
+              else "pass `jnp.zeros_like(x)` as one more operand and alias it")
+    return f"Your operands are ({', '.join(words)}): {target} ({rule})."
+
+
+def _moved(out: np.ndarray, sx: np.ndarray, found: list[BlockMismatch]) -> dict[tuple[int, ...], tuple[int, int]]:
+    """{wrong block: the other block whose `scale * x` it holds}, for the wrong blocks that hold one."""
+    rows, cols = out.shape[0] // BLOCK[0], out.shape[1] // BLOCK[1]
+
+    def block(a: np.ndarray, i: int, j: int) -> np.ndarray:
+        return a[i * BLOCK[0]:(i + 1) * BLOCK[0], j * BLOCK[1]:(j + 1) * BLOCK[1]]
+
+    moved = {}
+    for m in found:
+        got = block(out, *m.index)
+        source = next(((i, j) for i in range(rows) for j in range(cols) if (i, j) != m.index
+                       and np.allclose(got, block(sx, i, j), rtol=1e-6)), None)
+        if source is not None and not np.allclose(got, 0):
+            moved[m.index] = source
+    return moved
+
+
+def _explain(found: list[BlockMismatch], blocks: Blocks, seen: _Seen,
+             moved: dict[tuple[int, ...], tuple[int, int]] | None = None) -> str:
     """One or two sentences on what the wrong blocks hold, unlisted blocks first."""
+    if moved:
+        (at, source), *_ = moved.items()
+        return (f"block {at} holds `scale * x` of block {source}: a grid step read x at one block and "
+                "wrote its output at another. The index maps of x and of the output must both send "
+                "step i to `blocks[i]`: give every blocked operand the same index map.")
     listed = set(blocks)
     unlisted = [m for m in found if m.index not in listed]
     wrong_listed = [m for m in found if m.index in listed]
     if unlisted:
-        return _explain_unlisted(unlisted, wrong_listed)
+        return _explain_unlisted(unlisted, wrong_listed, seen)
     m = wrong_listed[0]
+    read_first = _output_read_first(seen.calls) if m.nan_count else None
+    if read_first:
+        return (f"listed blocks {_blocks_text(wrong_listed)} hold {m.holds()}: {read_first}. An output "
+                "block is written back to memory after its step, never copied in, aliased or not: "
+                "its VMEM starts undefined (NaN under the strict interpreter), and so is anything "
+                "computed from it. Compute the block's value and store it: `o_ref[...] = x_ref[...] * scale`.")
     if m.nan_count or m.same_as == "0":
         return (f"listed blocks {_blocks_text(wrong_listed)} hold {m.holds()}: the kernel never wrote "
                 "them. Each grid step's index maps must send it to `blocks[i]` (and a DMA into the "
@@ -111,10 +193,15 @@ def _explain(found: list[BlockMismatch], blocks: Blocks) -> str:
     return f"listed block {m.index} holds {m.holds()}; it must be `scale * x`."
 
 
-def _explain_unlisted(unlisted: list[BlockMismatch], wrong_listed: list[BlockMismatch]) -> str:
+def _explain_unlisted(unlisted: list[BlockMismatch], wrong_listed: list[BlockMismatch], seen: _Seen) -> str:
     """What the blocks that are not listed hold instead of 0, and what that says about the code."""
     which = f"unlisted blocks {_blocks_text(unlisted)}"
     first = unlisted[0]
+    if first.nan_count and seen.origin is not None and seen.origin.aliased_from == "broadcast_in_dim":
+        return (f"{which} hold {first.holds()}, although the zeros are aliased onto the output: a "
+                "grid step wrote them back without writing them. Every step copies its output block "
+                "back to memory, whatever `pl.when` skipped in it, so a step must never be sent to "
+                "a block it does not write. Make the grid `(len(blocks),)`, one step per listed block.")
     if first.nan_count:
         return (f"{which} hold {first.holds()}: nothing wrote them, and the strict interpreter "
                 "fills memory that nothing was copied into with NaN (a TPU leaves whatever was "
@@ -125,9 +212,10 @@ def _explain_unlisted(unlisted: list[BlockMismatch], wrong_listed: list[BlockMis
                 "`InterpretParams(uninitialized_memory='zero')` only hides this in the "
                 "interpreter: a TPU has no such setting, and the grader always runs the strict one.")
     if first.same_as == "`x`":
-        return (f"{which} hold the values of `x`: the output was aliased from `x` instead of the "
-                "zeros. Alias indices count every operand of the `pallas_call`, the scalar-prefetch "
-                "table included: with operands (table, x, zeros), the zeros are operand 2.")
+        operand = seen.origin.aliased_input if seen.origin is not None else None
+        named = f" (operand {operand})" if operand is not None else ""
+        return (f"{which} hold the values of `x`: the output was aliased from `x`{named} instead of "
+                f"the zeros. {_alias_fix(seen.origin)}")
     if first.same_as == "`scale * x`":
         missed = (f", and listed blocks {_blocks_text(wrong_listed)} were never written"
                   if wrong_listed else "")
@@ -138,7 +226,7 @@ def _explain_unlisted(unlisted: list[BlockMismatch], wrong_listed: list[BlockMis
 
 
 @pytest.mark.points(3)
-def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_values(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """Listed blocks hold `scale * x` and every other block is exactly 0, under the strict TPU interpreter"""
     cases = [_case(rng, shape, k) for shape, k in VALUE_CASES]
     with tpu_interpret(submission):
@@ -151,7 +239,9 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
             found = block_mismatches(out, _expected(x, blocks, scale), BLOCK, rtol=1e-6,
                                      known={"0": np.zeros_like(x), "`x`": x, "`scale * x`": sx})
             if found:
-                fail(f"{_head(x, blocks, scale)}: {_explain(found, blocks)}")
+                seen = _seen(submission, x, blocks, scale, submission_path)
+                moved = _moved(np.asarray(out), sx, found)
+                fail(f"{_head(x, blocks, scale)}: {_explain(found, blocks, seen, moved)}")
 
 
 def _traced(submission: ModuleType, blocks: Blocks, scale: float) -> Callable[[jax.Array], Any]:
@@ -174,6 +264,13 @@ def _too_many_steps(calls: list[KernelCall], total: int, k: int, shape: tuple[in
     every = (shape[0] // BLOCK[0]) * (shape[1] // BLOCK[1])
     text = (f"for x of shape {shape} ({every} blocks) and {k} listed block(s), your grid runs "
             f"{total} steps ({grids}); it should run at most {k}, one per listed block. ")
+    padded = _padded_table(calls, total, k)
+    if padded is not None:
+        return text + (f"It has one step per entry of {padded}, a table padded past the {k} listed "
+                       "block(s): the padding steps still run, each copying a block in and out. "
+                       "`blocks` is static, so every block list compiles its own kernel anyway and "
+                       "a fixed-size table saves nothing. Make the table and the grid "
+                       "`len(blocks)` long.")
     line = _when_line(calls, path)
     if line is not None:
         at = f" (line {line})" if line > 0 else ""
@@ -181,9 +278,22 @@ def _too_many_steps(calls: list[KernelCall], total: int, k: int, shape: tuple[in
                        "still runs: its blocks are still copied in and out, and each step has a "
                        "fixed cost. Make the grid `(len(blocks),)` and let the index maps, reading "
                        "the block list by scalar prefetch, send step i to `blocks[i]`.")
-    return text + ("A dense grid over every block (for example after masking `x` outside the "
-                   "kernel) reads and writes all of memory to change a few blocks. Make the grid "
+    if total >= every:
+        return text + ("A dense grid over every block (for example after masking `x` outside the "
+                       "kernel) reads and writes all of memory to change a few blocks. Make the grid "
+                       "`(len(blocks),)` and let the index maps send step i to `blocks[i]`.")
+    return text + ("Each step copies a block in and out and has a fixed cost: make the grid "
                    "`(len(blocks),)` and let the index maps send step i to `blocks[i]`.")
+
+
+def _padded_table(calls: list[KernelCall], total: int, k: int) -> str | None:
+    """'`count_ref` (int32[64, 2])' when a scalar-prefetch table has one entry per grid step, more than k."""
+    for call in calls:
+        for name, var in zip(call.input_names[: call.num_index], call.jaxpr.invars, strict=False):
+            shape = tuple(getattr(var.aval, "shape", ()))
+            if shape and shape[0] == total and total > k:
+                return f"`{name}` ({var.aval.dtype}{list(shape)})"
+    return None
 
 
 @pytest.mark.points(2)
@@ -225,6 +335,4 @@ def test_output_aliased(submission: ModuleType, submission_path: Path, rng: np.r
              "where the index counts every operand, the scalar-prefetch table included.")
     if origin.aliased_from == "argument 0":
         fail(f"the output of the `pallas_call` is aliased from operand {origin.aliased_input}, "
-             "which is `x` itself, so unvisited blocks keep `x`'s values instead of 0. Alias "
-             "indices count every operand, the scalar-prefetch table included: point the alias "
-             "at the zeros operand.")
+             f"which is `x` itself, so unvisited blocks keep `x`'s values instead of 0. {_alias_fix(origin)}")

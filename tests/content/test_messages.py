@@ -64,6 +64,51 @@ CASES = {
         {"test_square_plus_in_pallas_call", "test_square_plus_one_load"},
         r"computes `add` at line \d+ outside its `pallas_call`",
     ),
+    # ref_reads_writes: an addupdate is an addition; storing then adding writes the output twice.
+    ("ref_reads_writes", "store_then_addupdate"): (
+        {"test_add_kernel_loads_and_stores"},
+        r"writes `o_ref` 2 times: a store at line \d+ and an `addupdate` at line \d+",
+    ),
+    # any_sync_copy: one wait for many strip copies, and a wait that would never return.
+    ("any_sync_copy", "strips_one_wait"): (
+        {"test_values", "test_dmas_waited"},
+        r"line \d+ starts 3 DMAs on one semaphore \(\d+ bytes in all\), but the wait on it at line \d+ "
+        r"waits for only \d+ bytes",
+    ),
+    ("any_sync_copy", "waits_twice"): (
+        {"test_values", "test_dmas_waited"},
+        r"line \d+ waits for \d+ bytes that no copy started on its semaphore provides",
+    ),
+    # smem_scalar: whose compile, and the one mistake that explains every wrong row.
+    ("smem_scalar", "jit_per_call"): (
+        {"test_new_lengths_compile_nothing"},
+        r"compiled your code 3 time\(s\) \(jit\(<lambda>\) x3\): the three calls built 3 new `jax\.jit`",
+    ),
+    ("smem_scalar", "trim_to_longest"): (
+        {"test_new_lengths_compile_nothing"},
+        r"compiled your code 3 time\(s\) \(jit\(_kernel_call\) x3\): the compiled program ran on a new shape",
+    ),
+    ("smem_scalar", "zeroes_block_every_step"): (
+        {"test_values"},
+        r"rows 0 and 2 hold 0 although their lengths are \[5, 16\], while the last row is right",
+    ),
+    ("smem_scalar", "loop_seeded_with_row0"): (
+        {"test_values"},
+        r"row 1 has length 0 but holds x\[1, 0\]: the sum starts from the first row",
+    ),
+    # alias_zero_init: reading the output block, an alias index off by a second table, a padded grid.
+    ("alias_zero_init", "reads_output_first"): (
+        {"test_values"},
+        r"line \d+ reads `o_ref` before anything was written to it",
+    ),
+    ("alias_zero_init", "two_tables_alias_2"): (
+        {"test_values", "test_output_aliased"},
+        r"Your operands are \(table, table, x, zeros\): alias the zeros, operand 3",
+    ),
+    ("alias_zero_init", "padded_table_grid"): (
+        {"test_grid_steps"},
+        r"one step per entry of `blocks_ref` \(int32\[64, 2\]\), a table padded past the 3 listed",
+    ),
 }
 
 

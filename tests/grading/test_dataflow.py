@@ -47,6 +47,7 @@ def test_alias_of_an_argument_and_no_alias() -> None:
     """An alias onto `x` itself names the argument; without aliases there is no aliased input."""
     (onto_x,) = output_origins(lambda x: _sparse(x, {1: 0}), X)
     assert (onto_x.aliased_input, onto_x.aliased_from) == (1, "argument 0")
+    assert onto_x.operands == ("constant", "argument 0", "broadcast_in_dim")
     (plain,) = output_origins(lambda x: _sparse(x, {}), X)
     assert plain.kind == "kernel" and plain.aliased_input is None
 

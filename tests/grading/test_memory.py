@@ -194,3 +194,99 @@ def test_smem_reads_have_their_shapes() -> None:
     mem = kernel_memory(call)
     assert [r.name for r in mem.smem_refs()] == ["idx_ref"]
     assert [(a.shape, a.line) for a in smem_reads(call)] == [((), _line(kernel, 2)), ((1,), _line(kernel, 3))]
+
+
+WIDE = jnp.ones((16, 384), jnp.float32)
+STRIP_BYTES = 16 * 128 * 4
+
+
+def strips_kernel(x_hbm_ref, o_ref, buf, sem):
+    """One copy per 128-column strip on one semaphore, and one wait, for the first strip only."""
+    copies = [pltpu.make_async_copy(x_hbm_ref.at[:, pl.ds(j * 128, 128)], buf.at[:, pl.ds(j * 128, 128)], sem)
+              for j in range(3)]
+    for copy in copies:
+        copy.start()
+    copies[0].wait()
+    o_ref[...] = buf[...]
+
+
+def fori_strips_kernel(x_hbm_ref, o_ref, buf, sem):
+    """The strip copies started in a fori_loop of 3 turns, one wait after it."""
+    def strip(j):
+        return pltpu.make_async_copy(x_hbm_ref.at[:, pl.ds(j * 128, 128)], buf.at[:, pl.ds(j * 128, 128)], sem)
+
+    lax.fori_loop(0, 3, lambda j, c: (strip(j).start(), c)[1], 0)
+    strip(0).wait()
+    o_ref[...] = buf[...]
+
+
+def big_wait_kernel(x_hbm_ref, o_ref, buf, sem):
+    """The strip copies waited by one descriptor that covers the whole buffer: a semaphore counts bytes."""
+    for j in range(3):
+        pltpu.make_async_copy(x_hbm_ref.at[:, pl.ds(j * 128, 128)], buf.at[:, pl.ds(j * 128, 128)], sem).start()
+    pltpu.make_async_copy(x_hbm_ref, buf, sem).wait()
+    o_ref[...] = buf[...]
+
+
+def twice_kernel(x_hbm_ref, o_ref, buf, sem):
+    """Waits twice for one copy: the second wait has nothing to wait for."""
+    copy = pltpu.make_async_copy(x_hbm_ref, buf, sem)
+    copy.start()
+    copy.wait()
+    copy.wait()
+    o_ref[...] = buf[...]
+
+
+def _wide(kernel):
+    """The KernelMemory of `kernel` over a (16, 384) input, with a buffer and one semaphore as scratch."""
+    scratch = [pltpu.VMEM(WIDE.shape, WIDE.dtype), pltpu.SemaphoreType.DMA(())]
+    return kernel_memory(_call(kernel, x=WIDE, scratch_shapes=scratch))
+
+
+def test_one_wait_for_many_strips_leaves_the_others_unwaited() -> None:
+    """A wait takes its own descriptor's bytes: one strip's wait answers one of three copies."""
+    mem = _wide(strips_kernel)
+    assert [d.nbytes for d in mem.dmas] == [STRIP_BYTES] * 3
+    assert [d.waited for d in mem.dmas] == [True, False, False]
+    cause = mem.uncopied_cause()
+    assert f"line {_line(strips_kernel, 5)} starts 3 DMAs on one semaphore" in cause
+    assert f"wait on it at line {_line(strips_kernel, 6)} waits for only {STRIP_BYTES} bytes" in cause
+    assert "2 of them never land" in cause and mem.stuck == []
+
+
+def test_a_start_in_a_loop_counts_once_per_turn() -> None:
+    """A start inside a fori_loop of 3 turns is 3 copies; the one wait after the loop answers one."""
+    mem = _wide(fori_strips_kernel)
+    (dma,) = mem.dmas
+    assert (dma.times, dma.waited, dma.missing) == (3, False, 2 * STRIP_BYTES)
+    assert "starts 3 DMAs on one semaphore" in mem.uncopied_cause()
+
+
+def test_one_wait_for_all_the_bytes_answers_every_strip() -> None:
+    """A wait whose descriptor covers the whole buffer takes every strip's bytes."""
+    mem = _wide(big_wait_kernel)
+    assert mem.unwaited() == [] and mem.uncopied_cause() is None and mem.stuck == []
+
+
+def test_a_wait_with_nothing_to_wait_for_is_stuck() -> None:
+    """A second wait for one copy never returns; it is named with its line before anything runs it."""
+    mem = _wide(twice_kernel)
+    assert mem.unwaited() == []
+    (stuck,) = mem.stuck
+    assert (stuck.line, stuck.nbytes) == (_line(twice_kernel, 5), 3 * STRIP_BYTES)
+    assert f"line {stuck.line} waits for {3 * STRIP_BYTES} bytes" in mem.stuck_message()
+
+
+def test_double_buffering_is_not_stuck_and_a_grid_counts_its_steps() -> None:
+    """Conditional starts leave the count to the run; a copy started and waited per grid step is waited."""
+    scratch = [pltpu.VMEM((2, 8, 128), X.dtype), pltpu.SemaphoreType.DMA((2,))]
+    assert kernel_memory(_call(double_buffer_kernel, scratch_shapes=scratch)).stuck == []
+
+    def per_step(x_hbm_ref, o_ref, tile):
+        pltpu.sync_copy(x_hbm_ref.at[pl.ds(pl.program_id(0) * 8, 8)], tile)
+        o_ref[...] = tile[...]
+
+    mem = kernel_memory(_call(per_step, grid=(2,), out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                              scratch_shapes=[pltpu.VMEM((8, 128), X.dtype)]))
+    (dma,) = mem.dmas
+    assert (dma.times, dma.waited, mem.stuck) == (2, True, [])

@@ -56,6 +56,8 @@ class OutputOrigin:
     """The learner's line of that primitive (or of the call that contains it)."""
     argument: int | None = None
     """For kind "argument": which flattened argument of the function is returned."""
+    operands: tuple[str, ...] = ()
+    """For kind "kernel": what made each operand of the `pallas_call`, as `aliased_from` says it."""
 
     def describe(self) -> str:
         """A phrase for a message: '`select_n` (in `nan_to_num`) at line 31'."""
@@ -105,13 +107,20 @@ def _kernel_origin(frame: _Frame, eqn: Any, index: int, path: Path | None) -> Ou
     """A `pallas_call` output, with the operand aliased onto it and what made that operand."""
     aliases = {o: i for i, o in (eqn.params.get("input_output_aliases") or ())}
     operand = aliases.get(index)
-    made = None
-    if operand is not None:
-        kind, _, src, arg = _source(frame, eqn.invars[operand])
-        made = (f"argument {arg}" if kind == "argument" else "constant" if kind == "constant"
-                else src.primitive.name if src is not None else kind)
+    operands = tuple(_made_by(frame, var) for var in eqn.invars)
     return OutputOrigin("kernel", kernel=kernel_call_of(eqn, path), output_index=index,
-                        aliased_input=operand, aliased_from=made)
+                        aliased_input=operand, aliased_from=None if operand is None else operands[operand],
+                        operands=operands)
+
+
+def _made_by(frame: _Frame, var: Any) -> str:
+    """What made one operand: "argument N", "constant", or the primitive that computed it."""
+    kind, _, src, arg = _source(frame, var)
+    if kind == "argument":
+        return f"argument {arg}"
+    if kind == "constant":
+        return "constant"
+    return src.primitive.name if src is not None else kind
 
 
 def _source(frame: _Frame, var: Any) -> tuple[str, _Frame, Any, int | None]:

@@ -13,13 +13,14 @@ enclosing equation, which is the learner's call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from course.grading.kernels import KernelCall
-from course.grading.memory_walk import Dma, MemoryAccess, RefInfo, Walker, match_waits
+from course.grading.memory_walk import MemoryAccess, RefInfo, Walker
+from course.grading.semaphores import Dma, StuckWait, match_waits, stuck_waits
 
 __all__ = [
-    "HBM_SPACES", "Dma", "KernelMemory", "MemoryAccess", "RefInfo", "dma_copies",
+    "HBM_SPACES", "Dma", "KernelMemory", "MemoryAccess", "RefInfo", "StuckWait", "dma_copies",
     "explain_strict_failure", "hbm_access_message", "kernel_memory", "memory_accesses", "ref_spaces", "smem_reads",
 ]
 
@@ -35,6 +36,8 @@ class KernelMemory:
     refs: list[RefInfo]
     accesses: list[MemoryAccess]
     dmas: list[Dma]
+    stuck: list[StuckWait] = field(default_factory=list)
+    """Waits for bytes no copy started: on a TPU they never return, and the TPU interpreter waits forever."""
 
     def args(self) -> list[RefInfo]:
         """The refs the kernel receives as arguments, in order."""
@@ -75,24 +78,68 @@ class KernelMemory:
     def uncopied_cause(self) -> str | None:
         """Why a destination may hold nothing: a DMA never waited, or read before its wait."""
         for dma in self.unwaited():
-            return (f"{dma.describe()} is started but never waited: a DMA's destination is "
-                    "undefined until its `.wait()`, and the TPU interpreter copies at the wait.")
+            return self._unwaited_message(dma)
         for dma in self.early_reads():
             read = dma.read_before_wait
             at = f"line {read.line}" if read is not None and read.line else "the kernel"
             wait = f" at line {dma.wait_line}" if dma.wait_line else ""
             return (f"{at} reads the destination of {dma.describe()} before its wait{wait}: "
-                    "until the wait returns, that memory holds nothing yet.")
+                    "until the wait returns, that memory holds nothing yet. Read it after the wait.")
         return None
+
+    def stuck_message(self) -> str | None:
+        """Why the kernel would hang: a wait for bytes that no copy on its semaphore started, or None."""
+        for wait in self.stuck:
+            at = f"line {wait.line}" if wait.line else "a `.wait()` in the kernel"
+            return (f"{at} waits for {wait.nbytes} bytes that no copy started on its semaphore provides "
+                    "(the copies started before it are already waited for): on a TPU the kernel "
+                    "hangs there, and the TPU interpreter waits forever. Wait once for each copy "
+                    "you start, for that copy's bytes.")
+        return None
+
+    def _unwaited_message(self, dma: Dma) -> str:
+        """Why `dma` never lands: no wait at all, or waits for fewer bytes than its semaphore was given."""
+        peers = [d for d in self.dmas if _one_semaphore(d, dma) and d.followed]
+        waits = sorted({d.wait_line for d in peers if d.wait_line})
+        started = sum((d.nbytes or 0) * d.times for d in peers)
+        missing = sum(d.missing for d in peers)
+        copies = sum(d.times for d in peers)
+        if not dma.followed or not started or missing >= started or copies < 2:
+            return (f"{dma.describe()} is started but never waited: a DMA's destination is "
+                    "undefined until its `.wait()`, and the TPU interpreter copies at the wait. "
+                    "Wait for it (`copy.wait()`, or `pltpu.sync_copy`, which starts and waits) "
+                    "before the kernel uses what it copies or ends.")
+        lines = sorted({d.line for d in peers if d.line})
+        at = f"line {lines[0]}" if len(lines) == 1 else ("lines " + ", ".join(map(str, lines)) if lines
+                                                          else "the kernel")
+        waited_at = (f"the wait on it at line {waits[0]} waits" if len(waits) == 1 else
+                     f"the waits on it at lines {', '.join(map(str, waits))} wait" if waits else "its waits wait")
+        count = missing // dma.nbytes if dma.nbytes and missing % dma.nbytes == 0 else 0
+        lost = {0: "some of them never land", 1: "one of them never lands"}.get(count, f"{count} of them never land")
+        return (f"{at} starts {copies} DMAs on one semaphore ({started} bytes in all), but "
+                f"{waited_at} for only {started - missing} bytes: a `.wait()` waits for "
+                f"the bytes of its own copy, so {lost}, and what they should fill stays "
+                "undefined (NaN under the TPU interpreter). Wait on every copy you start, or once "
+                "with a descriptor that covers them all.")
+
+
+def _one_semaphore(a: Dma, b: Dma) -> bool:
+    """Whether two DMAs signal one semaphore (or, lacking one, write one destination)."""
+    if a.sem is not None and b.sem is not None:
+        return a.sem.index == b.sem.index
+    return a.dst.index == b.dst.index
 
 
 def kernel_memory(call: KernelCall) -> KernelMemory:
     """Walk the kernel of `call` and collect its refs, accesses and DMAs with memory spaces."""
     walker = Walker(call.path)
+    if call.grid:  # the body runs once per grid step: a loop whose turns can answer each other's copies
+        walker.loops = ((0, call.grid_steps),)
     env = {var: walker.new_ref(var, call.arg_names[i], i, None) for i, var in enumerate(call.jaxpr.invars)}
     walker.walk(call.jaxpr, env, None)
     return KernelMemory(call=call, refs=walker.refs, accesses=walker.accesses,
-                        dmas=match_waits(walker.starts, walker.waits, walker.accesses))
+                        dmas=match_waits(walker.starts, walker.waits, walker.accesses),
+                        stuck=stuck_waits(walker.starts, walker.waits))
 
 
 def ref_spaces(call: KernelCall) -> dict[str, str]:

@@ -2,12 +2,13 @@
 
 Every ref variable is mapped to the `RefInfo` of the kernel argument or scoped buffer it stands
 for, through `run_scoped`, `cond`, loops and inner `jit`s (the mapping of `course.grading.kernels`).
-DMA starts and waits are then paired: a wait answers the oldest unanswered start on its
-semaphore, and a loop that waits on a semaphore answers the starts it leaves for its next turn.
+Each DMA start and wait is recorded as a `DmaEvent` with its bytes, its loops and whether a
+`pl.when` guards it; `course.grading.semaphores` pairs them the way a DMA semaphore counts.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from jax import tree_util
 from course.grading.jaxprs import learner_line, region_of, sub_env
 from course.grading.kernels import LOADS, STORES, UPDATES
 
-__all__ = ["Dma", "MemoryAccess", "RefInfo", "SPACE_WORDS", "Walker", "match_waits"]
+__all__ = ["DmaEvent", "MemoryAccess", "RefInfo", "SPACE_WORDS", "Walker"]
 
 # How each space reads in a message; a blocked ("default") operand is a VMEM block on a TPU.
 SPACE_WORDS = {"any": "ANY", "hbm": "HBM", "vmem": "VMEM", "smem": "SMEM", "default": "VMEM block",
@@ -67,31 +68,6 @@ class MemoryAccess:
         return self.ref.space
 
 
-@dataclass(frozen=True)
-class Dma:
-    """One `dma_start`: where it copies from and to, and whether it is waited before use."""
-
-    src: RefInfo
-    dst: RefInfo
-    sem: RefInfo | None
-    dst_region: Any
-    line: int | None
-    order: int
-    waited: bool = False
-    wait_line: int | None = None
-    read_before_wait: MemoryAccess | None = None
-
-    @property
-    def same_dtype(self) -> bool:
-        """Whether source and destination have one dtype (a DMA moves bytes, it does not convert)."""
-        return self.src.dtype == self.dst.dtype
-
-    def describe(self) -> str:
-        """'the DMA at line 12 from `x_hbm_ref` (any, ...) into `buf` (vmem, ...)'."""
-        where = f" at line {self.line}" if self.line else ""
-        return f"the DMA{where} from {self.src.describe()} into {self.dst.describe()}"
-
-
 def _space(aval: Any) -> str:
     """The memory space of a ref's type as a lower-case word."""
     space = getattr(aval, "memory_space", None)
@@ -101,8 +77,8 @@ def _space(aval: Any) -> str:
 
 
 @dataclass
-class _Event:
-    """A DMA start or wait found by the walk, before starts and waits are matched."""
+class DmaEvent:
+    """A DMA start or wait found by the walk, before `course.grading.semaphores` matches them."""
 
     src: RefInfo
     dst: RefInfo
@@ -111,7 +87,19 @@ class _Event:
     line: int | None
     order: int
     kind: str  # "start" or "wait"
-    loops: tuple[int, ...]  # the loops (by order of entry) around the event, innermost last
+    loops: tuple[tuple[int, int | None], ...]  # (loop id, trip count or None) around the event
+    src_region: Any = None
+    nbytes: int | None = None  # the bytes of the descriptor: what a start adds, what a wait takes
+    optional: bool = False  # inside a `cond` (`pl.when`): it may not run every time
+
+    @property
+    def times(self) -> int:
+        """How many times the event runs: the product of the known lengths of its loops."""
+        return math.prod(n for _, n in self.loops if n is not None)
+
+    def loop_ids(self) -> set[int]:
+        """The ids of the loops around the event."""
+        return {i for i, _ in self.loops}
 
 
 @dataclass
@@ -121,10 +109,11 @@ class Walker:
     path: Path | None
     refs: list[RefInfo] = field(default_factory=list)
     accesses: list[MemoryAccess] = field(default_factory=list)
-    starts: list[_Event] = field(default_factory=list)
-    waits: list[_Event] = field(default_factory=list)
+    starts: list[DmaEvent] = field(default_factory=list)
+    waits: list[DmaEvent] = field(default_factory=list)
     counter: Counter[str] = field(default_factory=Counter)
-    loops: tuple[int, ...] = ()
+    loops: tuple[tuple[int, int | None], ...] = ()
+    optional: bool = False
 
     def new_ref(self, var: Any, name: str, arg: int | None, line: int | None) -> RefInfo:
         """Record a ref made by the kernel's signature or a `run_scoped`."""
@@ -153,12 +142,14 @@ class Walker:
                 if prim == "run_scoped":
                     for i, var in enumerate(inner.invars):
                         nested[var] = self.new_ref(var, f"scoped buffer {i}", None, line)
-                outer_loops = self.loops
+                outer = self.loops, self.optional
                 if prim in LOOPS:
                     self.counter["loop"] += 1
-                    self.loops = (*self.loops, self.counter["loop"])
+                    trip = eqn.params.get("length") if prim == "scan" else None
+                    self.loops = (*self.loops, (self.counter["loop"], trip))
+                self.optional = self.optional or prim == "cond"
                 self.walk(inner, nested, line)
-                self.loops = outer_loops
+                self.loops, self.optional = outer
 
     def _access(self, eqn: Any, env: dict[Any, RefInfo], defs: dict[Any, Any], line: int | None) -> None:
         """Record one load, store or update of a known ref."""
@@ -184,11 +175,25 @@ class Walker:
         if any(isinstance(v, jex.core.Literal) or v not in env for v in (src_var, dst_var)):
             return
         region = region_of(getattr(dst, "transforms", ()), tuple(dst_var.aval.shape), defs)
+        src_region = region_of(getattr(src, "transforms", ()), tuple(src_var.aval.shape), defs)
         self.counter["order"] += 1
         kind = "start" if eqn.primitive.name == "dma_start" else "wait"
-        event = _Event(src=env[src_var], dst=env[dst_var], sem=env.get(sem_var), dst_region=region,
-                       line=line, order=self.counter["order"], kind=kind, loops=self.loops)
+        event = DmaEvent(src=env[src_var], dst=env[dst_var], sem=env.get(sem_var), dst_region=region,
+                       line=line, order=self.counter["order"], kind=kind, loops=self.loops,
+                       nbytes=_nbytes(src_var, getattr(src, "transforms", ())), optional=self.optional,
+                       src_region=src_region)
         (self.starts if kind == "start" else self.waits).append(event)
+
+
+def _nbytes(var: Any, transforms: Any) -> int | None:
+    """The bytes a DMA descriptor moves: its source ref's shape after indexing, times the item size."""
+    try:
+        aval = var.aval
+        for t in transforms or ():
+            aval = t.transform_type(aval)
+        return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _dtype(aval: Any) -> np.dtype | None:
@@ -197,51 +202,3 @@ def _dtype(aval: Any) -> np.dtype | None:
         return np.dtype(aval.dtype)
     except TypeError:
         return None
-
-
-def match_waits(starts: list[_Event], waits: list[_Event], accesses: list[MemoryAccess]) -> list[Dma]:
-    """Pair starts and waits in program order, find reads of each target before its wait.
-
-    A wait answers the oldest unanswered start on its semaphore. A start left unanswered still
-    counts as waited when a loop around it also waits on that semaphore: the next iteration's
-    wait is the one that answers it (double buffering).
-    """
-    pending: list[_Event] = []
-    answer: dict[int, _Event] = {}
-    for event in sorted(starts + waits, key=lambda e: e.order):
-        if event.kind == "start":
-            pending.append(event)
-            continue
-        match = next((s for s in pending if _same_sem(s, event)), None)
-        if match is not None:
-            pending.remove(match)
-            answer[match.order] = event
-    dmas = []
-    for s in starts:
-        wait = answer.get(s.order)
-        looped = wait is None and any(_same_sem(s, w) and set(w.loops) & set(s.loops) for w in waits)
-        until = wait.order if wait else None
-        early = next((a for a in accesses if a.ref.index == s.dst.index and a.kind != "store"
-                      and a.order > s.order and (until is None or a.order < until)
-                      and _overlap(a.region, s.dst_region)), None)
-        dmas.append(Dma(src=s.src, dst=s.dst, sem=s.sem, dst_region=s.dst_region, line=s.line,
-                        order=s.order, waited=wait is not None or looped,
-                        wait_line=wait.line if wait else None, read_before_wait=early))
-    return dmas
-
-
-def _same_sem(start: _Event, wait: _Event) -> bool:
-    """A wait answers a start when both use one semaphore (or, lacking one, one destination)."""
-    if start.sem is not None and wait.sem is not None:
-        return start.sem.index == wait.sem.index
-    return start.dst.index == wait.dst.index
-
-
-def _overlap(a: Any, b: Any) -> bool:
-    """Whether two regions certainly share an element; unknown or differently dynamic ones do not."""
-    if a is None or b is None or len(a) != len(b):
-        return False
-    for (ka, loa, hia), (kb, lob, hib) in zip(a, b, strict=True):
-        if loa is None or lob is None or ka != kb or not (loa < hib and lob < hia):
-            return False
-    return True
