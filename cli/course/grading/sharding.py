@@ -159,7 +159,7 @@ def call_traced(fn: Callable[..., Any], *args: Any, name: str, path: Path | None
         fail(f"{name} must work under `jax.jit`, where values are traced and have no number yet; "
              f"your code asked for one{learner_location(exc.__traceback__, path)} (`float(...)`, "
              "`.item()`, `np.asarray(...)` or an `if` on a value). Keep the result a jax.Array and return it.")
-    except (ValueError, AssertionError, NameError) as exc:
+    except (ValueError, AssertionError, NameError, KeyError) as exc:
         where = learner_location(exc.__traceback__, path)
         why = _axis_mistake(exc, name, _mesh_axes(args), learner_frames(exc.__traceback__, path), where)
         why = why or (_spec_mistake(exc, name, where) if isinstance(exc, ValueError) else "")
@@ -186,20 +186,23 @@ def _axis_mistake(exc: BaseException, name: str, axes: tuple[str, ...], frames: 
     """The course's explanation when the code names a mesh axis the mesh does not have, or ''.
 
     In a `shard_map`'s specs JAX says "in_specs refers to 'ring'"; inside the function, a collective
-    over an unknown axis fails with a bare AssertionError, so the name is looked for in the
-    learner's line.
+    over an unknown axis fails with a bare AssertionError (or a NameError for `axis_index`), so the
+    name is looked for in the learner's line; `mesh.shape["ring"]` is a KeyError of the name.
     """
     if not axes:
         return ""
     named = [a or b for a, b in _REFERS_TO.findall(str(exc))]
-    if not named and isinstance(exc, AssertionError | NameError) and frames and frames[-1].line:
-        named = [q for q in _QUOTED.findall(frames[-1].line) if q not in axes]
+    line = frames[-1].line if frames and frames[-1].line else ""
+    if not named and isinstance(exc, AssertionError | NameError):
+        named = [q for q in _QUOTED.findall(line) if q not in axes]
+    if not named and isinstance(exc, KeyError) and "mesh" in line and exc.args and isinstance(exc.args[0], str):
+        named = [exc.args[0]]  # `mesh.shape["ring"]` on a mesh without that axis
     unknown = [a for a in named if a not in axes]
     if not unknown:
         return ""
-    return (f"{name} names the mesh axis {unknown[0]!r}{where}, but the mesh it is given has the axes "
-            f"{axes}. Take the names from the mesh (`mesh.axis_names`) instead of writing them in: the "
-            f"same code must run on any mesh of that shape. (JAX said: {describe_exception(exc)})")
+    return (f"{name} raised {describe_exception(exc)}{where}: it names the mesh axis {unknown[0]!r}, but the "
+            f"mesh it is given has the axes {axes}. Take the names from the mesh (`mesh.axis_names`) instead "
+            "of writing them in: the same code must run on any mesh of that shape.")
 
 
 def _spec_mistake(exc: ValueError, name: str, where: str) -> str:
