@@ -145,30 +145,36 @@ def jitted_step(fn: Any, *args: Any, module: types.ModuleType | None = None) -> 
     A jitted `fn` is lowered as it is. A wrapper is traced, and the first jit it calls (preferring
     one that donates) is rebuilt from its jaxpr with the same donations and shardings, so the
     wrapper may pass its arguments in any order or by keyword. When the wrapper cannot be traced
-    (a static argument given a traced value), the jitted candidates that accept `args` are tried.
+    (a static argument given a traced value), the jitted candidates that accept `args` are tried,
+    and last the wrapper is traced over its arrays only, its Python numbers kept as they are (a
+    jit cached per learning rate needs a hashable one).
     """
     if _is_jitted(fn):
         with contextlib.suppress(Exception):
             return getattr(fn, "__name__", "the function"), fn.lower(*args)
-    try:
-        rebuilt = _rebuilt_jit(fn, *args)
-    except Exception:  # noqa: BLE001 - e.g. a static argument traced; fall back to the candidates
-        rebuilt = None
-    if rebuilt is not None:
-        return rebuilt
+    with contextlib.suppress(Exception):  # e.g. a static argument traced: try the candidates
+        rebuilt = _rebuilt_jit(fn, args, arrays_only=False)
+        if rebuilt is not None:
+            return rebuilt
     for name, jitted in jitted_candidates(fn, module).items():
         try:
             return name, jitted.lower(*args)
         except Exception:  # noqa: BLE001, S112 - a jitted function with another signature
             continue
+    with contextlib.suppress(Exception):
+        return _rebuilt_jit(fn, args, arrays_only=True)
     return None
 
 
-def _rebuilt_jit(fn: Callable[..., Any], *args: Any) -> tuple[str, Any] | None:
+def _rebuilt_jit(fn: Callable[..., Any], args: tuple[Any, ...], *, arrays_only: bool) -> tuple[str, Any] | None:
     """The first jit `fn` calls (preferring one that donates), rebuilt from its jaxpr and lowered
     on the caller's own arrays where they flow straight in."""
-    closed, traced = _trace_arrays(fn, args)
-    value_of = dict(zip(closed.jaxpr.invars, (leaf for _, leaf in traced), strict=True))
+    if arrays_only:
+        closed, traced = _trace_arrays(fn, args)
+        leaves = [leaf for _, leaf in traced]
+    else:
+        closed, leaves = jax.make_jaxpr(fn)(*args), tree_util.tree_leaves(args)
+    value_of = dict(zip(closed.jaxpr.invars, leaves, strict=True))
     jits = [e for e in closed.jaxpr.eqns if e.primitive.name == "jit"]
     if not jits:
         return None
