@@ -127,11 +127,12 @@ def _check_read(r: Any, data: np.ndarray, chain: tuple[Any, ...], final: Any, pa
         fail(f"{exc}.{note}")
 
 
-def test_view_properties(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_view_properties(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A view reports the axes, shape, named shape and dtype of what it selects"""
     r, data = _fresh(submission, rng)
     for chain in (({"head": 2}, {"dim": slice(1, None, 2)}), ((..., 0),), ({"layer": slice(1, 9)}, 1)):
-        view = _follow(r, chain)
+        with explained_ref_errors(f"`{_show(chain)}`", submission_path):
+            view = _follow(r, chain)
         values, axes = numpy_view(data, AXES, chain)
         want = {"axes": axes, "shape": values.shape, "named_shape": dict(zip(axes, values.shape, strict=True)),
                 "dtype": np.dtype(np.float32)}
@@ -294,8 +295,9 @@ def test_unsliced(submission: ModuleType, rng: np.random.Generator, submission_p
     """`unsliced()` is the base NamedRef itself, and every view writes into it"""
     r, data = _fresh(submission, rng)
     for chain in (({"head": 1},), ({"layer": slice(1, 5)}, {"dim": slice(None, None, 2)}, {"layer": -1})):
-        view = _follow(r, chain)
-        base = view.unsliced()
+        with explained_ref_errors(f"`{_show(chain)}.unsliced()`", submission_path):
+            view = _follow(r, chain)
+            base = view.unsliced()
         check(base is r, f"`{_show(chain)}.unsliced()` returns another {type(base).__name__} object, not the "
                          "NamedRef the chain started from; keep the base itself, not a copy or the parent view.")
     value = _draw(rng, (4, 3))
