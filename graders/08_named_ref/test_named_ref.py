@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -21,13 +23,15 @@ from course.grading.source import describe_exception, learner_location
 
 AXES = ("layer", "head", "dim")
 SHAPE = (4, 3, 5)
-# Dict order differs from axis order; negatives, steps, `...` and `{}` are all here.
+# Dict order differs from axis order; negative ints, starts and stops, steps, `...` and `{}` are all here.
 SELECTORS: list[Any] = [
     {"dim": 2, "layer": 1},
     {"head": slice(0, 2), "layer": -1},
     {"dim": slice(None, None, 2)},
     {"dim": slice(-3, None), "layer": slice(1, 4, 2)},
     {"dim": -1, "head": -2, "layer": 0},
+    {"dim": slice(1, -1)},
+    {"head": slice(-3, -1), "dim": slice(None, -1, 3)},
     ...,
     {},
 ]
@@ -148,14 +152,15 @@ def test_writes(submission: ModuleType, rng: np.random.Generator, submission_pat
     for sel in SELECTORS:
         value = _draw(rng, data[numpy_index(sel, AXES)].shape)
         data[numpy_index(sel, AXES)] = value
-        with explained_ref_errors(f"`{_show(sel)} = value`", submission_path):
+        with explained_ref_errors(f"`{_show(sel)} = value` with a value of the selection's shape {value.shape}",
+                                  submission_path):
             r[sel] = jnp.asarray(value)
         assert_array(_contents(submission, r), data,
                      name=f"the buffer after `{_show(sel)} = value` (value of shape {value.shape})")
 
 
 def test_scalar_fill_and_cast(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
-    """A write casts its value to the ref's dtype, and a scalar fills the whole selection"""
+    """A write casts its value to the ref's dtype, and a scalar (a Python number or a 0-d array) fills the selection"""
     data = _draw(rng)
     r = submission.new_ref(jnp.asarray(data), AXES)
     ints = rng.integers(-9, 9, (3, 2)).astype(np.int32)
@@ -163,36 +168,78 @@ def test_scalar_fill_and_cast(submission: ModuleType, rng: np.random.Generator, 
     writes = [({"head": 1}, 2, "the Python int 2"),
               ({"dim": -1}, 0.5, "the Python float 0.5"),
               ({"layer": 0, "dim": slice(0, 4, 2)}, ints, "an int32 array of shape (3, 2)"),
-              ({"dim": 0}, halves, "a bfloat16 array of shape (4, 3)")]
+              ({"dim": 0}, halves, "a bfloat16 array of shape (4, 3)"),
+              ({"layer": 1, "head": 0}, jnp.float32(3), "the 0-d array `jnp.float32(3)`"),
+              ({"layer": -2}, jnp.int32(-4), "the 0-d int32 array `jnp.int32(-4)`")]
     for sel, value, what in writes:
         data[numpy_index(sel, AXES)] = np.asarray(value, np.float32)
         with explained_ref_errors(f"writing {what} with `{_show(sel)} = ...` into a float32 ref",
                                   submission_path):
             r[sel] = value
         assert_array(_contents(submission, r), data, name=f"the buffer after writing {what} into `{_show(sel)}`")
+    _traced_scalar_fill(submission, rng, submission_path)
+
+
+def _traced_scalar_fill(submission: ModuleType, rng: np.random.Generator, path: Path) -> None:
+    """Inside `jax.jit`, a scalar argument is a 0-d tracer, and it too fills the selection."""
+    data, fill = _draw(rng), np.float32(rng.standard_normal())
+    sel = {"dim": slice(1, 4), "layer": 2}
+
+    @jax.jit
+    def program(x: jax.Array, s: jax.Array) -> Any:
+        r = submission.new_ref(x, AXES)
+        r[sel] = s
+        return _contents(submission, r)
+
+    what = f"inside `jax.jit`, `{_show(sel)} = s` with `s` a float32 scalar argument (a 0-d tracer)"
+    with explained_ref_errors(what, path):
+        got = program(jnp.asarray(data), jnp.asarray(fill))
+    data[numpy_index(sel, AXES)] = fill
+    assert_array(got, data, name=f"the buffer after {what}")
+
+
+# (selector, shape of a value that does not fit, the axes the selection keeps). The (1,) and (4, 1)
+# values would broadcast; the last selection drops the middle axis, so a message naming every axis
+# of the ref never lists its axes together.
+REFUSED = (({"layer": 1}, (5, 3), ("head", "dim")),
+           ({"dim": slice(0, 2)}, (4, 3), AXES),
+           ({"layer": 0}, (5,), ("head", "dim")),
+           ({"layer": 0}, (1,), ("head", "dim")),
+           ({"head": 1}, (4, 1), ("layer", "dim")))
+
+
+def _lists_in_order(text: str, names: tuple[str, ...]) -> bool:
+    """Whether `text` names the axes `names` one after another, with no other axis name between them."""
+    named = [w for w in re.findall(r"[A-Za-z_]\w*", text) if w in AXES]
+    return any(named[i:i + len(names)] == list(names) for i in range(len(named)))
 
 
 def test_mismatched_write_refused(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
-    """A value of another shape is refused with a ValueError naming the selection's axes, and nothing is written"""
+    """A value of another shape is refused with a ValueError listing the selection's axes, and nothing is written"""
     data = _draw(rng)
     r = submission.new_ref(jnp.asarray(data), AXES)
-    for sel, shape, names in (({"layer": 1}, (5, 3), ("head", "dim")),
-                              ({"dim": slice(0, 2)}, (4, 3), AXES),
-                              ({"layer": 0}, (5,), ("head", "dim"))):
+    for sel, shape, names in REFUSED:
         what = f"`{_show(sel)} = value` with a value of shape {shape}"
         try:
             r[sel] = jnp.ones(shape, jnp.float32)
         except ValueError as exc:
+            said = str(exc).splitlines()[0][:160] if str(exc) else ""
             missing = [n for n in names if n not in str(exc)]
             check(not missing, f"{what} raised a ValueError that does not name the selection's axes "
-                               f"{names} (it says: {str(exc).splitlines()[0][:160]!r}). JAX's own shape "
-                               "error speaks of positions; check the shape yourself before the store "
-                               "and name the axes.")
+                               f"{names} (it says: {said!r}). JAX's own shape error speaks of positions; "
+                               "check the shape yourself before the store and name the axes.")
+            check(_lists_in_order(str(exc), names),
+                  f"{what} raised a ValueError that names axes, but never lists the selection's own axes {names} "
+                  f"together (it says: {said!r}). Naming every axis of the ref does not say which axes the "
+                  "value had to fit; name the axes the selection keeps, in order.")
         except Exception as exc:  # noqa: BLE001 - any other exception is the wrong one
             fail(f"{what} raised {_learner_error(exc, submission_path)}; raise a ValueError naming the axes.")
         else:
+            single = (" A one-element array is not a scalar: only a 0-d value (or a Python number) fills the "
+                      "selection, and any other shape must equal the selection's." if math.prod(shape) == 1 else
+                      " Only a scalar is filled in; a value that would broadcast is still the wrong shape.")
             fail(f"{what} was accepted, but the selection has the shape "
-                 f"{data[numpy_index(sel, AXES)].shape}; refuse it with a ValueError (only a scalar is filled in).")
+                 f"{data[numpy_index(sel, AXES)].shape}; refuse it with a ValueError.{single}")
         assert_array(_contents(submission, r), data, name=f"the buffer after the refused {what}")
 
 
@@ -303,6 +350,19 @@ def test_pytree(submission: ModuleType, rng: np.random.Generator, submission_pat
                                             "`r[{'head': 2}] = v`")
 
 
+def _loaded_too_much(shape: tuple[int, ...] | None, selection: tuple[int, ...]) -> str:
+    """What a load of `shape` says about a read of a selection of shape `selection`, for a message."""
+    if shape is None:
+        return "a load of unknown shape"
+    if tuple(shape) == SHAPE:
+        return "the whole buffer was read and the value sliced afterwards"
+    got, want = math.prod(shape), math.prod(selection)
+    if got > want:
+        return (f"it brings in {got} elements for the {want} selected: part of the index (an int or a step) "
+                "was applied to the value after the load, not in it")
+    return f"it brings in {got} elements, not the {want} selected"
+
+
 @pytest.mark.points(2)
 def test_read_one_load(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A read is one load of just the selection"""
@@ -316,8 +376,17 @@ def test_read_one_load(submission: ModuleType, rng: np.random.Generator, submiss
                                "from the names and load once.")
         check(moves_selection(loads[0], shape),
               f"reading `{_show(sel)}` loads shape {loads[0].value_shape} ({seen}), but the selection has "
-              f"shape {shape}: the whole buffer was read and sliced afterwards. Turn the names into one "
-              "index so the load brings in only the selected elements.")
+              f"shape {shape}: {_loaded_too_much(loads[0].value_shape, shape)}. Turn the names, ints included, "
+              "into one index so the load brings in only the selected elements.")
+
+
+def _what_a_write_loads(loads: list[Any], selection: tuple[int, ...]) -> str:
+    """'the whole buffer', 'the selection it overwrites' or 'part of the buffer', for a message."""
+    if any(a.value_shape is not None and tuple(a.value_shape) == SHAPE for a in loads):
+        return "the whole buffer"
+    if all(moves_selection(a, selection) for a in loads):
+        return "the selection it is about to overwrite"
+    return "part of the buffer"
 
 
 @pytest.mark.points(2)
@@ -330,10 +399,10 @@ def test_write_one_store(submission: ModuleType, rng: np.random.Generator, submi
                         path=submission_path)
         loads, stores = trace.loads(), trace.stores()
         seen = describe_accesses(trace.accesses)
-        check(not loads, f"writing `{_show(sel)} = value` loads the buffer ({seen}). A write needs no read: "
-                         "the shape and dtype are known from the ref's type (`ref.shape`, `ref.dtype`), "
-                         "so never load to learn them, and store just the selection.")
         want = (3, 3) if sel is COUNTED else (4, 5)
+        check(not loads, f"writing `{_show(sel)} = value` loads {_what_a_write_loads(loads, want)} ({seen}). "
+                         "A write needs no read: the shape and dtype are known from the ref's type (`ref.shape`, "
+                         "`ref.dtype`) and the index, so never load to learn them, and store just the selection.")
         check(len(stores) == 1 and moves_selection(stores[0], want),
               f"writing `{_show(sel)} = value` makes {seen}; expected one store of shape {want}, just the "
               "selection.")

@@ -127,11 +127,12 @@ def _check_read(r: Any, data: np.ndarray, chain: tuple[Any, ...], final: Any, pa
         fail(f"{exc}.{note}")
 
 
-def test_view_properties(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_view_properties(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A view reports the axes, shape, named shape and dtype of what it selects"""
     r, data = _fresh(submission, rng)
     for chain in (({"head": 2}, {"dim": slice(1, None, 2)}), ((..., 0),), ({"layer": slice(1, 9)}, 1)):
-        view = _follow(r, chain)
+        with explained_ref_errors(f"`{_show(chain)}`", submission_path):
+            view = _follow(r, chain)
         values, axes = numpy_view(data, AXES, chain)
         want = {"axes": axes, "shape": values.shape, "named_shape": dict(zip(axes, values.shape, strict=True)),
                 "dtype": np.dtype(np.float32)}
@@ -142,13 +143,18 @@ def test_view_properties(submission: ModuleType, rng: np.random.Generator) -> No
             check(same, f"`{_show(chain)}.{prop}` is {got!r}, expected {expected!r}.")
 
 
-# Cases every run tries first, one per usual mistake: a negative int, steps composed, a stop past
-# the view, and `...` between two indices, each on a view that is not the whole axis.
+# Cases every run tries first, one per usual mistake, so catching it never depends on the seed: a
+# negative int, steps composed, a stop past the view, `...` between two indices, negative slice
+# bounds, a step that does not divide the span, and a kept axis of length 1, each on a view that is
+# not the whole axis.
 READ_EXAMPLES = (
     ViewCase((5, 3), ("a", "b"), ({"a": slice(1, 4)},), {"a": -1}),
     ViewCase((9,), ("x",), ({"x": slice(1, None, 2)},), slice(1, None, 2)),
     ViewCase((6, 2), ("a", "b"), ({"a": slice(1, 4)},), {"a": slice(1, 9)}),
     ViewCase((2, 3, 4), ("a", "b", "c"), ((..., slice(1, 3)),), (1, ..., 0)),
+    ViewCase((6, 2), ("a", "b"), ({"a": slice(1, 5)},), {"a": slice(-3, -1)}),
+    ViewCase((8, 3), ("x", "y"), ({"x": slice(0, 8, 3)}, {"y": slice(1, 2)}), {"x": slice(None, None, 2)}),
+    ViewCase((4, 3, 2), ("a", "b", "c"), ({"b": slice(2, 3)}, 1), (slice(None), 0)),
 )
 WRITE_EXAMPLES = tuple(ViewCase(c.shape, c.axes, c.chain, c.final, scalar=False) for c in READ_EXAMPLES)
 
@@ -269,16 +275,19 @@ def test_removed_axis(submission: ModuleType, rng: np.random.Generator, submissi
     advice = ("After `{'layer': 2}` the view has no axis 'layer' any more; refuse the name with a KeyError "
               "or ValueError that says so.")
     view = ({"layer": 2},)
+    # An int and a slice alike: a view that refuses only ints still lets `slice(None)` name the axis.
+    for entry in (0, slice(None), slice(1, 3)):
+        sel = {"layer": entry}
 
-    def write() -> None:
-        _follow(r, view)[{"layer": 0}] = 1.0
+        def write(s: dict[str, Any] = sel) -> None:
+            _follow(r, view)[s] = 1.0
 
-    for action, what in ((lambda: _follow(r, view)[{"layer": 0}], _show(view, {"layer": 0})),
-                         (lambda: _follow(r, view).slice({"layer": 0}), _show(view + ({"layer": 0},))),
-                         (write, _show(view, {"layer": 0}) + " = 1.0")):
-        exc = _must_raise(action, what, (KeyError, ValueError), advice, submission_path)
-        check("layer" in str(exc), f"`{what}` raised {type(exc).__name__} without naming 'layer' "
-                                   f"(it says: {str(exc)[:160]!r}).")
+        for action, what in ((lambda s=sel: _follow(r, view)[s], _show(view, sel)),
+                             (lambda s=sel: _follow(r, view).slice(s), _show(view + (sel,))),
+                             (write, _show(view, sel) + " = 1.0")):
+            exc = _must_raise(action, what, (KeyError, ValueError), advice, submission_path)
+            check("layer" in str(exc), f"`{what}` raised {type(exc).__name__} without naming 'layer' "
+                                       f"(it says: {str(exc)[:160]!r}).")
     assert_array(submission.freeze(r), data, name="the buffer after the refused writes")
 
 
@@ -286,8 +295,9 @@ def test_unsliced(submission: ModuleType, rng: np.random.Generator, submission_p
     """`unsliced()` is the base NamedRef itself, and every view writes into it"""
     r, data = _fresh(submission, rng)
     for chain in (({"head": 1},), ({"layer": slice(1, 5)}, {"dim": slice(None, None, 2)}, {"layer": -1})):
-        view = _follow(r, chain)
-        base = view.unsliced()
+        with explained_ref_errors(f"`{_show(chain)}.unsliced()`", submission_path):
+            view = _follow(r, chain)
+            base = view.unsliced()
         check(base is r, f"`{_show(chain)}.unsliced()` returns another {type(base).__name__} object, not the "
                          "NamedRef the chain started from; keep the base itself, not a copy or the parent view.")
     value = _draw(rng, (4, 3))
@@ -330,23 +340,36 @@ def _trace(what: str, fn: Callable[..., Any], *args: Any, path: Path) -> Any:
 
 @pytest.mark.points(2)
 def test_chain_one_load(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
-    """A read through a 3-level chain is one load of the view's shape"""
+    """A read through a 3-level chain is one load of exactly the view's elements"""
     r, _ = _fresh(submission, rng)
-    # The same view read whole, and read as a selection of its parent view.
-    for chain, final in ((CHAIN, ...), (CHAIN[:2], CHAIN[2])):
-        what = _show(chain, final)
-        trace = _trace(f"`{what}`", lambda ref, c=chain, f=final: _follow(ref, c)[f], r, path=submission_path)
+    # The same view read whole, read by `value()`, and read as a selection of its parent view.
+    reads = ((_show(CHAIN, ...), lambda ref: _follow(ref, CHAIN)[...]),
+             (_show(CHAIN) + ".value()", lambda ref: _follow(ref, CHAIN).value()),
+             (_show(CHAIN[:2], CHAIN[2]), lambda ref: _follow(ref, CHAIN[:2])[CHAIN[2]]))
+    for what, read in reads:
+        trace = _trace(f"`{what}`", read, r, path=submission_path)
         seen = describe_accesses(trace.accesses)
         check(not trace.stores(), f"reading `{what}` also writes ({seen}); a read only loads.")
         loads = trace.loads()
         check(len(loads) == 1 and moves_selection(loads[0], (3, 2)),
-              f"reading `{what}` makes {seen}; expected one load of shape (3, 2), the selection. Compose the "
-              "selectors into one index of the base instead of reading a parent view and slicing the value.")
+              f"reading `{what}` makes {seen}; expected one load of the view's 6 elements, shape (3, 2). "
+              f"{_load_advice(loads)}")
+
+
+def _load_advice(loads: list[Any]) -> str:
+    """What to change, from the shapes a read loaded."""
+    whole = [a for a in loads if a.value_shape is not None and tuple(a.value_shape) == SHAPE]
+    if whole:
+        return ("It loads the whole base and indexes the value: compose the view into one index of the base "
+                "and load with it (`value()` too is a read of the view, the same as `[...]`).")
+    return ("Compose every selector of the chain, steps and ints included, into one index of the base, so "
+            "the load brings in exactly the view's elements, instead of reading a larger part and slicing "
+            "the value.")
 
 
 @pytest.mark.points(2)
 def test_chain_one_store(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
-    """A write through a 3-level chain is one store of the view's shape, and no load"""
+    """A write through a 3-level chain is one store of exactly the view's elements, and no load"""
     r, _ = _fresh(submission, rng)
     what = _show(CHAIN, ...) + " = value"
     trace = _trace(f"`{what}`", lambda ref, v: _follow(ref, CHAIN).__setitem__(..., v), r, jnp.ones((3, 2)),

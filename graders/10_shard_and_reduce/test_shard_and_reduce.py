@@ -19,6 +19,7 @@ from course.grading import (
     assert_sharding,
     call_traced,
     compiled_hlo,
+    differing_copies,
     fail,
     hlo_collectives,
     jaxpr_collectives,
@@ -98,18 +99,38 @@ def test_mean_values(submission: ModuleType, submission_path: Path, rng: np.rand
         name = f"`global_mean(x, mesh)` for {list(shape)}"
         assert_is_array(got, name)
         if got.shape == () and got.dtype == np.float32 and not np.isclose(float(got), want, rtol=1e-5, atol=1e-5):
-            fail(f"{name} is {float(got):.6g}, expected {want:.6g}. {_why_off(float(got), data)}")
+            why = _low_precision(submission, submission_path, x, mesh) or _why_off(float(got), data)
+            fail(f"{name} is {float(got):.6g}, expected {want:.6g}. {why}")
         assert_array(got, np.float32(want), name=name, rtol=1e-5, atol=1e-5)
+
+
+def _low_precision(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh) -> str:
+    """Why the mean is off when a collective of the learner's adds values of a narrower dtype than float32."""
+    found = jaxpr_collectives(_mean(sub, path, x, mesh, jaxpr=True), path=path)
+    narrow = [(c, d) for c in found if c.primitive in REDUCING for d in c.dtypes if d in ("bfloat16", "float16")]
+    if not narrow:
+        return ""
+    c, dtype = narrow[0]
+    return (f"The {c.lax_name}{_at(c.line)} adds {dtype} partial sums: {dtype} keeps about 3 significant "
+            "digits, so each block's sum is rounded before it travels and the mean is off. Sum the block "
+            "and psum it in float32 (a narrower dtype saves bytes only where precision is not needed).")
 
 
 def _why_off(got: float, data: np.ndarray) -> str:
     """A guess, from the ratio to the true sum, at which count was used or which devices were summed."""
     total = data.astype(np.float64).sum()
     rows, cols = data.shape
+    mean = total / data.size
     guesses = {
         total / (rows * cols / 8): "That is the sum divided by one device's element count: divide by the "
                                    "global count R * C (x.size outside the shard_map).",
         total / 8: "That is the sum divided by the number of devices, not the number of elements.",
+        mean / 8: "That is the mean divided by 8, the device count: `lax.pmean` already divides by the 8 "
+                  "devices, so a pmean of the block sums is total / 8, and dividing that by R * C divides "
+                  "by the devices twice. Either psum the block sums and divide by R * C, or pmean the block "
+                  "means (each block's sum over its own element count).",
+        mean * 8: "That is 8 times the mean: a psum of the block means adds 8 means. Average them with "
+                  "`lax.pmean`, or psum the block sums and divide by R * C.",
         float(data[: rows // 2, : cols // 4].astype(np.float64).mean()): "That is the mean of device 0's block "
                                                                         "alone: no psum reached the other devices.",
         data[:, : cols // 4].astype(np.float64).sum() / data.size: "That adds only the blocks along 'x' (one "
@@ -125,10 +146,14 @@ def _why_off(got: float, data: np.ndarray) -> str:
 
 @pytest.mark.points(1)
 def test_mean_replicated(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
-    """The mean is replicated on every device of the mesh (sharding P())."""
+    """The mean is one scalar that every device of the mesh holds, the same on each (sharding P())."""
     mesh = _mesh()
     x, _ = _sharded(rng, (8, 16), mesh)
     got = assert_is_array(_mean(submission, submission_path, x, mesh), "`global_mean(x, mesh)`")
+    if got.shape != () and got.size == 1:
+        fail(f"`global_mean(x, mesh)` has shape {got.shape}, sharded {sharding_text(got)}; a mean is a scalar, "
+             "shape (). Its replication is right; only the shape is not: sum the block to a scalar "
+             "(`jnp.sum(block)`, without keepdims), or index or reshape the result to ().")
     if got.shape != ():
         fail(f"`global_mean(x, mesh)` has shape {got.shape}, sharded {sharding_text(got)}: each device contributes "
              "its own piece to a bigger array. A mean is one scalar that every device holds whole: out_specs=P(), "
@@ -138,6 +163,12 @@ def test_mean_replicated(submission: ModuleType, submission_path: Path, rng: np.
     if not got.sharding.is_fully_replicated or len(got.sharding.device_set) != 8:
         fail(f"`global_mean(x, mesh)` is held by {len(got.sharding.device_set)} device(s) ({sharding_text(got)}); "
              "every one of the 8 should hold the scalar.")
+    differ = differing_copies(got)
+    if differ:
+        fail(f"`global_mean(x, mesh)` is sharded P(), but the devices hold different values: {differ}. The "
+             "sharding only claims replication (check_vma=False stops JAX from checking the claim); each "
+             "device's copy is what that device computed. A psum over every mesh axis, ('x', 'y'), gives all "
+             "8 the same total, and nothing after it may depend on which device runs (`lax.axis_index`).")
 
 
 def _shard_maps(closed: Any) -> list[Any]:
@@ -167,7 +198,7 @@ def test_shard_map_blocks(submission: ModuleType, submission_path: Path, rng: np
 
 @pytest.mark.points(2)
 def test_psum_both_axes(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
-    """Inside the `shard_map`, a `psum` (or `pmean`) of each block's partial sum covers both mesh axes."""
+    """Inside the `shard_map`, a `psum` (or `pmean`) of one partial sum per device covers both mesh axes."""
     mesh = _mesh()
     x, _ = _sharded(rng, (8, 16), mesh)
     found = jaxpr_collectives(_mean(submission, submission_path, x, mesh, jaxpr=True), path=submission_path)
@@ -185,11 +216,16 @@ def test_psum_both_axes(submission: ModuleType, submission_path: Path, rng: np.r
         fail(f"the psum in `global_mean`{_at(line)} runs over {tuple(sorted(summed))} only, so the devices "
              f"along {tuple(missing)} never add their partial sums: psum over ('x', 'y').")
     block = (x.shape[0] // 2) * (x.shape[1] // 4)
-    whole = [c for c in found if c.primitive in REDUCING and c.elements >= block]
-    if whole:
-        fail(f"the psum in `global_mean`{_at(whole[0].line)} adds whole blocks of {whole[0].shapes[0]} "
-             "elementwise across devices, sending every element; sum the block on its device first, so "
-             "that only one number per device travels.")
+    for c in (c for c in found if c.primitive in REDUCING and c.elements != 1):
+        shapes = ", ".join(str(shape) for shape in c.shapes)
+        if c.elements >= block:
+            fail(f"the psum in `global_mean`{_at(c.line)} adds whole blocks of {shapes} elementwise across "
+                 "devices, sending every element; sum the block on its device first, so that only one number "
+                 "per device travels.")
+        fail(f"the {c.lax_name} in `global_mean`{_at(c.line)} adds {c.elements} numbers per device ({shapes}), "
+             f"where a mean needs one: the block of {block} elements should be summed to a scalar on its "
+             "device first (`jnp.sum(block)`, every axis). Only that partial sum needs to travel; a count is "
+             "known while tracing (x.size), so it never needs to.")
 
 
 def _at(line: int | None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,6 +20,7 @@ from course.grading import (
     assert_dtype,
     assert_is_array,
     assert_sharding,
+    by_call,
     call_traced,
     compiled_hlo,
     fail,
@@ -29,12 +32,14 @@ from course.grading import (
 
 DEVICES = 8
 STEPS = 2 * (DEVICES - 1)
-AXIS_NAMES = ("ring", "i", "devices", "shards")
+# The axis is named "peers", not the lesson's "ring", so a name written into the code fails every
+# check under every seed; the values are also checked on a mesh named "ring", so "peers" cannot be
+# written in either.
+AXIS = "peers"
 
 
-def _mesh(rng: np.random.Generator) -> jax.sharding.Mesh:
-    """A 1-D Explicit mesh over the 8 devices, its axis name drawn at random so no name can be assumed."""
-    name = str(rng.choice(AXIS_NAMES))
+def _mesh(name: str = AXIS) -> jax.sharding.Mesh:
+    """A 1-D Explicit mesh over the 8 devices with one axis of this name."""
     return jax.make_mesh((DEVICES,), (name,), axis_types=(AxisType.Explicit,))
 
 
@@ -50,12 +55,13 @@ def _ring(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh, *,
 
 
 def _ppermutes(sub: ModuleType, path: Path, rng: np.random.Generator) -> tuple[list[Collective], int]:
-    """The ppermutes of the learner's jaxpr for a random n, and that n."""
-    mesh = _mesh(rng)
+    """The learner's `lax.ppermute` calls for a random n (a call given a pytree counted once, with all its
+    leaves), and that n."""
+    mesh = _mesh()
     n = DEVICES * int(rng.integers(3, 20))
     x, _ = _rows(rng, n, mesh)
     found = jaxpr_collectives(_ring(sub, path, x, mesh, jaxpr=True), path=path)
-    permutes = [c for c in found if c.primitive == "ppermute"]
+    permutes = by_call(c for c in found if c.primitive == "ppermute")
     if not permutes:
         others = sorted({c.lax_name for c in found})
         fail("`ring_allreduce` makes no `lax.ppermute`" + (f" (it uses {', '.join(others)})" if others else "")
@@ -71,20 +77,21 @@ def _at(c: Collective) -> str:
 @pytest.mark.points(3)
 def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Every row of the result is x.sum(0), for n = 8, 64, 200 and 1024."""
-    mesh = _mesh(rng)
-    for n in (8, 64, 200, 1024):
+    for n, axis in ((8, AXIS), (64, AXIS), (200, "ring"), (1024, "ring")):
+        mesh = _mesh(axis)
         x, data = _rows(rng, n, mesh)
         want = np.broadcast_to(data.astype(np.float64).sum(0), data.shape).astype(np.float32)
         name = f"`ring_allreduce(x, mesh)` for n = {n}"
         got = assert_is_array(_ring(submission, submission_path, x, mesh), name)
         assert_dtype(got, np.float32, name)
         if got.shape == data.shape:
-            _chunks_right(np.asarray(got), want, data, name)
+            _chunks_right(np.asarray(got), want, data, name,
+                          lambda m=mesh, a=x: _ring_fault(submission, submission_path, a, m))
         assert_array(got, want, name=name, rtol=1e-5, atol=1e-5)
 
 
-def _chunks_right(got: np.ndarray, want: np.ndarray, data: np.ndarray, name: str) -> None:
-    """Fail naming, per device, which of its 8 chunks differ from the sum, and what they hold instead."""
+def _chunks_right(got: np.ndarray, want: np.ndarray, data: np.ndarray, name: str, fault: Callable[[], str]) -> None:
+    """Fail naming, per device, which of its 8 chunks differ from the sum, and why they probably do."""
     n = got.shape[1]
     close = np.isclose(got, want, rtol=1e-5, atol=1e-5).reshape(DEVICES, DEVICES, n // DEVICES).all(axis=2)
     if close.all():
@@ -94,19 +101,65 @@ def _chunks_right(got: np.ndarray, want: np.ndarray, data: np.ndarray, name: str
         bad = np.flatnonzero(~close[device]).tolist()
         listed = f"chunk{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))}"
         parts.append(f"device {device}: {'all 8 chunks' if len(bad) == DEVICES else listed}")
+    why = fault() or _misplaced(got, want, close) or _reduce_scatter_hint(got, data, close)
+    fail(f"{name} differs from x.sum(0) in these chunks of n/8 = {n // DEVICES} column(s): {'; '.join(parts)}"
+         f"{' (and more)' if (~close.all(axis=1)).sum() > 3 else ''}. {why}")
+
+
+def _ring_fault(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh) -> str:
+    """What the ring's ppermutes show to be wrong, read from the jaxpr: a narrow dtype or a missing pair."""
+    permutes = [c for c in jaxpr_collectives(_ring(sub, path, x, mesh, jaxpr=True), path=path)
+                if c.primitive == "ppermute"]
+    for c in permutes:
+        narrow = [d for d in c.dtypes if d in ("bfloat16", "float16")]
+        if narrow:
+            return (f"The ppermute{_at(c)} sends {narrow[0]} chunks: each step rounds the running sums to about 3 "
+                    "significant digits, and the error grows round the ring. Send float32: the ring's cost is "
+                    "the number of steps and chunks, which a narrower dtype does not change.")
+    for c in permutes:
+        gap = c.missing_pairs(DEVICES)
+        if gap is not None:
+            return _pairs_missing(c, gap[1])
+    return ""
+
+
+def _pairs_missing(c: Collective, missing: list[tuple[int, int]]) -> str:
+    """'The ppermute at line N has no pair 7→0: JAX fills ... with zeros.'"""
+    pairs = ", ".join(f"{s}→{d}" for s, d in missing)
+    return (f"The ppermute{_at(c)} has no pair {pairs}: a device that no pair sends to receives zeros (JAX "
+            f"fills it in), so the ring never closes. Send every device to its neighbour, wrapping round: "
+            f"[(i, (i + 1) % {DEVICES}) for i in range({DEVICES})].")
+
+
+def _misplaced(got: np.ndarray, want: np.ndarray, close: np.ndarray) -> str:
+    """When wrong chunks hold complete sums of other chunks: the all-gather stores them at the wrong index."""
+    n = got.shape[1]
+    sums = want[0].reshape(DEVICES, n // DEVICES)
+    chunks = got.reshape(DEVICES, DEVICES, n // DEVICES)
+    for device, position in zip(*np.nonzero(~close), strict=True):
+        for k in range(DEVICES):
+            if k != position and np.allclose(chunks[device, position], sums[k], rtol=1e-5, atol=1e-5):
+                return (f"Device {device} holds the complete sum of chunk {k} where chunk {position} belongs: the "
+                        "reduce-scatter is right, but the all-gather stores what arrives at the wrong index. At "
+                        "all-gather step s a device receives the chunk its neighbour completed (or received) "
+                        "one step earlier; compute that chunk's index from `lax.axis_index` and s.")
+    return ""
+
+
+def _reduce_scatter_hint(got: np.ndarray, data: np.ndarray, close: np.ndarray) -> str:
+    """The usual cause when the sums themselves are wrong: the chunk added at a reduce-scatter step."""
     mine = np.isclose(got, data, rtol=1e-5, atol=1e-5).reshape(DEVICES, DEVICES, -1).all(axis=2) & ~close
     note = (" Some wrong chunks still hold the device's own values: the sum of those chunks never arrived."
             if mine.any() else "")
-    fail(f"{name} differs from x.sum(0) in these chunks of n/8 = {n // DEVICES} column(s): {'; '.join(parts)}"
-         f"{' (and more)' if (~close.all(axis=1)).sum() > 3 else ''}.{note} At each reduce-scatter step a "
-         "device adds its own part of the chunk it just received, and that chunk's index moves by one per "
-         "step around the ring; compute it from `lax.axis_index` and the step.")
+    return (f"{note.strip()} At each reduce-scatter step a device adds its own part of the chunk it just "
+            "received, and that chunk's index moves by one per step around the ring; compute it from "
+            "`lax.axis_index` and the step.").strip()
 
 
 @pytest.mark.points(1)
 def test_sharding_kept(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The result is sharded like x: one row per device."""
-    mesh = _mesh(rng)
+    mesh = _mesh()
     x, _ = _rows(rng, 64, mesh)
     got = assert_is_array(_ring(submission, submission_path, x, mesh), "`ring_allreduce(x, mesh)`")
     axis = mesh.axis_names[0]
@@ -122,7 +175,7 @@ def test_sharding_kept(submission: ModuleType, submission_path: Path, rng: np.ra
 @pytest.mark.points(1)
 def test_only_collective_permutes(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The compiled program communicates with collective-permutes only."""
-    mesh = _mesh(rng)
+    mesh = _mesh()
     x, _ = _rows(rng, 64, mesh)
     _ring(submission, submission_path, x, mesh, jaxpr=True)  # explains a tracing mistake before compiling
     ops = hlo_collectives(compiled_hlo(lambda a: submission.ring_allreduce(a, mesh), x))
@@ -145,6 +198,10 @@ def test_one_direction(submission: ModuleType, submission_path: Path, rng: np.ra
     """Every ppermute sends each device's chunk to its neighbour, all in the same direction."""
     permutes, _ = _ppermutes(submission, submission_path, rng)
     for c in permutes:
+        gap = c.missing_pairs(DEVICES)
+        if gap is not None and gap[0] in (1, DEVICES - 1):
+            fail(f"{_pairs_missing(c, gap[1])} Every device sends to its neighbour and receives from the "
+                 "other one, the last to the first included.")
         if c.shift(DEVICES) not in (1, DEVICES - 1):
             pairs = ", ".join(f"{s}→{d}" for s, d in (c.perm or ())[:4])
             fail(f"the ppermute{_at(c)} sends {pairs}{', ...' if len(c.perm or ()) > 4 else ''}: not every "
@@ -175,8 +232,8 @@ def test_fourteen_steps(submission: ModuleType, submission_path: Path, rng: np.r
                 STEPS + 1: " That is one step too many.",
                 3: " That looks like recursive doubling."}.get(steps, "")
         fail(f"`ring_allreduce` makes {steps} ppermute steps (counting each loop body as many times as it "
-             f"runs); a ring of {DEVICES} makes {DEVICES - 1} reduce-scatter steps then {DEVICES - 1} "
-             f"all-gather steps, {STEPS} in all.{hint}")
+             f"runs, and a ppermute given a tuple once); a ring of {DEVICES} makes {DEVICES - 1} reduce-scatter "
+             f"steps then {DEVICES - 1} all-gather steps, {STEPS} in all.{hint}")
 
 
 @pytest.mark.points(1)
@@ -187,6 +244,15 @@ def test_chunk_per_step(submission: ModuleType, submission_path: Path, rng: np.r
     for c in permutes:
         if c.elements != chunk:
             whole = " (a whole row)" if c.elements == n else ""
-            fail(f"for n = {n} the ppermute{_at(c)} moves {c.elements} floats{whole} per device per step; a ring "
-                 f"step moves one chunk of n/8 = {chunk}. Cutting the row into 8 chunks is what makes the "
-                 f"ring cheap: each device sends 2 * 7 / 8 of a row in all, instead of 7 whole rows.")
+            pytree = (f" It is given {c.leaves} arrays at once ({', '.join(map(str, c.shapes))}), and "
+                      f"`lax.ppermute` of a tuple or list sends every leaf: one ppermute each, all in the same "
+                      "step." if c.leaves > 1 else "")
+            extra = sorted(c.shapes, key=math.prod)[:-1] if c.leaves > 1 else []
+            riders = c.leaves > 1 and math.prod(max(c.shapes, key=math.prod)) == chunk and all(
+                math.prod(shape) == 1 for shape in extra)
+            why = (" Only the chunk needs to travel: which chunk arrives at step s is arithmetic on "
+                   "`lax.axis_index` and s, the same on every device." if riders else
+                   " Cutting the row into 8 chunks is what makes the ring cheap: each device sends 2 * 7 / 8 of "
+                   "a row in all, instead of 7 whole rows.")
+            fail(f"for n = {n} the ppermute{_at(c)} moves {c.elements} numbers{whole} per device per step; a ring "
+                 f"step moves one chunk of n/8 = {chunk} floats.{pytree}{why}")

@@ -23,12 +23,14 @@ from course.grading import (
     consumed_leaves,
     count_jit_builds,
     describe_value,
+    differing_copies,
     donated_leaves,
     fail,
     jitted_candidates,
     jitted_step,
     own_function_names,
     per_device_bytes,
+    sharding_text,
 )
 
 LAYOUT = {"w1": ((16, 32), P("x", "y")), "b1": ((32,), P("y")), "w2": ((32, 8), P("y", None)), "scale": ((), P())}
@@ -79,6 +81,10 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
                 assert_array(out[k], p[k] - np.float32(lr) * g[k], name=name, rtol=1e-6, atol=1e-6)
             except CheckFailed as exc:
                 fail(f"{exc}.{_why_values(np.asarray(out[k]), p[k], g[k], lr)}")
+            differ = differing_copies(out[k])
+            check(not differ, f"{name} is sharded {sharding_text(out[k])}, but the devices that should hold the "
+                              f"same copy of it hold different values: {differ}. Every device's copy must be the "
+                              "update; reading the array whole shows one copy only.")
 
 
 def _why_values(got: np.ndarray, p: np.ndarray, g: np.ndarray, lr: float) -> str:
@@ -215,12 +221,17 @@ def test_no_unusable_donation(submission: ModuleType, rng: np.random.Generator) 
 
 
 @pytest.mark.points(2)
-def test_no_compile_after_warmup(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_no_compile_after_warmup(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """After a warm-up call, new arrays and learning rates compile nothing."""
     mesh = _mesh()
     calls = [(_tree(rng, mesh)[0], _tree(rng, mesh)[0], lr) for lr in (0.1, _lr(rng), _lr(rng), _lr(rng))]
     names = own_function_names(submission)
-    seen = compiles_per_call(submission.sgd_step, calls, names)
+    with count_jit_builds(submission_path) as builds:
+        seen, built = [], []
+        for args in calls:
+            before = builds[0]
+            seen.extend(compiles_per_call(submission.sgd_step, [args], names))
+            built.append(builds[0] - before)
     if not seen[0]:
         fail("no compile of your code was seen on the first call of `sgd_step`: does it run a jax.jit of a "
              "function written in your file?")
@@ -230,26 +241,42 @@ def test_no_compile_after_warmup(submission: ModuleType, rng: np.random.Generato
     i, lr, fns = again[0]
     head = (f"call {i + 1} (lr = {lr:.4g}, new arrays of the same shapes and shardings) compiled "
             f"{', '.join(fns)} again, and {len(again)} of the 3 calls after the warm-up compiled.")
+    if any(built[1:]):
+        fail(f"{head} Those calls built {sum(built[1:])} new jax.jit wrapper(s) of your code, and a new wrapper "
+             "starts with an empty cache: a jit made per call, or kept per learning rate (in an lru_cache or a "
+             "dict keyed by lr), compiles a new program for every value. Keep lr a traced argument of one jit "
+             "built at import.")
     (params, _), (grads, _) = _tree(rng, mesh), _tree(rng, mesh)
     found = jitted_step(submission.sgd_step, params, grads, lr, module=submission)
     if found is not None and len(found[1].args_info[0]) < len(NAMES):
         fail(f"{head} `{found[0]}` takes lr as a static argument, so each value is a new cache key and a new "
              "program. Leave it traced: a Python float passed to a jit is a weakly typed float32 scalar, "
              "one type for every value.")
-    fail(f"{head} A jax.jit built inside the call starts with an empty cache, and a static lr compiles once "
-         "per value: keep lr traced and build the jit once, at module scope.")
+    fail(f"{head} Each learning rate should reuse the program of the first call: keep lr a traced argument "
+         "(not static, not used to pick or build a program) of one jit built at import.")
 
 
 @pytest.mark.points(1)
 def test_jit_built_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
-    """`sgd_step` runs a jax.jit built once, at module scope, not one per call."""
+    """`sgd_step` runs a jax.jit built once, at import: no call builds one."""
     mesh = _mesh()
+    per_call = []
     with count_jit_builds(submission_path) as builds:
         for _ in range(2):
+            before = builds[0]
             (params, _), (grads, _) = _tree(rng, mesh), _tree(rng, mesh)
             _step(submission, params, grads, _lr(rng))
-    check(not builds[0], f"`sgd_step` built {builds[0]} jitted wrapper(s) in 2 calls: it builds a new jitted function "
-                         "on every call. Build it once at module scope and call that.")
+            per_call.append(builds[0] - before)
+    first, second = per_call
+    if second:
+        which = "each of 2 calls" if first else "the second of 2 calls"
+        fail(f"{which} of `sgd_step` (with different learning rates) built a new jitted wrapper: a wrapper made "
+             "during a call starts with an empty cache, so it compiles again. Build the jit once at module "
+             "scope and call that.")
+    if first:
+        fail(f"the first call of `sgd_step` built {first} jitted wrapper(s) and the second none: the jit is made "
+             "lazily, inside the call, and kept for later. Build it at import, at module scope (a decorator "
+             "or an assignment), so that no call builds one and the step is there to inspect before it runs.")
     if not jitted_candidates(submission.sgd_step, submission):
         fail("`sgd_step` runs no function made by jax.jit: eagerly, every leaf's update is a separate dispatch "
              "and nothing is donated. Decorate it with jax.jit(..., donate_argnums=0), or have it call a jit "

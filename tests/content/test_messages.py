@@ -109,6 +109,36 @@ CASES = {
         {"test_grid_steps"},
         r"one step per entry of `blocks_ref` \(int32\[64, 2\]\), a table padded past the 3 listed",
     ),
+    # named_ref: what a load brought in, what a write loaded, the selector that raised.
+    ("named_ref", "ints_after_load"): (
+        {"test_read_one_load"}, r"loads shape \(4, 3, 3\).*36 elements for the 9 selected"),
+    ("named_ref", "loads_selection_to_write"): (
+        {"test_write_one_store"}, r"loads the selection it is about to overwrite"),
+    ("named_ref", "no_ellipsis"): ({"test_reads", "test_writes"}, r"^`r\[\.\.\.\]` raised TypeError: .* line \d+"),
+    # shard_and_reduce: how much travels, the shape alone, bfloat16, pmean, every device's copy.
+    ("shard_and_reduce", "psum_column_sums"): ({"test_psum_both_axes"}, r"adds 4 numbers per device \(\(4,\)\)"),
+    ("shard_and_reduce", "keepdims_mean"): (
+        {"test_mean_values", "test_mean_replicated"}, r"shape \(1, 1\).*only the shape is not"),
+    ("shard_and_reduce", "bfloat16_psum"): ({"test_mean_values"}, r"adds bfloat16 partial sums"),
+    ("shard_and_reduce", "pmean_of_sums"): (
+        {"test_mean_values"}, r"the mean divided by 8.*`lax\.pmean` already divides"),
+    ("shard_and_reduce", "mean_on_first_device"): (
+        {"test_mean_replicated"}, r"device 0 holds \S+; devices 1, 2, 3, 4, 5, 6, 7 hold 0"),
+    # ring_allreduce: each test_values failure names its own cause; tuples, open rings, axis names.
+    ("ring_allreduce", "bfloat16_transfers"): ({"test_values"}, r"sends bfloat16 chunks"),
+    ("ring_allreduce", "gather_store_index"): (
+        {"test_values"}, r"the all-gather stores what arrives at the wrong index"),
+    ("ring_allreduce", "no_wraparound"): (
+        {"test_values", "test_one_direction"}, r"^The ppermute at line \d+ has no pair 7→0"),
+    ("ring_allreduce", "tuple_of_chunks"): ({"test_chunk_per_step"}, r"It is given 8 arrays at once"),
+    ("ring_allreduce", "hard_coded_axis"): (
+        {"test_values", "test_sharding_kept", "test_only_collective_permutes", "test_one_direction",
+         "test_fourteen_steps", "test_chunk_per_step"},
+        r"names the mesh axis 'ring', but the mesh it is given has the axes \('peers',\)"),
+    # sharded_donated_step: which call built the jit, a jit kept per learning rate.
+    ("sharded_donated_step", "lazy_build"): ({"test_jit_built_once"}, r"the first call of `sgd_step` built 1 jitted"),
+    ("sharded_donated_step", "lru_per_lr"): (
+        {"test_no_compile_after_warmup", "test_jit_built_once"}, r"kept per learning rate \(in an lru_cache"),
 }
 
 

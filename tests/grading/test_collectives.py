@@ -14,6 +14,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from course.grading.collectives import (
+    by_call,
     collectives_in,
     compiled_hlo,
     hlo_collectives,
@@ -181,3 +182,38 @@ def test_walk_eqns_gives_each_equation_its_enclosing_ones() -> None:
     assert ("add", ("cond", "scan")) in walked
     assert ("mul", ("cond",)) in walked
     assert walked[0][1] == ()
+
+
+@on_eight_devices
+def test_a_tuple_given_to_one_ppermute_is_one_call() -> None:
+    """`ppermute((a, b))` binds one equation per leaf; `by_call` merges them, a loop's steps stay apart."""
+    mesh, r = _ring(64)
+
+    def body(b):
+        """One step sending a chunk and its bfloat16 copy together, then two steps of a loop."""
+        chunk = b[:, :8]
+        sent, copy = lax.ppermute((chunk, chunk.astype(jnp.bfloat16)), "ring", RIGHT)
+        for _ in range(2):
+            sent = lax.ppermute(sent, "ring", RIGHT)
+        return b.at[:, :8].set(sent + copy.astype(jnp.float32))
+
+    found = collectives_in(_on_blocks(mesh, body, P("ring"), P("ring")), r)
+    assert len(found) == 4 and found[0].call == found[1].call != found[2].call != found[3].call
+    assert [c.dtypes for c in found] == [("float32",), ("bfloat16",), ("float32",), ("float32",)]
+    merged = by_call(found)
+    assert [(c.leaves, c.elements) for c in merged] == [(2, 16), (1, 8), (1, 8)]
+    assert total_steps(merged) == 3
+
+
+def test_missing_pairs_of_a_ring_that_does_not_close() -> None:
+    """A shift that leaves out the wrap-around pair names it; a full ring and mixed offsets give None."""
+    from course.grading.collectives import Collective
+
+    def make(perm):
+        """A ppermute with these pairs."""
+        return Collective("ppermute", ("ring",), tuple(perm), ((8,),), 1, None, None)
+
+    assert make([(i, i + 1) for i in range(7)]).missing_pairs(8) == (1, [(7, 0)])
+    assert make([(i, i - 1) for i in range(2, 8)]).missing_pairs(8) == (7, [(0, 7), (1, 0)])
+    assert make(RIGHT).missing_pairs(8) is None
+    assert make([(0, 1), (1, 3)]).missing_pairs(8) is None

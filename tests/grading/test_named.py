@@ -45,9 +45,11 @@ def test_chains_compose_and_track_the_kept_axes() -> None:
 
 def test_selector_code_is_python_that_means_the_same() -> None:
     """The code of a selector evaluates back to an equal selector."""
-    for sel in ({"a": slice(1, 4), "b": -1}, (0, ..., slice(None, None, 2)), ..., (slice(1, 2),), 3):
+    for sel in ({"a": slice(1, 4), "b": -1}, (0, ..., slice(None, None, 2)), ..., (slice(1, 2),), 3,
+                {"a": slice(None)}, slice(None, 5)):
         code = selector_code(sel)
         assert eval(code) == sel, code  # noqa: S307 - the text is made by the function under test
+    assert selector_code({"layer": slice(None)}) == "{'layer': slice(None)}"  # as a learner writes it
 
 
 @settings(max_examples=40, database=None, deadline=None)

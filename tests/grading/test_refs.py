@@ -134,3 +134,19 @@ def test_moves_selection_ignores_axes_of_length_one() -> None:
     (whole,) = trace_refs(whole_then_slice, r).loads()
     assert one.value_shape == (1, 3) and moves_selection(one, (3,))
     assert not moves_selection(whole, (2, 3)) and moves_selection(whole, (4, 6))
+
+
+def test_explained_ref_errors_names_what_raised_in_the_learners_file() -> None:
+    """Any exception raised in the learner's file fails with what the grader was doing and the line."""
+
+    def learners_read(sel: object) -> None:
+        """Stands for a learner's view that cannot take `...`."""
+        return [name for name in sel]
+
+    said = (r"^`r\[\.\.\.\]` raised TypeError: 'ellipsis' object is not iterable "
+            r"at test_refs.py line \d+: `return \[name for name in sel\]`\.$")
+    failure = pytest.raises(CheckFailed, match=said)
+    with failure, explained_ref_errors("`r[...]`", HERE):
+        learners_read(...)
+    with pytest.raises(IndexError), explained_ref_errors("`r[...]`", HERE.with_name("elsewhere.py")):
+        learners_read({})[0]  # no frame of the file given as the learner's: it goes through

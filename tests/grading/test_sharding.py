@@ -17,6 +17,7 @@ from course.grading.sharding import (
     assert_mesh,
     assert_sharding,
     call_traced,
+    differing_copies,
     per_device_bytes,
     shard_shapes,
     sharding_text,
@@ -171,3 +172,33 @@ def test_call_traced_lets_other_errors_through() -> None:
 
     with pytest.raises(ValueError, match="a bug of the learner's own"):
         call_traced(broken, np.ones(3, np.float32), name="`broken`")
+
+
+@on_eight_devices
+def test_differing_copies_compares_every_device() -> None:
+    """A result claimed replicated by `check_vma=False` whose devices computed different values is caught."""
+    mesh = _mesh()
+    x = _placed((8, 8), P("x", "y"), mesh)
+    run = lambda body: jax.jit(lambda a: jax.shard_map(body, mesh=mesh, in_specs=P("x", "y"),  # noqa: E731
+                                                       out_specs=P(), check_vma=False)(a))(x)
+    assert differing_copies(run(lambda b: lax.psum(b.sum(), ("x", "y")))) == ""
+    assert differing_copies(x) == ""  # each block held once: nothing to compare
+    told = differing_copies(run(lambda b: lax.psum(b.sum(), "x")))
+    assert told.startswith("devices 0, 4 hold ") and told.count("hold") == 4
+
+
+@on_eight_devices
+def test_call_traced_names_an_axis_the_mesh_lacks() -> None:
+    """A name written into the code, in specs, a collective, `axis_index` or `mesh.shape`, is named."""
+    mesh = jax.make_mesh((8,), ("peers",), axis_types=(AxisType.Explicit,))
+    x = _placed((8, 8), P("peers"), mesh)
+    spec = lambda a: jax.shard_map(lambda b: b, mesh=mesh, in_specs=P("ring"), out_specs=P("ring"))(a)  # noqa: E731
+    inside = lambda a: jax.shard_map(lambda b: lax.psum(b, "ring"), mesh=mesh,  # noqa: E731
+                                     in_specs=P("peers"), out_specs=P("peers"))(a)
+    index = lambda a: jax.shard_map(lambda b: b + lax.axis_index("ring"), mesh=mesh,  # noqa: E731
+                                    in_specs=P("peers"), out_specs=P("peers"))(a)
+    size = lambda a: a * mesh.shape["ring"]  # noqa: E731
+    for fn in (spec, inside, index, size):
+        with pytest.raises(CheckFailed, match=r"names the mesh axis 'ring', but the mesh it is given has the "
+                                              r"axes \('peers',\)"):
+            call_traced(fn, x, name="`f`", path=HERE, jaxpr=True)

@@ -27,3 +27,12 @@ def test_callback_error_is_none_for_ordinary_exceptions() -> None:
     """An exception that did not come through a callback has no inner cause to report."""
     assert callback_error(ValueError("ValueError: not from a callback")) is None
     assert describe_exception(ValueError("bad\nsecond line")) == "ValueError: bad"
+
+
+def test_describe_exception_keeps_what_a_colon_announces() -> None:
+    """A first line ending in a colon is joined with the lines it announces, as JAX's shard_map errors need."""
+    exc = ValueError("shard_map in_specs argument must refer to an axis marked as manual, but:\n\n"
+                     "  in_specs refers to 'ring'\n\nCheck the in_specs values passed to shard_map.")
+    assert describe_exception(exc) == ("ValueError: shard_map in_specs argument must refer to an axis marked as "
+                                       "manual, but: in_specs refers to 'ring' Check the in_specs values passed "
+                                       "to shard_map.")

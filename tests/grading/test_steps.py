@@ -192,3 +192,23 @@ def test_compiles_per_call_sees_a_static_value_compile_again(learner_module: Cal
     assert [len(c) for c in compiles_per_call(module.traced_step, calls, names)] == [1, 0, 0]
     seen = compiles_per_call(module.static_step, calls, names)
     assert seen == [["jit(static_step)"]] * 3
+
+
+def test_a_wrapper_is_traced_over_its_arrays_only() -> None:
+    """A Python lr stays a Python float: a step cached per learning rate is read, not crashed on."""
+    import functools
+
+    @functools.lru_cache
+    def for_rate(lr):
+        """A donating update with `lr` baked in (hashing a tracer would raise TypeError)."""
+        return jax.jit(lambda p, g: _sgd(p, g, lr), donate_argnums=0)
+
+    def cached(params, grads, lr):
+        """The jit of this learning rate."""
+        return for_rate(lr)(params, grads)
+
+    params, grads = _tree(), _tree()
+    assert donated_leaves(cached, params, grads, 0.1, names=NAMES) == ["params['b']", "params['w']"]
+    name, lowered = jitted_step(cached, params, grads, 0.1)
+    assert name == "<lambda>" and lowered.compile().memory_analysis().alias_size_in_bytes == per_device_bytes(params)
+    assert not params["w"].is_deleted()

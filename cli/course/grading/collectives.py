@@ -10,6 +10,7 @@ length of every enclosing `scan`. Under a `while` or a `cond` the count is unkno
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import Counter
@@ -19,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.extend as jex
 
 from course.grading.jaxprs import learner_line, walk_eqns
 
 __all__ = [
     "HLO_COLLECTIVES",
     "Collective",
+    "by_call",
     "collectives_in",
     "compiled_hlo",
     "hlo_collectives",
@@ -76,6 +79,13 @@ class Collective:
     enclosing: str | None
     """The `while` or `cond` that makes `times` unknown, if any."""
     line: int | None
+    dtypes: tuple[str, ...] = ()
+    """The dtypes of its operands, as `float32`."""
+    call: int = 0
+    """Which `jax.lax` call made it: a pytree given to one call (`ppermute((a, b), ...)`) binds one
+    equation per leaf, and those share this number (see `by_call`)."""
+    leaves: int = 1
+    """How many arrays it moves: more than one for the leaves of one call, merged by `by_call`."""
 
     @property
     def lax_name(self) -> str:
@@ -97,16 +107,38 @@ class Collective:
             return None
         return offsets.pop()
 
+    def missing_pairs(self, size: int) -> tuple[int, list[tuple[int, int]]] | None:
+        """(offset, the pairs left out) when `perm` moves some positions, not all, by one offset.
+
+        A ring without its wrap-around pair (0→1 ... 6→7, no 7→0) is such a shift: JAX fills a
+        device that no pair sends to with zeros, so that device never receives its neighbour's part.
+        """
+        if not self.perm or len(self.perm) >= size:
+            return None
+        offsets = {(dst - src) % size for src, dst in self.perm}
+        if len(offsets) != 1:
+            return None
+        offset = offsets.pop()
+        sources = {src for src, _ in self.perm}
+        return offset, [(i, (i + offset) % size) for i in range(size) if i not in sources]
+
 
 def jaxpr_collectives(jaxpr: Any, *, path: Path | None = None) -> list[Collective]:
-    """Every collective in a (closed) jaxpr and its nested jaxprs, in program order."""
-    found = []
+    """Every collective in a (closed) jaxpr and its nested jaxprs, in program order (one per equation)."""
+    found: list[Collective] = []
+    previous: dict[tuple[int, ...], Any] = {}  # the last equation seen at each nesting, by its enclosing ones
+    last_of: dict[int, tuple[Any, Collective]] = {}
     for eqn, outer in walk_eqns(jaxpr):
+        level = tuple(id(e) for e in outer)
+        before, previous[level] = previous.get(level), eqn
         name = eqn.primitive.name.removesuffix("_start")
         if name not in _COMM:
             continue
         times, enclosing = _repeats(outer)
         perm = eqn.params.get("perm")
+        line = learner_line(eqn, path)
+        joined = last_of.get(id(before)) if before is not None else None
+        same_call = joined is not None and _leaf_of_same_call(joined[0], eqn, joined[1].line == line)
         found.append(Collective(
             primitive=name,
             axes=_axes(eqn.params),
@@ -114,9 +146,38 @@ def jaxpr_collectives(jaxpr: Any, *, path: Path | None = None) -> list[Collectiv
             shapes=tuple(tuple(getattr(v.aval, "shape", ())) for v in eqn.invars),
             times=times,
             enclosing=enclosing,
-            line=learner_line(eqn, path),
+            line=line,
+            dtypes=tuple(str(getattr(v.aval, "dtype", "")) for v in eqn.invars),
+            call=joined[1].call if same_call and joined is not None else len(found),
         ))
+        last_of[id(eqn)] = (eqn, found[-1])
     return found
+
+
+def _leaf_of_same_call(first: Any, second: Any, same_line: bool) -> bool:
+    """Whether two adjacent collective equations are two leaves of one `jax.lax` call on a pytree.
+
+    `lax.ppermute((a, b), ...)` maps the primitive over the leaves: equations one after the other,
+    with the same parameters, from the same line, neither using what the other made. A loop's
+    steps differ in that each one sends what the step before it received.
+    """
+    if not same_line or first.primitive is not second.primitive or first.params != second.params:
+        return False
+    made = set(first.outvars)
+    return not any(v in made for v in second.invars if not isinstance(v, jex.core.Literal))
+
+
+def by_call(collectives: Iterable[Collective]) -> list[Collective]:
+    """The collectives merged call by call: the leaves of one pytree call become one, moving them all."""
+    merged: dict[int, Collective] = {}
+    for c in collectives:
+        if c.call not in merged:
+            merged[c.call] = c
+            continue
+        first = merged[c.call]
+        merged[c.call] = dataclasses.replace(first, shapes=first.shapes + c.shapes, dtypes=first.dtypes + c.dtypes,
+                                             leaves=first.leaves + c.leaves)
+    return list(merged.values())
 
 
 def collectives_in(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> list[Collective]:

@@ -49,6 +49,8 @@ def selector_code(sel: Any) -> str:
     if sel is Ellipsis:
         return "..."
     if isinstance(sel, slice):
+        if sel.start is None and sel.step is None:
+            return f"slice({sel.stop})"
         parts = [sel.start, sel.stop] + ([sel.step] if sel.step is not None else [])
         return f"slice({', '.join(map(str, parts))})"
     if isinstance(sel, dict):

@@ -16,9 +16,9 @@ from typing import Any
 
 import jax
 
-from course.grading.feedback import fail
+from course.grading.feedback import CheckFailed, fail
 from course.grading.kernels import Access, accesses_in
-from course.grading.source import describe_exception, learner_location
+from course.grading.source import describe_exception, learner_frames, learner_location
 
 __all__ = ["RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "trace_refs"]
 
@@ -114,14 +114,21 @@ def ref_error_hint(exc: BaseException) -> str | None:
 
 @contextlib.contextmanager
 def explained_ref_errors(what: str, path: Path | None = None) -> Iterator[None]:
-    """Fail with what a JAX ref error raised in the block means; let any other exception through."""
+    """Fail saying that `what` raised, when the block's exception is a JAX ref error or comes from the learner's file.
+
+    The message names `what` (the selector the grader used), the exception, the learner's line and,
+    for a ref error, what it means. Any other exception (the grader's own) goes through.
+    """
     try:
         yield
+    except CheckFailed:
+        raise
     except Exception as exc:
         hint = ref_error_hint(exc)
-        if hint is None:
+        if hint is None and not learner_frames(exc.__traceback__, path):
             raise
-        fail(f"{what} raised {describe_exception(exc)}{learner_location(exc.__traceback__, path)}; {hint}.")
+        where = learner_location(exc.__traceback__, path)
+        fail(f"{what} raised {describe_exception(exc)}{where}" + (f"; {hint}." if hint else "."))
 
 
 def _innermost_function(exc: BaseException) -> str | None:

@@ -8,6 +8,7 @@ a check compares them with `is_equivalent_to(other, ndim)` and prints them as `P
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,13 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
 from course.grading.feedback import fail
-from course.grading.source import describe_exception, learner_location
+from course.grading.source import describe_exception, learner_frames, learner_location
 
 __all__ = [
     "assert_mesh",
     "call_traced",
     "assert_sharding",
+    "differing_copies",
     "per_device_bytes",
     "shard_shapes",
     "sharding_text",
@@ -79,6 +81,38 @@ def shard_shapes(x: jax.Array) -> list[tuple[int, ...]]:
     return [tuple(s.data.shape) for s in sorted(x.addressable_shards, key=lambda s: s.device.id)]
 
 
+def differing_copies(x: jax.Array) -> str:
+    """'' when every device holding a copy of a block holds the same values, else which devices differ.
+
+    An array's sharding is a claim: `shard_map(..., out_specs=P(), check_vma=False)` marks a result
+    replicated whatever each device computed, and reading it whole shows one device's copy only.
+    So a replicated result is checked by comparing what every device holds.
+    """
+    groups: dict[str, list[tuple[int, np.ndarray]]] = {}
+    for shard in sorted(x.addressable_shards, key=lambda s: s.device.id):
+        groups.setdefault(repr(shard.index), []).append((shard.device.id, np.asarray(shard.data)))
+    for copies in groups.values():
+        kinds: list[tuple[np.ndarray, list[int]]] = []
+        for device, data in copies:
+            same = next((ids for value, ids in kinds if np.array_equal(value, data, equal_nan=True)), None)
+            if same is None:
+                kinds.append((data, [device]))
+            else:
+                same.append(device)
+        if len(kinds) > 1:
+            return "; ".join(f"device{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} "
+                             f"{'hold' if len(ids) > 1 else 'holds'} {_values_text(value)}"
+                             for value, ids in kinds[:4]) + ("; ..." if len(kinds) > 4 else "")
+    return ""
+
+
+def _values_text(value: np.ndarray) -> str:
+    """A block's values for a message: the number itself for a scalar, else its first element."""
+    if value.size == 1:
+        return f"{value.reshape(()).item():.6g}"
+    return f"a block starting {value.reshape(-1)[0].item():.6g}"
+
+
 def per_device_bytes(tree: Any) -> int:
     """Bytes one device holds of every leaf of `tree` (arrays or ShapeDtypeStructs with a sharding)."""
     total = 0
@@ -125,11 +159,50 @@ def call_traced(fn: Callable[..., Any], *args: Any, name: str, path: Path | None
         fail(f"{name} must work under `jax.jit`, where values are traced and have no number yet; "
              f"your code asked for one{learner_location(exc.__traceback__, path)} (`float(...)`, "
              "`.item()`, `np.asarray(...)` or an `if` on a value). Keep the result a jax.Array and return it.")
-    except ValueError as exc:
-        why = _spec_mistake(exc, name, learner_location(exc.__traceback__, path))
+    except (ValueError, AssertionError, NameError, KeyError) as exc:
+        where = learner_location(exc.__traceback__, path)
+        why = _axis_mistake(exc, name, _mesh_axes(args), learner_frames(exc.__traceback__, path), where)
+        why = why or (_spec_mistake(exc, name, where) if isinstance(exc, ValueError) else "")
         if not why:
             raise  # the platform reports it with the learner's line
         fail(why)
+
+
+def _mesh_axes(args: Any) -> tuple[str, ...]:
+    """The axis names of the mesh the arguments are sharded over, or () when none is."""
+    for leaf in jax.tree_util.tree_leaves(args):
+        mesh = getattr(getattr(leaf, "sharding", None), "mesh", None)
+        if mesh is not None:
+            return tuple(str(a) for a in mesh.axis_names)
+    return ()
+
+
+# JAX's words for a spec that names an axis the mesh lacks, and the quoted names in a line of code.
+_REFERS_TO = re.compile(r"refers to '([^']+)'|unbound axis name: ([\w-]+)")
+_QUOTED = re.compile(r"""['"]([A-Za-z_][\w]*)['"]""")
+
+
+def _axis_mistake(exc: BaseException, name: str, axes: tuple[str, ...], frames: list[Any], where: str) -> str:
+    """The course's explanation when the code names a mesh axis the mesh does not have, or ''.
+
+    In a `shard_map`'s specs JAX says "in_specs refers to 'ring'"; inside the function, a collective
+    over an unknown axis fails with a bare AssertionError (or a NameError for `axis_index`), so the
+    name is looked for in the learner's line; `mesh.shape["ring"]` is a KeyError of the name.
+    """
+    if not axes:
+        return ""
+    named = [a or b for a, b in _REFERS_TO.findall(str(exc))]
+    line = frames[-1].line if frames and frames[-1].line else ""
+    if not named and isinstance(exc, AssertionError | NameError):
+        named = [q for q in _QUOTED.findall(line) if q not in axes]
+    if not named and isinstance(exc, KeyError) and "mesh" in line and exc.args and isinstance(exc.args[0], str):
+        named = [exc.args[0]]  # `mesh.shape["ring"]` on a mesh without that axis
+    unknown = [a for a in named if a not in axes]
+    if not unknown:
+        return ""
+    return (f"{name} raised {describe_exception(exc)}{where}: it names the mesh axis {unknown[0]!r}, but the "
+            f"mesh it is given has the axes {axes}. Take the names from the mesh (`mesh.axis_names`) instead "
+            "of writing them in: the same code must run on any mesh of that shape.")
 
 
 def _spec_mistake(exc: ValueError, name: str, where: str) -> str:

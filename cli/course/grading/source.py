@@ -41,9 +41,15 @@ def learner_location(tb: types.TracebackType | None, path: Path | None) -> str:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """'TypeError: message' shortened to one readable line."""
-    text = str(exc).strip().splitlines()
+    """'TypeError: message' shortened to one readable line.
+
+    A first line that ends in a colon announces what follows ("..., but:"), so the lines after it
+    are joined on rather than cut off.
+    """
+    text = [line.strip() for line in str(exc).strip().splitlines()]
     first = text[0] if text else ""
+    if first.endswith(":"):
+        first = " ".join([first, *(line for line in text[1:] if line)])
     if len(first) > 300:
         first = first[:297] + "..."
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

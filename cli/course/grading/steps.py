@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 import jax.extend as jex
+import numpy as np
 from jax import tree_util
 
 from course.grading.compiles import CompileRecorder
@@ -39,16 +40,16 @@ def donated_leaves(fn: Any, *args: Any, names: Sequence[str]) -> list[str]:
     """Paths of the argument leaves that `fn(*args)` asks to donate; `names` names the arguments.
 
     For a jitted `fn` this reads `fn.lower(*args).args_info` (a `jax.stages.Lowered` may be given
-    instead, without args). For a plain function (a wrapper) it traces `fn` and reads the
-    `donated_invars` of each jit it calls, following the caller's own leaves.
+    instead, without args). For a plain function (a wrapper) it traces `fn` over the array leaves
+    (Python numbers are passed as they are) and reads the `donated_invars` of each jit it calls,
+    following the caller's own leaves.
     """
     if isinstance(fn, jax.stages.Lowered):
         return _donated_by_args_info(fn.args_info, names)
     if callable(getattr(fn, "lower", None)):
         return _donated_by_args_info(fn.lower(*args).args_info, names)
-    flat, _ = tree_util.tree_flatten_with_path(tuple(args))
-    closed = jax.make_jaxpr(fn)(*args)
-    leaf_of = {var: path for var, (path, _) in zip(closed.jaxpr.invars, flat, strict=True)}
+    closed, traced = _trace_arrays(fn, args)
+    leaf_of = {var: path for var, (path, _) in zip(closed.jaxpr.invars, traced, strict=True)}
     donated: list[str] = []
     for eqn in closed.jaxpr.eqns:
         for var, flag in zip(eqn.invars, eqn.params.get("donated_invars", ()), strict=False):
@@ -57,6 +58,28 @@ def donated_leaves(fn: Any, *args: Any, names: Sequence[str]) -> list[str]:
             if text is not None and text not in donated:
                 donated.append(text)
     return donated
+
+
+def _is_array(leaf: Any) -> bool:
+    """Whether a leaf is an array (traced when a wrapper is traced), not a Python number kept as it is."""
+    return isinstance(leaf, jax.Array | np.ndarray | jax.ShapeDtypeStruct)
+
+
+def _trace_arrays(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, list[tuple[Any, Any]]]:
+    """The jaxpr of `fn(*args)` with only the array leaves traced, and (path, leaf) of each of them.
+
+    A Python number stays a Python number, as it is when the learner's step is called: a wrapper
+    may use it as a dict key or an `lru_cache` argument, which a tracer cannot be.
+    """
+    flat, tree = tree_util.tree_flatten_with_path(tuple(args))
+    traced = [(path, leaf) for path, leaf in flat if _is_array(leaf)]
+
+    def on_arrays(*arrays: Any) -> Any:
+        given = iter(arrays)
+        leaves = [next(given) if _is_array(leaf) else leaf for _, leaf in flat]
+        return fn(*tree_util.tree_unflatten(tree, leaves))
+
+    return jax.make_jaxpr(on_arrays)(*(leaf for _, leaf in traced)), traced
 
 
 def _donated_by_args_info(args_info: Any, names: Sequence[str]) -> list[str]:
@@ -122,30 +145,36 @@ def jitted_step(fn: Any, *args: Any, module: types.ModuleType | None = None) -> 
     A jitted `fn` is lowered as it is. A wrapper is traced, and the first jit it calls (preferring
     one that donates) is rebuilt from its jaxpr with the same donations and shardings, so the
     wrapper may pass its arguments in any order or by keyword. When the wrapper cannot be traced
-    (a static argument given a traced value), the jitted candidates that accept `args` are tried.
+    (a static argument given a traced value), the jitted candidates that accept `args` are tried,
+    and last the wrapper is traced over its arrays only, its Python numbers kept as they are (a
+    jit cached per learning rate needs a hashable one).
     """
     if _is_jitted(fn):
         with contextlib.suppress(Exception):
             return getattr(fn, "__name__", "the function"), fn.lower(*args)
-    try:
-        rebuilt = _rebuilt_jit(fn, *args)
-    except Exception:  # noqa: BLE001 - e.g. a static argument traced; fall back to the candidates
-        rebuilt = None
-    if rebuilt is not None:
-        return rebuilt
+    with contextlib.suppress(Exception):  # e.g. a static argument traced: try the candidates
+        rebuilt = _rebuilt_jit(fn, args, arrays_only=False)
+        if rebuilt is not None:
+            return rebuilt
     for name, jitted in jitted_candidates(fn, module).items():
         try:
             return name, jitted.lower(*args)
         except Exception:  # noqa: BLE001, S112 - a jitted function with another signature
             continue
+    with contextlib.suppress(Exception):
+        return _rebuilt_jit(fn, args, arrays_only=True)
     return None
 
 
-def _rebuilt_jit(fn: Callable[..., Any], *args: Any) -> tuple[str, Any] | None:
+def _rebuilt_jit(fn: Callable[..., Any], args: tuple[Any, ...], *, arrays_only: bool) -> tuple[str, Any] | None:
     """The first jit `fn` calls (preferring one that donates), rebuilt from its jaxpr and lowered
     on the caller's own arrays where they flow straight in."""
-    closed = jax.make_jaxpr(fn)(*args)
-    value_of = dict(zip(closed.jaxpr.invars, tree_util.tree_leaves(args), strict=True))
+    if arrays_only:
+        closed, traced = _trace_arrays(fn, args)
+        leaves = [leaf for _, leaf in traced]
+    else:
+        closed, leaves = jax.make_jaxpr(fn)(*args), tree_util.tree_leaves(args)
+    value_of = dict(zip(closed.jaxpr.invars, leaves, strict=True))
     jits = [e for e in closed.jaxpr.eqns if e.primitive.name == "jit"]
     if not jits:
         return None
