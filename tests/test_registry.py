@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,64 @@ def test_points_known_without_grading(mini_course: Path) -> None:
         exercise.grader_path.read_text() + '\n\n@pytest.mark.points(5)\ndef test_extra(submission):\n    """x"""\n'
     )
     assert load_course(mini_course).get("ex_fail").max_score == exercise.max_score + 5
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["ex_fail", "2", "02", "02_ex_fail", "ex-fail", "ex_fail.py", "exercises/02_ex_fail", "exercises/02_ex_fail/",
+     "./exercises/02_ex_fail/ex_fail.py", "/home/me/ws/exercises/02_ex_fail/ex_fail.py",
+     "exercises/02_ex_fail/README.md", "EX_FAIL"],
+)
+def test_an_exercise_as_people_type_it(mini_course: Path, typed: str) -> None:
+    """The name, the number (with or without its zero), the folder, a path to the folder or the file
+    (relative, absolute, tab-completed with its slash), the file's name and the dashed form all name it."""
+    assert load_course(mini_course).get(typed).name == "ex_fail"
+
+
+@pytest.mark.parametrize(
+    ("typed", "closest"),
+    [("ex_fial", "`ex_fail`"), ("exercises/02_ex_fial/ex_fial.py", "`ex_fail`"), ("syntax", "`ex_syntax`")],
+)
+def test_a_wrong_name_gets_the_closest(mini_course: Path, typed: str, closest: str) -> None:
+    """A typo, in a name or a path, is one sentence naming the closest exercises."""
+    with pytest.raises(UnknownExercise) as info:
+        load_course(mini_course).get(typed)
+    message = str(info.value)
+    assert message.startswith(f"There is no exercise named `{typed}`; did you mean ") and closest in message
+    assert "\n" not in message and message.endswith("(`course list` shows the names)")
+
+
+def test_a_number_out_of_range_is_unknown(mini_course: Path) -> None:
+    """A number past the last exercise, or 0, names nothing."""
+    course = load_course(mini_course)
+    for typed in ("0", "8", "99"):
+        with pytest.raises(UnknownExercise):
+            course.get(typed)
+
+
+def _with_parts(mini_course: Path, parts: str) -> None:
+    """Add a `parts` field to the mini course's course.toml."""
+    toml = mini_course / "course.toml"
+    toml.write_text(toml.read_text() + f"parts = {parts}\n")
+
+
+def test_parts_give_headings_by_first_exercise(mini_course: Path) -> None:
+    """`parts` in course.toml names each part's first exercise; the course keeps its ordered list."""
+    _with_parts(mini_course, '[{title = "Basics", first = "ex_pass"}, {title = "Crashes", first = "ex_syntax"}]')
+    course = load_course(mini_course)
+    assert course.part_titles() == {"ex_pass": "Basics", "ex_syntax": "Crashes"}
+    assert course.meta.exercises[0] == "ex_pass"
+
+
+@pytest.mark.parametrize(
+    ("parts", "needle"),
+    [('[{title = "A", first = "nope"}]', "which `exercises` does not list"),
+     ('[{title = "A", first = "ex_fail"}, {title = "B", first = "ex_pass"}]', "must start after the part before"),
+     ('[{title = "A"}]', "`parts.0.first`")],
+)
+def test_bad_parts_name_the_field(mini_course: Path, parts: str, needle: str) -> None:
+    """A part that starts at an unknown exercise, out of order, or without a start, is refused by field."""
+    _with_parts(mini_course, parts)
+    with pytest.raises(RegistryError, match=re.escape(needle)) as info:
+        load_course(mini_course)
+    assert "course.toml" in str(info.value)

@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from course import names as naming
 from course.errors import RegistryError, UnknownExercise
 from course.files import write_atomic
 from course.paths import registry_memo
@@ -40,6 +41,8 @@ class CourseMeta:
     format_version: int = FORMAT_VERSION
     welcome: str = ""
     final: str = ""
+    parts: list[dict[str, str]] = field(default_factory=list)
+    """Each part's `title` and `first` exercise (`course.schema.PartFile`)."""
 
 
 @dataclass(frozen=True)
@@ -134,12 +137,16 @@ class Course:
             for i, name in enumerate(self.meta.exercises, start=1)
         ]
 
+    def part_titles(self) -> dict[str, str]:
+        """The heading each part's first exercise comes under, by that exercise's name."""
+        return {part["first"]: part["title"] for part in self.meta.parts}
+
     def get(self, name: str) -> Exercise:
-        """The exercise called `name`, or UnknownExercise."""
-        for exercise in self.exercises:
-            if exercise.name == name:
-                return exercise
-        raise UnknownExercise(name)
+        """The exercise `name` names, as people type it (`course.names`), or UnknownExercise."""
+        found = naming.resolve(self.exercises, name)
+        if found is None:
+            raise UnknownExercise(name, naming.closest(self.exercises, name))
+        return found  # type: ignore[return-value]
 
     def select(self, names: list[str]) -> list[Exercise]:
         """The named exercises in course order; an unknown name is a usage error."""
