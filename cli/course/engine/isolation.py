@@ -28,6 +28,7 @@ OUTPUT_KEEP = 64 * 1024
 OUTPUT_LIMIT = 32 * 1024 * 1024
 POLL_S = 0.05
 SWEEP_ROUNDS = 20
+CANCELLED = "cancelled"
 _active: set[int] = set()
 _active_lock = threading.Lock()
 
@@ -40,6 +41,8 @@ class Outcome:
     timed_out: bool = False
     killed_for: str = ""
     output: str = ""
+    cancelled: bool = False
+    """Stopped because the caller asked (a newer save, a quit): no verdict at all."""
 
 
 class Launcher(Protocol):
@@ -64,6 +67,7 @@ def run_isolated(
     launcher: Launcher | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     sandbox: Policy | None = None,
+    cancel: threading.Event | None = None,
 ) -> Outcome:
     """Run `command` under the limits; `{keyfd}` becomes a pipe carrying `key`, `{eventsfd}` one for events.
 
@@ -71,6 +75,7 @@ def run_isolated(
     for display only (the verdict comes from the signed report). With a `launcher` (the warm
     worker) the process is forked from it; when it cannot, the command starts cold. With a
     `sandbox` policy, the grading process enters it before it runs anything (`course.engine.sandbox`).
+    Setting `cancel` kills the process group at once and gives an outcome marked `cancelled`.
     """
     system.become_subreaper()
     key_r, key_w = os.pipe()
@@ -94,7 +99,8 @@ def run_isolated(
     outcome = Outcome(returncode=None)
     seen: dict[int, Any] = {}  # descendants met while watching, for platforms without a subreaper
     try:
-        outcome.timed_out, outcome.killed_for = _wait(proc, sink, timeout_s, memory_mb, seen)
+        outcome.timed_out, outcome.killed_for = _wait(proc, sink, timeout_s, memory_mb, seen, cancel)
+        outcome.cancelled = outcome.killed_for == CANCELLED
     finally:
         seen.update((p.pid, p) for p in system.descendants(proc.pid))
         _kill_group(proc)
@@ -144,7 +150,8 @@ def stop_all() -> None:
             os.killpg(pid, signal.SIGKILL)
 
 
-def _wait(proc: Any, sink: _OutputSink, timeout_s: float, memory_mb: int, seen: dict[int, Any]) -> tuple[bool, str]:
+def _wait(proc: Any, sink: _OutputSink, timeout_s: float, memory_mb: int, seen: dict[int, Any],
+          cancel: threading.Event | None = None) -> tuple[bool, str]:
     """Wait for the child; return (timed out, reason it was killed).
 
     Without a subreaper, descendants are noted as they appear, so one that later leaves the
@@ -157,6 +164,8 @@ def _wait(proc: Any, sink: _OutputSink, timeout_s: float, memory_mb: int, seen: 
             return False, ""
         except subprocess.TimeoutExpired:
             pass
+        if cancel is not None and cancel.is_set():
+            return False, CANCELLED
         if not system.FEATURES.prctl:
             seen.update((p.pid, p) for p in system.descendants(proc.pid))
         if time.monotonic() > deadline:

@@ -12,6 +12,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from course.engine.worker import Worker
 
 CACHE_MAX_BYTES = 256 * 2**20
+CANCELLED = isolation.CANCELLED
 T = TypeVar("T")
 R = TypeVar("R")
 READ_ONLY_CACHE = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e9", "JAX_COMPILATION_CACHE_MAX_SIZE": "-1"}
@@ -46,6 +48,7 @@ def grade(
     hidden: bool = False,
     sandbox: Confinement | None = None,
     read_only_cache: bool = False,
+    cancel: threading.Event | None = None,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
@@ -55,9 +58,12 @@ def grade(
     With `sandbox`, the process may read only the grader's folder and the submission's (and
     Python's own files), write only its work folder, and use no network (`course.engine.sandbox`).
     With `read_only_cache`, the grading reads `cache_dir` and never writes to it (a cache other
-    gradings share, which the sandbox lets it read but not write).
+    gradings share, which the sandbox lets it read but not write). Setting `cancel` stops the grading
+    at once: the result's status is then "cancelled", a non-verdict nobody records.
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
+    if cancel is not None and cancel.is_set():
+        return cancelled(exercise.name, seed)
     if not submission.is_file():
         return ExerciseResult(
             name=exercise.name,
@@ -85,12 +91,18 @@ def grade(
             launcher=worker,
             on_event=_events_for(exercise.name, on_event),
             sandbox=_policy(sandbox, workdir, exercise, submission),
+            cancel=cancel,
         )
-        result = verdict(exercise, report_path, key, outcome)
+        result = cancelled(exercise.name, seed) if outcome.cancelled else verdict(exercise, report_path, key, outcome)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started
     return result
+
+
+def cancelled(name: str, seed: int) -> ExerciseResult:
+    """The result of a grading stopped on request: no verdict, so nothing to record."""
+    return ExerciseResult(name=name, status=CANCELLED, seed=seed, message="the grading was cancelled")
 
 
 def _policy(sandbox: Confinement | None, workdir: Path, exercise: Exercise, submission: Path) -> Policy | None:
@@ -219,14 +231,17 @@ def grade_many(
     cache_dir: Path | None = None,
     hidden: bool = False,
     sandbox: Confinement | None = None,
+    cancel: threading.Event | None = None,
 ) -> list[ExerciseResult]:
-    """Grade several exercises, `jobs` at a time; results come back in the order given."""
+    """Grade several exercises, `jobs` at a time; results come back in the order given.
+
+    Setting `cancel` stops every grading in flight and those not started (status "cancelled")."""
     pairs = list(items)
 
     def one(pair: tuple[Exercise, Path]) -> ExerciseResult:
         """Grade one pair and report it."""
         result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
-                       hidden=hidden, sandbox=sandbox)
+                       hidden=hidden, sandbox=sandbox, cancel=cancel)
         if on_result is not None:
             on_result(result)
         return result

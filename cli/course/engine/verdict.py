@@ -51,6 +51,7 @@ class CheckResult:
     message: str = ""
     hidden: bool = False
     """A check of the hidden grader, run only when instructors grade."""
+    output: str = ""
 
 
 @dataclass
