@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from course.errors import CourseError, UsageError
@@ -122,10 +121,42 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
     return backup
 
 
+def restore(context: Context, exercise: Exercise) -> tuple[Path, Path | None]:
+    """Put the latest backup of `exercise` back in place; the file it replaces is kept first, unless
+    it is the untouched stub. Returns (the backup restored, the new backup of the replaced file)."""
+    found = backups(context, exercise)
+    if not found:
+        raise UsageError(
+            f"there is no backup of `{exercise.name}` to restore; `course reset` keeps one before it restores the stub."
+        )
+    latest, dest = found[-1], context.submission(exercise)
+    data = latest.read_bytes()
+    kept = None
+    if dest.exists() and (current := dest.read_bytes()) != data and not _is_stub(exercise, dest, current):
+        kept = _keep_backup(context.paths.backups, exercise.name, dest)
+    write_atomic(dest, data)
+    return latest, kept
+
+
+def backups(context: Context, exercise: Exercise) -> list[Path]:
+    """The kept versions of the learner's file for `exercise`, oldest first."""
+    folder = context.paths.backups
+    return sorted(folder.glob(f"{exercise.name}.*.py")) if folder.is_dir() else []
+
+
+def _is_stub(exercise: Exercise, dest: Path, data: bytes) -> bool:
+    """True when `data` is the stub as the course shipped it (no need to keep a copy)."""
+    stub = pristine_stub(exercise)
+    if stub is None and dest.resolve() != exercise.stub_path.resolve():
+        stub = exercise.stub_path.read_bytes() if exercise.stub_path.is_file() else None
+    return stub == data
+
+
 def _keep_backup(folder: Path, name: str, source: Path) -> Path:
     """Copy the learner's file into the backups `folder` and make sure it is on disk before the
     stub replaces it; if that fails, the learner's file is left as it is."""
     import shutil  # imported here: plain `course list` never needs it
+    from datetime import datetime
 
     data = source.read_bytes()
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
