@@ -161,3 +161,30 @@ def test_bad_parts_name_the_field(mini_course: Path, parts: str, needle: str) ->
     with pytest.raises(RegistryError, match=re.escape(needle)) as info:
         load_course(mini_course)
     assert "course.toml" in str(info.value)
+
+
+def test_an_unchanged_course_is_read_from_its_memo(mini_course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once memoized, a course whose files keep their stat signatures is loaded without reading them
+    (what keeps `course list` as fast with 25 exercises as with 3); any write to a grader, even one
+    that keeps its size and modification time, is seen."""
+    import os
+
+    from course import memo, registry
+
+    monkeypatch.setattr(memo, "RACY_NS", -(10**18))  # trust files however recently written
+    first = load_course(mini_course).get("ex_fail")
+
+    def no_reading(path: Path) -> bytes:
+        raise AssertionError(f"{path} was read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(registry, "_read_or_empty", no_reading)
+        again = load_course(mini_course).get("ex_fail")
+    assert (again.max_score, again.grader_hash) == (first.max_score, first.grader_hash)
+    grader = first.grader_path
+    before = grader.stat()
+    text = grader.read_text()
+    grader.write_text(text.replace("points(2)", "points(7)"))
+    os.utime(grader, ns=(before.st_atime_ns, before.st_mtime_ns))
+    changed = load_course(mini_course).get("ex_fail")
+    assert changed.max_score == first.max_score + 5 and changed.grader_hash != first.grader_hash

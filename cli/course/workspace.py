@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,11 +79,26 @@ def _recorded_course(workspace: Path | None) -> Path | None:
     if marker is None or not marker.is_file():
         return None
     try:
-        data = tomllib.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+        text = marker.read_text(encoding="utf-8")
+    except OSError:
         return None
-    path = Path(str(data.get("course", "")))
+    path = Path(_marked_course(text))
     return path if (path / COURSE_FILE).is_file() else None
+
+
+def _marked_course(text: str) -> str:
+    """The `course = "..."` that `init` writes, read without a TOML parser when it is as written."""
+    key, _, value = text.strip().partition("=")
+    value = value.strip()
+    if key.strip() == "course" and len(value) > 1 and value[0] == value[-1] == '"' and '"' not in value[1:-1] \
+            and "\\" not in value:
+        return value[1:-1]
+    import tomllib  # edited by hand: let the real parser say what it holds
+
+    try:
+        return str(tomllib.loads(text).get("course", ""))
+    except tomllib.TOMLDecodeError:
+        return ""
 
 
 def init(course: Course, target: Path) -> list[Path]:
