@@ -474,3 +474,15 @@ def test_check_all_on_a_terminal_shows_its_progress(mini_course: Path) -> None:
     piped = _course_process(mini_course, "check", "--all")
     out, _ = piped.communicate(timeout=120)
     assert b"grading 2 exercises" not in out and b"checking" not in out and b"ex_fail  \xe2\x9c\x97 failed" in out
+
+
+def test_options_before_the_command_count(cli: CliRunner, mini_course: Path, tmp_path: Path) -> None:
+    """`course --course C init W` and `course --workspace W progress` use what was given before the command."""
+    workspace = tmp_path / "before"
+    assert cli.invoke(app, ["--course", str(mini_course), "init", str(workspace)]).exit_code == 0
+    marker = (workspace / ".course" / "workspace.toml").read_text()
+    assert str(mini_course.resolve().as_posix()) in marker
+    (workspace / "exercises/01_ex_pass/ex_pass.py").unlink()
+    result = cli.invoke(app, ["--course", str(mini_course), "--workspace", str(workspace), "check", "ex_pass",
+                              "--json"])
+    assert json.loads(result.stdout)["exercises"][0]["message"].startswith("not tried")

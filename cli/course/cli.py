@@ -37,9 +37,18 @@ app = typer.Typer(
 )
 
 
+def given(course: Path | None, workspace: Path | None) -> tuple[Path | None, Path | None]:
+    """--course and --workspace as given to the command, or else before it (`course --workspace W check`)."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    root = (ctx.find_root().obj if ctx is not None else None) or {}
+    return course or root.get("course"), workspace or root.get("workspace")
+
+
 def open_session(course: Path | None, workspace: Path | None) -> Session:
     """The session of this command, with a warning for anything recovered from its files."""
-    session = Session.open(course, workspace)
+    session = Session.open(*given(course, workspace))
     for message in session.warnings:
         ui.warning(message)
     return session
@@ -57,6 +66,7 @@ def say_where_grading_runs(session: Session) -> None:
 @app.callback()
 def root(ctx: typer.Context, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
     """Without a command: the list of exercises and what to do next."""
+    ctx.obj = {"course": course, "workspace": workspace}
     if ctx.invoked_subcommand is None:
         views.course_list(open_session(course, workspace), with_next=True)
 
@@ -219,7 +229,7 @@ def init(
     course: CourseOpt = None,
 ) -> None:
     """A fresh workspace holding the stubs and nothing else."""
-    made = init_workspace(course, directory)
+    made = init_workspace(given(course, None)[0], directory)
     ui.line(f"Workspace ready at {ui.shown_path(directory.resolve())} ({len(made)} files).")
     ui.line(f"Next: cd {directory} && course check")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
+from rich.text import Span, Text
 
 from course import ui
 
@@ -23,18 +23,32 @@ ALL_PASS = "Every exercise passes."
 
 
 def columns(rows: list[list[Text]], right: frozenset[int] | set[int] = frozenset(), gap: int = 2) -> list[Text]:
-    """Rows of cells aligned in columns (those in `right` flush right); no line ends in spaces."""
+    """Rows of cells aligned in columns (those in `right` flush right); no line ends in spaces.
+
+    Each line is built as one string with style spans: assembling Text piece by piece costs more
+    than everything else `course list` does.
+    """
     widths = [max((row[i].cell_len for row in rows if i < len(row)), default=0) for i in range(max(map(len, rows)))]
     lines = []
     for row in rows:
-        parts: list[Text | str] = []
+        plain: list[str] = []
+        spans: list[Span] = []
+        at = 0
         for i, cell in enumerate(row):
             pad = " " * (widths[i] - cell.cell_len)
             last = i == len(row) - 1
-            parts += [pad, cell] if i in right else [cell, "" if last else pad]
-            if not last:
-                parts.append(" " * gap)
-        lines.append(Text.assemble(*parts))
+            if i in right:
+                plain.append(pad)
+                at += len(pad)
+            plain.append(cell.plain)
+            if cell.style:
+                spans.append(Span(at, at + len(cell.plain), cell.style))
+            spans += [Span(at + sp.start, at + sp.end, sp.style) for sp in cell.spans]
+            at += len(cell.plain)
+            tail = "" if last else ("" if i in right else pad) + " " * gap
+            plain.append(tail)
+            at += len(tail)
+        lines.append(Text("".join(plain), spans=spans))
     return lines
 
 
@@ -52,20 +66,20 @@ def row_cells(row: ExerciseRow, current: str | None, topic: bool = True) -> list
     return [*cells, ui.status_text(row.status), Text(points(row.score, row.max_score))]
 
 
-def exercise_rows(session: Session, rows: list[ExerciseRow], current: str | None, topic: bool = True) -> None:
+def exercise_rows(session: Session, rows: list[ExerciseRow], current: str | None, topic: bool = True) -> Text:
     """The exercises as aligned rows under a header, each part of the course under its heading."""
     header = [Text("   #", style="dim"), Text("exercise", style="dim")]
     header += [Text("topic", style="dim")] if topic else []
     header += [Text("status", style="dim"), Text("points", style="dim")]
     cells = [header] + [row_cells(r, current, topic) for r in rows]
-    right = {len(header) - 1}
-    lines = columns(cells, right=right)
+    lines = columns(cells, right={len(header) - 1})
     titles = session.course.part_titles()
-    ui.out.print(lines[0], no_wrap=True, crop=False)
+    shown = [lines[0]]
     for row, text in zip(rows, lines[1:], strict=True):
         if row.name in titles:
-            ui.out.print(Text(titles[row.name], style="bold"), no_wrap=True, crop=False)
-        ui.out.print(text, no_wrap=True, crop=False)
+            shown.append(Text(titles[row.name], style="bold"))
+        shown.append(text)
+    return Text("\n").join(shown)
 
 
 def bar(n_done: int, n_total: int, width: int = 30, word: str = "passed") -> Text:
@@ -84,11 +98,10 @@ def course_list(session: Session, *, with_next: bool) -> None:
     """The exercises by part, the progress bar with the points; optionally what to do next."""
     summary = session.summary()
     now = session.current()
-    ui.line(summary.course, style="bold")
-    ui.line()
-    exercise_rows(session, summary.rows, now.name if now else None)
-    ui.line()
-    ui.out.print(standing(summary), no_wrap=True, crop=False)
+    table = exercise_rows(session, summary.rows, now.name if now else None)
+    # One print for the whole table: each print of rich costs as much as rendering a few rows.
+    ui.out.print(Text("\n").join([Text(summary.course, style="bold"), Text(), table, Text(), standing(summary)]),
+                 no_wrap=True, crop=False)
     if not with_next:
         return
     meta = session.course.meta
