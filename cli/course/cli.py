@@ -240,13 +240,13 @@ def watch(name: OptionalNameArg = None, course: CourseOpt = None, workspace: Wor
 
     Keys and saves work while a check runs: a new save grades the new file at once, q quits.
     """
-    from course import watch as watching  # imported here: only this command needs file events
+    from course import watch_loop  # imported here: only this command needs file events
 
-    watching.require_terminal()
+    watch_loop.require_terminal()
     session = open_session(course, workspace)
     exercise = session.exercise(name) if name else None
     say_where_grading_runs(session)
-    watching.run(session, exercise)
+    watch_loop.run(session, exercise)
     # Everything is written and every process of ours has ended; tearing down the hundreds of
     # modules loaded would add a sixth of a second to a `q` that must take well under 0.3 s.
     ui.flush()

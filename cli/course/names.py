@@ -21,10 +21,14 @@ class Named(Protocol):
     """What resolving needs of an exercise."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The exercise's name."""
+        ...
 
     @property
-    def position(self) -> int: ...
+    def position(self) -> int:
+        """Its position in the course, from 1."""
+        ...
 
 
 def resolve(exercises: Sequence[Named], token: str) -> Named | None:

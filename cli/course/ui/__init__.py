@@ -154,10 +154,14 @@ def _wrapped(body: Text, first: Text, rest: Text) -> None:
     if not body.plain.strip():
         return
     width = max(out.width - rest.cell_len, 20)
+    if "\n" not in body.plain and first.cell_len + body.cell_len <= out.width:  # most lines: nothing to wrap
+        out.print(Text.assemble(first, body), no_wrap=True, overflow="ignore", crop=False)
+        return
     lines = [piece for part in body.split("\n", allow_blank=True) for piece in part.divide(_breaks(part.plain, width))]
-    for i, part in enumerate(lines):
+    for part in lines:
         part.rstrip()
-        out.print(Text.assemble(first if i == 0 else rest, part), no_wrap=True, overflow="ignore", crop=False)
+    shown = Text("\n").join(Text.assemble(first if i == 0 else rest, part) for i, part in enumerate(lines))
+    out.print(shown, no_wrap=True, overflow="ignore", crop=False)
 
 
 def _breaks(text: str, width: int) -> list[int]:
