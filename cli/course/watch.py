@@ -52,7 +52,7 @@ class Watcher:
 
     def __init__(self, session: Session, exercise: Exercise | None = None, *, worker: Launcher | None = None,
                  clock: Callable[[], float] = time.monotonic, clear: Callable[[], None] | None = None,
-                 debounce_s: float = 0.2, quiet_s: float = 0.05, jobs: int = 0, post: Post | None = None,
+                 debounce_s: float = 0.2, quiet_s: float = 0.03, jobs: int = 0, post: Post | None = None,
                  footer: watching.Footer | None = None) -> None:
         self.session, self.worker, self.clock = session, worker, clock
         self.clear = clear or (lambda: None)

@@ -238,11 +238,13 @@ def _page(text: str) -> bool:
     import shutil
     import subprocess
 
-    command = shlex.split(os.environ.get("PAGER", "")) or (["less", "-R", "-F", "-X"] if shutil.which("less") else [])
+    command = shlex.split(os.environ.get("PAGER", "")) or (["less"] if shutil.which("less") else [])
     if not command:
         return False
+    # less shows colours only with -R; -F leaves at once when the text fits, -X keeps it on screen.
+    env = {**os.environ, "LESS": os.environ.get("LESS", "-RFX")}
     try:
-        subprocess.run(command, input=text.encode(STDOUT.encoding, "replace"), check=False)
+        subprocess.run(command, input=text.encode(STDOUT.encoding, "replace"), check=False, env=env)
     except (OSError, KeyboardInterrupt):
         return False
     return True
