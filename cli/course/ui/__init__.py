@@ -101,10 +101,11 @@ STYLES = {
     "stale": "yellow",
     "not_tried": "dim",
     "not_run": "dim",
+    "not run": "dim",
     "skipped": "yellow",
 }
 MARKS = {"passed": "✓", "failed": "✗", "timeout": "⧖", "error": "!", "skipped": "-", "stale": "~", "not_tried": "·",
-         "not_run": "○"}
+         "not_run": "○", "not run": "○"}
 LABELS = {"not_tried": "not tried", "timeout": "timed out", "not_run": "not run"}
 
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 OUTPUT_LINES = 12
 """Lines of a check's output shown under it (the last ones); `--json` has all of it."""
-QUIET = ("passed", "skipped", "not_run")
+QUIET = ("passed", "skipped", "not_run", "not run")
 """Check statuses that need no reason under them."""
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
