@@ -65,18 +65,25 @@ def run(session: Session, exercise: Exercise | None = None, *, jobs: int = 0) ->
 def _end(watcher: Watcher | None, worker: Any) -> None:
     """Stop the grading in flight and wait (briefly) until its process group is gone, then end the worker.
 
-    The worker is told to stop by a signal rather than asked to: it holds JAX, whose orderly
-    teardown takes most of a second, and it has nothing to save (the grading it ran is dead).
+    The group is killed at once rather than when the grading's thread next looks at its cancel
+    switch. The worker is told to stop by a signal rather than asked to: it holds JAX, whose
+    orderly teardown takes most of a second, and it has nothing to save (the grading it ran is
+    dead). After a quit the process ends at once (`course.cli.watch`), so the worker's exit is
+    not waited for; after a failure it is, as at any exit.
     """
+    from course.engine import isolation
+
     grading = watcher.grading if watcher is not None else None
     if grading is not None:
         grading.cancel.set()
+        isolation.stop_all()
         if grading.thread is not None:
-            grading.thread.join(timeout=5)
+            grading.thread.join(timeout=5)  # its clean-up removes the grading's work folder
     if worker is not None:
         with contextlib.suppress(OSError):
             os.kill(worker.pid, signal.SIGTERM)
-        worker.close()
+        if watcher is None or not watcher.done:
+            worker.close()
 
 
 def _loop(watcher: Watcher, events: queue.Queue[tuple[str, Any]]) -> None:
