@@ -116,7 +116,7 @@ def test_a_burst_of_saves_is_graded_once(watcher: Watcher) -> None:
     graded = watcher.n_graded
     for _ in range(5):
         watcher.on_save(watcher.path)
-        clock.now += 0.03  # type: ignore[attr-defined]
+        clock.now += 0.02  # type: ignore[attr-defined]
         assert watcher.tick() is None
     clock.now += 0.1  # type: ignore[attr-defined]
     assert watcher.tick() is not None
