@@ -181,8 +181,8 @@ class Watcher:
         self.grading = None
         self.footer.state, self.footer.since = "", None
         exercises = [self.session.exercise(n) for n in grading.names]
-        self.session.record(exercises, results)
         if len(results) > 1:
+            self.session.record(exercises, results)
             return self._after_all(results)
         (result,) = results
         self.result, self.n_graded = result, self.n_graded + 1
@@ -190,6 +190,8 @@ class Watcher:
         self.footer.state = "passes" if result.passed else "not yet"
         self.clear()
         watching.screen(self.session, result)
+        # Recorded once shown: the lock and the flush to disk need not delay the verdict.
+        self.session.record(exercises, results)
         return result
 
     def _checking(self, *, again: bool = False) -> None:
