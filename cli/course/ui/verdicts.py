@@ -37,8 +37,9 @@ _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\
 def not_started(session: Session, result: ExerciseResult) -> str:
     """Why an exercise was not tried, in one line."""
     exercise = session.exercise(result.name)
-    if not session.submission(exercise).is_file():
-        return result.message or "not tried: your file is missing; `course reset` restores the stub"
+    path = session.submission(exercise)
+    if not path.is_file():
+        return f"not tried: {ui.shown_path(path)} does not exist; `course reset {exercise.name}` restores the stub"
     try:
         stub = exercise.stub_path.read_text(encoding="utf-8")
     except OSError:
