@@ -94,3 +94,79 @@ def report(figure: str, measured: float, baseline: float, goal: float, unit: str
         f"{figure}: {measured:.3f} {unit} vs {baseline:.3f} {unit} -> {ratio:.2f}x "
         f"(goal <= {goal}x: {verdict}; median of {RUNS})"
     )
+
+
+class Screen:
+    """`course ARGS` in a pseudo-terminal, timed from outside: when did some text appear on screen?"""
+
+    def __init__(self, args: list[str], *, cwd: Path, cols: int = 120, rows: int = 40) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+        import threading
+
+        self.main, sub = pty.openpty()
+        fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        self.proc = subprocess.Popen([*COURSE, *args], stdin=sub, stdout=sub, stderr=sub, cwd=cwd,
+                                     env={**env, "TERM": "xterm"}, start_new_session=True)
+        os.close(sub)
+        self._chunks: list[tuple[float, bytes]] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        """Keep what the terminal shows, each piece stamped with when it arrived."""
+        import select
+
+        while True:
+            try:
+                if select.select([self.main], [], [], 0.05)[0]:
+                    chunk = os.read(self.main, 65536)
+                    if not chunk:
+                        return
+                    with self._lock:
+                        self._chunks.append((time.perf_counter(), chunk))
+                elif self.proc.poll() is not None:
+                    return
+            except OSError:
+                return
+
+    def mark(self) -> int:
+        """A position in the output: later waits look only at what comes after it."""
+        with self._lock:
+            return len(self._chunks)
+
+    def wait_for(self, text: str, after: int, timeout_s: float = 120) -> float:
+        """The moment `text` first appeared after position `after` (waiting for it if need be)."""
+        needle = text.encode()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                chunks = self._chunks[after:]
+            seen = b""
+            for stamp, chunk in chunks:
+                seen += chunk
+                if needle in seen:
+                    return stamp
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{text!r} did not appear: {seen[-1500:].decode(errors='replace')}")
+            time.sleep(0.002)
+
+    def type(self, keys: str) -> float:
+        """Press `keys`; the moment they were sent."""
+        os.write(self.main, keys.encode())
+        return time.perf_counter()
+
+    def close(self) -> None:
+        """End the process if it is still there."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.main)
+
+
+def load_average() -> str:
+    """The machine's load average, for the record (it is shared)."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())

@@ -7,6 +7,8 @@ import multiprocessing
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
 from course.paths import WorkspacePaths
 from course.progress import ENTRY_FIELDS, Entry, Progress, ProgressStore, now_iso
 
@@ -32,7 +34,8 @@ def test_record_and_reload(tmp_path: Path) -> None:
 
 
 def test_corrupt_file_is_kept_as_bak(tmp_path: Path) -> None:
-    """A damaged file is moved to progress.json.bak with a warning; progress starts fresh."""
+    """A damaged file is moved to progress.json.bak with a warning that says how to rebuild; progress
+    starts fresh."""
     store = ProgressStore(WorkspacePaths(tmp_path))
     store.record({"a": _entry()})
     text = store.paths.progress.read_text()
@@ -40,7 +43,50 @@ def test_corrupt_file_is_kept_as_bak(tmp_path: Path) -> None:
     fresh = ProgressStore(WorkspacePaths(tmp_path))
     assert fresh.load().exercises == {}
     assert (tmp_path / ".course" / "progress.json.bak").read_text() == text[: len(text) // 2]
-    assert "damaged" in fresh.warnings[0]
+    assert "damaged" in fresh.warnings[0] and "`course check --all` grades your files again" in fresh.warnings[0]
+
+
+def test_every_damaged_file_gets_its_own_backup(tmp_path: Path) -> None:
+    """A second and a third corruption are kept as .bak.2 and .bak.3: no earlier backup is overwritten."""
+    kept = []
+    for i in range(3):
+        store = ProgressStore(WorkspacePaths(tmp_path))
+        store.record({"a": _entry()})
+        store.paths.progress.write_text(f"damaged {i}")
+        fresh = ProgressStore(WorkspacePaths(tmp_path))
+        assert fresh.load().exercises == {}
+        kept.append(fresh.warnings[0])
+    state = tmp_path / ".course"
+    assert [(state / n).read_text() for n in ("progress.json.bak", "progress.json.bak.2", "progress.json.bak.3")] == [
+        "damaged 0", "damaged 1", "damaged 2"]
+    assert "kept as progress.json.bak.3" in kept[2]
+
+
+def test_unknown_version_is_an_error_and_the_file_is_kept(tmp_path: Path) -> None:
+    """A file of another version is neither read as empty nor moved: one clear error, exit 2."""
+    from course.errors import exit_code_for
+    from course.progress import ProgressVersionError
+
+    paths = WorkspacePaths(tmp_path)
+    paths.state.mkdir()
+    paths.progress.write_text(json.dumps({"version": 99, "exercises": {"a": {"x": 1}}}))
+    with pytest.raises(ProgressVersionError, match="format 99") as info:
+        ProgressStore(paths).load()
+    assert "upgrade" in str(info.value) and exit_code_for(info.value) == 2
+    assert json.loads(paths.progress.read_text())["version"] == 99
+    assert not list(paths.state.glob("*.bak*"))
+
+
+def test_passed_once_is_signed_and_older_entries_still_read(tmp_path: Path) -> None:
+    """An entry without `passed_once` (written before it existed) verifies; setting it by hand does not."""
+    store = ProgressStore(WorkspacePaths(tmp_path))
+    store.record({"a": _entry("failed"), "b": _entry("not_tried")})
+    data = json.loads(store.paths.progress.read_text())
+    del data["exercises"]["a"]["passed_once"]
+    data["exercises"]["b"]["passed_once"] = True
+    store.paths.progress.write_text(json.dumps(data))
+    again = ProgressStore(WorkspacePaths(tmp_path))
+    assert sorted(again.load().exercises) == ["a"] and "`b` was edited by hand" in again.warnings[0]
 
 
 def test_hand_edited_entry_is_ignored(tmp_path: Path) -> None:
@@ -57,12 +103,15 @@ def test_hand_edited_entry_is_ignored(tmp_path: Path) -> None:
 
 
 def test_stale_and_not_tried() -> None:
-    """A pass against another grader hash is stale; a failure stays a failure; no entry is not tried."""
-    progress = Progress(exercises={"a": _entry(digest="old"), "b": _entry(digest="h"), "c": _entry("failed", "old")})
+    """A pass against another grader hash is stale; a failure stays a failure; no entry, or one recorded
+    as not tried, is not tried."""
+    progress = Progress(exercises={"a": _entry(digest="old"), "b": _entry(digest="h"), "c": _entry("failed", "old"),
+                                   "e": _entry("not_tried", "h")})
     assert progress.status("a", "new") == "stale"
     assert progress.status("b", "h") == "passed"
     assert progress.status("c", "new") == "failed"
     assert progress.status("d", "h") == "not_tried"
+    assert progress.status("e", "h") == "not_tried"
 
 
 def test_entry_fields_match_the_schema() -> None:

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
-import select
 import shutil
-import struct
 import subprocess
 import sys
-import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from conftest import git_commit
 from course.engine.runner import start_worker
 from course.engine.worker import Worker
 from course.progress import ProgressStore
 from course.session import Session, init_workspace
-from course.watch import Watcher
+from course.ui.watching import NO_TERMINAL
+from course.watch import Grading, Watcher, _digest
+from terminal import Terminal
 
 MINI = Path(__file__).parent / "fixtures" / "mini_course"
 SOLVED = "def double(x):\n    return 2 * x\n"
@@ -118,7 +116,7 @@ def test_a_burst_of_saves_is_graded_once(watcher: Watcher) -> None:
     graded = watcher.n_graded
     for _ in range(5):
         watcher.on_save(watcher.path)
-        clock.now += 0.03  # type: ignore[attr-defined]
+        clock.now += 0.02  # type: ignore[attr-defined]
         assert watcher.tick() is None
     clock.now += 0.1  # type: ignore[attr-defined]
     assert watcher.tick() is not None
@@ -147,16 +145,53 @@ def test_no_auto_advance_and_n_only_once_passed(watcher: Watcher, capsys: pytest
     assert "does not pass yet" in capsys.readouterr().out
 
 
-def test_keys_pressed_while_grading_are_ignored(watcher: Watcher) -> None:
-    """A key read before the last grading ended, or during one, does nothing."""
-    watcher.on_key("q", at=watcher.clock() - 1)
-    assert not watcher.done
-    watcher.busy = True
-    watcher.on_key("q")
-    assert not watcher.done
-    watcher.busy = False
-    watcher.on_key("q", at=watcher.clock())
-    assert watcher.done
+def test_n_during_a_check_says_why_unless_what_runs_has_passed(watcher: Watcher,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`n` while a new version is checked stays and says why; while the version that passed is checked
+    again, it stops that check and moves on."""
+    watcher.on_key("n")  # ex_pass passed: on to ex_fail
+    watcher.grading = Grading(["ex_fail"], _digest(watcher.path))
+    capsys.readouterr()
+    watcher.on_key("n")
+    assert watcher.name == "ex_fail" and "ex_fail is being checked" in capsys.readouterr().out
+    watcher.grading = None
+    watcher.path.write_text(SOLVED)
+    watcher.on_save(watcher.path)
+    watcher.clock.now += 1  # type: ignore[attr-defined]
+    assert watcher.tick().passed  # type: ignore[union-attr]
+    running = Grading(["ex_fail"], _digest(watcher.path))
+    watcher.grading = running
+    watcher.on_key("n")
+    assert running.cancel.is_set() and watcher.name != "ex_fail"
+
+
+def test_a_new_save_during_a_check_cancels_it(watcher: Watcher, capsys: pytest.CaptureFixture[str]) -> None:
+    """A save of a new version cancels the grading in flight, says so at once, and is graded once it
+    settles; a save that leaves the file as it was (a touch) cancels nothing."""
+    running = Grading(["ex_pass"], _digest(watcher.path))
+    watcher.grading = running
+    watcher.on_save(watcher.path)
+    assert not running.cancel.is_set() and not watcher.due()
+    watcher.path.write_text("def double(x):\n    return x\n")
+    capsys.readouterr()
+    assert watcher.on_save(watcher.path)
+    assert running.cancel.is_set() and "saved again: checking the new version" in capsys.readouterr().out
+    watcher.clock.now += 0.1  # type: ignore[attr-defined]
+    result = watcher.tick()
+    assert result is not None and not result.passed and watcher.grading is None
+
+
+def test_a_superseded_or_cancelled_verdict_is_dropped(watcher: Watcher) -> None:
+    """A verdict that arrives for a grading no longer in hand is neither shown nor recorded."""
+    from course.engine.verdict import ExerciseResult
+
+    before = watcher.session.status(watcher.exercise)
+    old = Grading(["ex_pass"], b"")
+    watcher.grading = Grading(["ex_pass"], b"")
+    assert watcher.on_graded(old.id, [ExerciseResult("ex_pass", "failed")]) is None
+    watcher.grading.cancel.set()
+    assert watcher.on_graded(watcher.grading.id, [ExerciseResult("ex_pass", "failed")]) is None
+    assert watcher.session.status(watcher.exercise) == before == "passed"
 
 
 def test_hint_and_list_keys(watcher: Watcher, capsys: pytest.CaptureFixture[str]) -> None:
@@ -166,6 +201,7 @@ def test_hint_and_list_keys(watcher: Watcher, capsys: pytest.CaptureFixture[str]
     watcher.on_key("h")
     out = capsys.readouterr().out
     assert "Hint 1 of 3 for ex_pass" in out and "Hint 2 of 3 for ex_pass" in out
+    assert "Press h for the next one." in out and "course hint" not in out
     watcher.on_key("l")
     out = capsys.readouterr().out
     assert "ex_fail" in out and "passed" in out
@@ -206,47 +242,106 @@ def test_everything_is_rechecked_before_the_final_message(watcher: Watcher, caps
     assert (watcher.session.course.meta.final or "Every exercise passes.") in capsys.readouterr().out
 
 
-def test_real_loop_in_a_terminal(state: Session) -> None:
-    """`course watch` in a pseudo-terminal: verdict, a save is re-graded from file events, `q` quits."""
-    workspace = state.workspace
-    main, sub = pty.openpty()
-    # A wide terminal: the markers looked for below must not be wrapped apart.
-    fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
-    env = {**os.environ, "COURSE_ROOT": str(state.course.root)}
-    env.pop("COLUMNS", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "course", "watch", "--workspace", str(workspace)],
-        stdin=sub,
-        stdout=sub,
-        stderr=sub,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(sub)
+
+
+LOOPING = "def double(x):\n    while True:\n        pass\n"
+
+
+@pytest.fixture
+def looping_course(tmp_path: Path) -> Path:
+    """The mini course's first two exercises and its looping one, whose limit is far off (300 s), so
+    that only a cancellation can end its grading within a test."""
+    root = tmp_path / "course"
+    shutil.copytree(MINI, root, ignore=shutil.ignore_patterns(".course", "__pycache__"))
+    toml = root / "course.toml"
+    toml.write_text(toml.read_text().replace('"ex_syntax", "ex_loop", "ex_exit_import", "ex_os_exit", "ex_no_tests"',
+                                             '"ex_syntax", "ex_loop"'))
+    meta = root / "exercises/04_ex_loop/exercise.toml"
+    meta.write_text(meta.read_text().replace("timeout_s = 3", "timeout_s = 300"))
+    git_commit(root)
+    return root
+
+
+def _save(path: Path, text: str) -> None:
+    """Save the way many editors do: write a temporary file beside it, then rename it over."""
+    tmp = path.with_name(f".{path.name}.swp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def test_watch_a_named_exercise_hint_in_place_and_the_progress_line(looping_course: Path) -> None:
+    """`course watch 2` in a terminal watches ex_fail (not the current ex_pass); `h` shows the next hint
+    in place; `n` while a new version is checked says why it stays; a save during that check cancels
+    it and the new file gets its verdict; the progress line is drawn again under it; `q` quits."""
+    target = looping_course / "exercises/02_ex_fail/ex_fail.py"
+    term = Terminal(["watch", "2"], cwd=looping_course)
     try:
-        _read_until(main, b"Press n for the next exercise")
-        os.write(main, b"n")
-        _read_until(main, b"save it to check again")
-        target = state.submission(state.exercise("ex_fail"))
-        tmp = target.with_name(".ex_fail.py.swp")
-        tmp.write_text(SOLVED)
-        os.replace(tmp, target)  # the way many editors save
-        _read_until(main, b"ex_fail passes")
-        os.write(main, b"q")
-        assert proc.wait(timeout=30) == 0
+        term.expect("course watch · ex_fail (2 of 4)")
+        term.expect("save it to check again")
+        term.type("h")
+        term.expect("Hint 1 of 3 for ex_fail:")
+        term.expect("Press h for the next one.")
+        _save(target, LOOPING)
+        term.expect("checking ex_fail...")
+        _wait_for_a_grading(term)
+        term.type("n")
+        term.expect("n: ex_fail is being checked; it moves on once that check passes")
+        _save(target, SOLVED)
+        term.expect("saved again: checking the new version...")
+        term.expect("ex_fail passes. Press n for the next exercise.")
+        term.expect("1/4 passed · ex_fail · passes · h hint · q quit")
+        term.type("q")
+        term.expect("Bye.")
+        assert term.proc.wait(timeout=60) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(main)
+        term.close()
 
 
-def _read_until(fd: int, marker: bytes, timeout_s: float = 120) -> bytes:
-    """Read the terminal until `marker` shows up."""
-    seen = b""
-    deadline = time.monotonic() + timeout_s
-    while marker not in seen:
-        assert time.monotonic() < deadline, seen.decode(errors="replace")[-2000:]
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            seen += os.read(fd, 65536)
-    return seen
+def _wait_for_a_grading(term: Terminal) -> list[int]:
+    """Wait until watch's worker runs a grading; the pids of watch's processes (worker, grading)."""
+    import psutil
+
+    deadline = time.monotonic() + 120
+    while len(found := psutil.Process(term.proc.pid).children(recursive=True)) < 2:
+        assert time.monotonic() < deadline, term.text()[-2000:]
+        time.sleep(0.02)
+    return [p.pid for p in found]
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie has ended)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_q_during_a_check_quits_and_ends_its_processes(looping_course: Path) -> None:
+    """`q` while a grading loops forever ends watch, the grading's process group and the worker, long
+    before the grading's own limit could have."""
+    term = Terminal(["watch", "ex_loop"], cwd=looping_course)
+    try:
+        term.expect("checking ex_loop...")
+        started = _wait_for_a_grading(term)
+        term.type("q")
+        assert term.proc.wait(timeout=60) == 0
+        assert "Bye." in term.text() and "ran past" not in term.text()
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in started):
+            assert time.monotonic() < deadline, [pid for pid in started if _alive(pid)]
+            time.sleep(0.05)
+    finally:
+        term.close()
+
+
+def test_watch_without_a_terminal_says_what_to_use(looping_course: Path) -> None:
+    """Without a terminal (a notebook's `!course watch`, a pipe) watch does not hang: one sentence
+    pointing to `course check` and the notebook's cell magic, and exit 2."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_ROOT", "COURSE_WORKSPACE")}
+    done = subprocess.run([sys.executable, "-m", "course", "watch"], cwd=looping_course, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2
+    assert " ".join(done.stderr.split()) == f"error: {NO_TERMINAL}"
+    assert "`course check`" in NO_TERMINAL and "`%%course NAME`" in NO_TERMINAL

@@ -2,7 +2,9 @@
 
 Failures are turned into one sentence and an exit code in one place, `course.options.Group.invoke`,
 which hands them to `course.errors.exit_code_for` (the console script's fast path uses it too).
-The instructor's commands live in `course.instructor.commands` and are added last.
+Every command that takes an exercise accepts it as people type it (`course.names`). The
+instructor's commands live in `course.instructor.commands` and are added last; `--help` lists
+the learner's and the teacher's in two panels (`course.options.LEARNING`).
 """
 
 from __future__ import annotations
@@ -17,47 +19,70 @@ import typer
 from course import ui
 from course.errors import UsageError
 from course.instructor.commands import register as register_instructor_commands
-from course.options import CourseOpt, Group, NameArg, WorkspaceOpt
+from course.options import CourseOpt, Group, OptionalNameArg, WorkspaceOpt
 from course.session import Session, exit_code, init_workspace
-from course.ui import views
+from course.ui import verdicts, views
 
 app = typer.Typer(
     cls=Group,
     help="Graded exercises for JAX Performance & Distributed.\n\n"
     "Edit the file of the current exercise, run `course check`, read what each check says, "
-    "repeat. `course list` shows where you are; `course watch` re-checks on every save.",
+    "repeat. `course list` shows where you are; `course watch` re-checks on every save. "
+    "An exercise can be named by its name, its number (1, 01), its folder or file, or with dashes.",
     add_completion=False,
     invoke_without_command=True,
     rich_markup_mode=None,
+    suggest_commands=False,  # Group.resolve_command says it once, in one sentence
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def given(course: Path | None, workspace: Path | None) -> tuple[Path | None, Path | None]:
+    """--course and --workspace as given to the command, or else before it (`course --workspace W check`)."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    root = (ctx.find_root().obj if ctx is not None else None) or {}
+    return course or root.get("course"), workspace or root.get("workspace")
+
+
 def open_session(course: Path | None, workspace: Path | None) -> Session:
     """The session of this command, with a warning for anything recovered from its files."""
-    session = Session.open(course, workspace)
+    session = Session.open(*given(course, workspace))
     for message in session.warnings:
         ui.warning(message)
     return session
 
 
+def say_where_grading_runs(session: Session) -> None:
+    """Before grading: if JAX was asked for an accelerator, say (once) that grading uses the CPU."""
+    from course import accelerator
+
+    notice = accelerator.notice(session.paths)
+    if notice:
+        ui.info(notice)
+
+
 @app.callback()
 def root(ctx: typer.Context, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
     """Without a command: the list of exercises and what to do next."""
+    ctx.obj = {"course": course, "workspace": workspace}
     if ctx.invoked_subcommand is None:
         views.course_list(open_session(course, workspace), with_next=True)
 
 
 @app.command("list")
 def list_(course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
-    """Show every exercise with its topic, status and points."""
+    """Every exercise by part, with its topic, status and points."""
     views.course_list(open_session(course, workspace), with_next=False)
 
 
 @app.command()
 def check(
     names: Annotated[
-        list[str] | None, typer.Argument(help="Exercises to grade (default: the current one).", show_default=False)
+        list[str] | None,
+        typer.Argument(help="Exercises to grade, as names, numbers, folders or files (default: the current one).",
+                       show_default=False),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Grade every exercise.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout and nothing else.")] = False,
@@ -65,38 +90,58 @@ def check(
         int, typer.Option("--jobs", "-j", help="Exercises graded at once (default: number of cores).", min=0)
     ] = 0,
     seed: Annotated[int | None, typer.Option("--seed", help="Repeat the random inputs of an earlier run.")] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="With several exercises, show every check, not the first failure.")
+    ] = False,
+    show_output: Annotated[
+        bool, typer.Option("--show-output", help="Show what your code printed under passing checks too.")
+    ] = False,
     course: CourseOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Grade exercises and say, check by check, what holds and what does not.
+    """Grade exercises and say, check by check, what holds.
 
-    Exit code 0 when every selected exercise passes, 1 when a check fails, 2 for a usage
-    problem, 3 when the course itself failed.
+    Without a name, the current exercise. Exit code 0 when every selected exercise passes, 1
+    when a check fails, 2 for a usage problem, 3 when the course itself failed.
     """
     session = open_session(course, workspace)
     selected = session.select(names or [], all_=all_)
-    with ui.progress_bar(len(selected), "grading", enabled=not as_json) as advance:
-        graded = session.check(selected, jobs=jobs or os.cpu_count() or 1, seed=seed,
-                               on_result=lambda r: advance(r.name))
+    say_where_grading_runs(session)
+    jobs = jobs or os.cpu_count() or 1
+    live = verdicts.LiveCheck(selected, len(session.course.exercises), jobs)
+    with ui.live(live, enabled=not as_json):
+        graded = session.check(selected, jobs=jobs, seed=seed, on_result=live.result, on_event=live.event)
     if as_json:
         ui.emit_json(views.check_json(session, graded))
     else:
-        views.results(session, graded)
+        verdicts.results(session, graded, verbose=verbose, show_output=show_output)
     raise typer.Exit(exit_code(graded))
 
 
 @app.command()
-def show(name: NameArg, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
-    """Print the lesson and task, and the path of the file to edit."""
+def show(
+    name: OptionalNameArg = None,
+    task: Annotated[bool, typer.Option("--task", help="Print only the task and the file to edit.")] = False,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="Print straight to the terminal, never paged.")] = False,
+    course: CourseOpt = None,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """The lesson and the task, and the file to edit."""
+    from course.ui import lessons  # imported here: only `show` renders Markdown
+
     session = open_session(course, workspace)
-    exercise = session.exercise(name)
-    ui.lesson(exercise.lesson_path.read_text(encoding="utf-8"))
-    ui.line(f"Edit: {session.submission(exercise)}", style="bold")
+    exercise = session.named_or_current(name)
+    text = exercise.lesson_path.read_text(encoding="utf-8")
+    if task:
+        text = lessons.task(text) or text
+    with ui.paged(enabled=not no_pager and not task):
+        lessons.render(text)
+        ui.line(f"Edit: {ui.shown_path(session.submission(exercise))}", style="bold")
 
 
 @app.command()
 def hint(
-    name: NameArg,
+    name: OptionalNameArg = None,
     level: Annotated[
         int | None,
         typer.Option("--level", "-l", help="Show this level (1 is a nudge, the last nearly the answer).", min=1),
@@ -104,40 +149,62 @@ def hint(
     course: CourseOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Show hints one level at a time: each call reveals the next."""
+    """The next hint, from a nudge to nearly the answer."""
     session = open_session(course, workspace)
-    views.hint(session.next_hint(session.exercise(name), level))
+    views.hint(session.next_hint(session.named_or_current(name), level))
 
 
 @app.command()
 def reset(
-    name: NameArg,
+    name: OptionalNameArg = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     course: CourseOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Restore the stub; your version is kept as a backup first, and the command says where."""
+    """Put the stub back; your version is kept as a backup.
+
+    `course restore` brings your version back.
+    """
     session = open_session(course, workspace)
-    exercise = session.exercise(name)
+    exercise = session.named_or_current(name)
     if not yes:
         if not sys.stdin.isatty():
-            raise UsageError(f"`course reset {name}` replaces your file; add --yes to confirm.")
-        typer.confirm(f"Restore the stub of {name}? Your version is kept as a backup.", abort=True)
+            raise UsageError(f"`course reset {exercise.name}` replaces your file; add --yes to confirm.")
+        typer.confirm(f"Restore the stub of {exercise.name}? Your version is kept as a backup.", abort=True)
     backup = session.reset(exercise)
-    ui.line(f"Restored {session.submission(exercise)}.")
+    ui.line(f"Restored the stub of {exercise.name}: {ui.shown_path(session.submission(exercise))}.")
     if backup is not None:
-        ui.line(f"Your version is kept at {backup}.")
+        ui.line(f"Your version is kept at {ui.shown_path(backup)}; `course restore {exercise.name}` brings it back.")
 
 
 @app.command()
-def solution(name: NameArg, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
-    """Show the reference solution, once the exercise has passed."""
+def restore(name: OptionalNameArg = None, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
+    """Bring back your version from before the last reset.
+
+    The file it replaces is kept as a backup too, so a second restore undoes the first.
+    """
     session = open_session(course, workspace)
-    exercise = session.exercise(name)
+    exercise = session.named_or_current(name)
+    restored, kept = session.restore(exercise)
+    ui.line(f"Restored {ui.shown_path(session.submission(exercise))} from {ui.shown_path(restored)}.")
+    if kept is not None:
+        ui.line(f"The file it replaced is kept at {ui.shown_path(kept)}.")
+    ui.line(f"Next: `course check {exercise.name}` grades it.")
+
+
+@app.command()
+def solution(name: OptionalNameArg = None, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
+    """The reference solution, once you have passed.
+
+    Without a name: the exercise you passed last.
+    """
+    session = open_session(course, workspace)
+    exercise = session.exercise(name) if name else (session.last_passed() or session.named_or_current(None))
     if not exercise.solution_path.is_file():
         raise UsageError("solutions are not part of this copy of the course; your instructor keeps them.")
     if not session.passed_ever(exercise):
-        ui.error(f"`{name}` has not passed yet; the solution opens once `course check {name}` passes.")
+        ui.error(f"`{exercise.name}` has not passed yet; its solution opens once `course check {exercise.name}` "
+                 "passes.")
         raise typer.Exit(1)
     ui.raw(exercise.solution_path.read_text(encoding="utf-8"))
 
@@ -148,7 +215,7 @@ def progress_(
     course: CourseOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Summarize what has passed, the points, and the last results (grades nothing)."""
+    """What has passed, your points, and when each was checked."""
     summary = open_session(course, workspace).summary()
     if as_json:
         ui.emit_json(views.progress_json(summary))
@@ -161,9 +228,9 @@ def init(
     directory: Annotated[Path, typer.Argument(help="Folder to make into a workspace.")],
     course: CourseOpt = None,
 ) -> None:
-    """Make a fresh workspace holding the stubs and nothing else."""
-    made = init_workspace(course, directory)
-    ui.line(f"Workspace ready at {directory.resolve()} ({len(made)} files).")
+    """A fresh workspace holding the stubs and nothing else."""
+    made = init_workspace(given(course, None)[0], directory)
+    ui.line(f"Workspace ready at {ui.shown_path(directory.resolve())} ({len(made)} files).")
     ui.line(f"Next: cd {directory} && course check")
 
 
@@ -192,11 +259,22 @@ def inspect_(
 
 
 @app.command()
-def watch(course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
-    """Re-grade the current exercise each time you save its file; keys for next, hint, list, reset, quit."""
-    from course import watch as watching  # imported here: only this command needs file events
+def watch(name: OptionalNameArg = None, course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
+    """Re-grade on every save; keys for next, hint, list, reset, quit.
 
-    watching.run(open_session(course, workspace))
+    Keys and saves work while a check runs: a new save grades the new file at once, q quits.
+    """
+    from course import watch_loop  # imported here: only this command needs file events
+
+    watch_loop.require_terminal()
+    session = open_session(course, workspace)
+    exercise = session.exercise(name) if name else None
+    say_where_grading_runs(session)
+    watch_loop.run(session, exercise)
+    # Everything is written and every process of ours has ended; tearing down the hundreds of
+    # modules loaded would add a sixth of a second to a `q` that must take well under 0.3 s.
+    ui.flush()
+    os._exit(0)
 
 
 register_instructor_commands(app)

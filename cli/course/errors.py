@@ -14,11 +14,13 @@ class UsageError(CourseError):
 
 
 class UnknownExercise(UsageError):
-    """A name that is not in `course.toml`."""
+    """A name that is not in `course.toml`, with the names closest to it."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"There is no exercise named `{name}`; `course list` shows the names.")
-        self.name = name
+    def __init__(self, name: str, closest: list[str] | None = None) -> None:
+        guess = " or ".join(f"`{n}`" for n in closest or [])
+        hint = f"did you mean {guess}? (`course list` shows the names)" if guess else "`course list` shows the names."
+        super().__init__(f"There is no exercise named `{name}`; {hint}")
+        self.name, self.closest = name, list(closest or [])
 
 
 class RegistryError(CourseError):

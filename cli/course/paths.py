@@ -27,10 +27,9 @@ class WorkspacePaths:
         """Stored results, one signed entry per exercise."""
         return self.state / "progress.json"
 
-    @property
-    def progress_backup(self) -> Path:
-        """Where a damaged progress file is kept."""
-        return self.state / "progress.json.bak"
+    def progress_backup(self, n: int) -> Path:
+        """Where the `n`th damaged progress file is kept: `progress.json.bak`, then `.bak.2`, `.bak.3`."""
+        return self.state / ("progress.json.bak" if n == 1 else f"progress.json.bak.{n}")
 
     @property
     def progress_lock(self) -> Path:
@@ -46,6 +45,11 @@ class WorkspacePaths:
     def hints(self) -> Path:
         """The hint level reached per exercise."""
         return self.state / "hints.json"
+
+    @property
+    def notices(self) -> Path:
+        """What this workspace has been told once, not to be told again."""
+        return self.state / "notices.json"
 
     @property
     def backups(self) -> Path:

@@ -8,19 +8,15 @@ file changes. Each exercise's grader hash is computed here, once per command.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from course import memo
+from course import names as naming
 from course.errors import RegistryError, UnknownExercise
-from course.files import write_atomic
-from course.paths import registry_memo
-from course.points import static_points
 from course.schema_names import NAME_RE
 
 FORMAT_VERSION = 1
@@ -40,6 +36,8 @@ class CourseMeta:
     format_version: int = FORMAT_VERSION
     welcome: str = ""
     final: str = ""
+    parts: list[dict[str, str]] = field(default_factory=list)
+    """Each part's `title` and `first` exercise (`course.schema.PartFile`)."""
 
 
 @dataclass(frozen=True)
@@ -136,12 +134,16 @@ class Course:
             for i, name in enumerate(self.meta.exercises, start=1)
         ]
 
+    def part_titles(self) -> dict[str, str]:
+        """The heading each part's first exercise comes under, by that exercise's name."""
+        return {part["first"]: part["title"] for part in self.meta.parts}
+
     def get(self, name: str) -> Exercise:
-        """The exercise called `name`, or UnknownExercise."""
-        for exercise in self.exercises:
-            if exercise.name == name:
-                return exercise
-        raise UnknownExercise(name)
+        """The exercise `name` names, as people type it (`course.names`), or UnknownExercise."""
+        found = naming.resolve(self.exercises, name)
+        if found is None:
+            raise UnknownExercise(name, naming.closest(self.exercises, name))
+        return found  # type: ignore[return-value]
 
     def select(self, names: list[str]) -> list[Exercise]:
         """The named exercises in course order; an unknown name is a usage error."""
@@ -151,6 +153,8 @@ class Course:
 
 def load_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; a missing or malformed one is a RegistryError naming it."""
+    import tomllib  # imported here: a memoized course is read without parsing TOML
+
     try:
         return tomllib.loads(_read(path).decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -181,26 +185,43 @@ def _meta_path(root: Path, position: int, name: str) -> Path:
 
 
 def load_course(root: Path) -> Course:
-    """Load and validate `course.toml` and every listed `exercise.toml` at `root`."""
+    """Load and validate `course.toml` and every listed `exercise.toml` at `root` (memoized: `course.memo`)."""
+    stored = memo.load(root)
+    schema = hashlib.sha256(_SCHEMA_TAG).hexdigest()
+    if memo.unchanged(root, stored, schema):
+        return _course(root, stored["validated"], stored["hashes"])
     course_bytes = _read(root / COURSE_FILE)
     names = _listed_names(root, course_bytes)
-    metas = [_read_or_empty(_meta_path(root, i, n)) for i, n in enumerate(names, start=1)]
-    graders = [_read_or_empty(_grader_path(root, i, n)) for i, n in enumerate(names, start=1)]
-    hidden = [_read_or_empty(_grader_path(root, i, n, hidden=True)) for i, n in enumerate(names, start=1)]
+    places = [(_rel(i, n, "meta"), _rel(i, n, "grader"), _rel(i, n, "hidden")) for i, n in enumerate(names, start=1)]
+    metas, graders, hidden = ([_read_or_empty(root / p[k]) for p in places] for k in range(3))
     digest = hashlib.sha256(_SCHEMA_TAG)
     for part in [course_bytes, *metas, *graders, *hidden]:
         digest.update(hashlib.sha256(part).digest())
-    cached = _cache_read(root, digest.hexdigest())
+    cached = stored.get("validated") if stored.get("digest") == digest.hexdigest() else None
     if cached is None:
         cached = _validate_all(root)
         cached["points"] = {n: _points(g) for n, g in zip(names, graders, strict=True)}
         cached["hidden_points"] = {n: _points(h) if h else 0.0 for n, h in zip(names, hidden, strict=True)}
-        _cache_write(root, digest.hexdigest(), cached)
-    course_meta = CourseMeta(**cached["course"])
-    exercise_metas = {name: ExerciseMeta(**data) for name, data in cached["exercises"].items()}
     hashes = {n: _grader_hash(g, m) for n, g, m in zip(names, graders, metas, strict=True)}
-    info = {n: (hashes[n], cached["points"].get(n), cached["hidden_points"].get(n)) for n in course_meta.exercises}
+    memo.save(root, {"digest": digest.hexdigest(), "schema": schema, "validated": cached, "hashes": hashes},
+              [COURSE_FILE, *(rel for p in places for rel in p)])
+    return _course(root, cached, hashes)
+
+
+def _course(root: Path, validated: dict[str, Any], hashes: dict[str, str]) -> Course:
+    """The Course made from validated data and the graders' hashes."""
+    course_meta = CourseMeta(**validated["course"])
+    exercise_metas = {name: ExerciseMeta(**data) for name, data in validated["exercises"].items()}
+    info = {n: (hashes.get(n, ""), validated["points"].get(n), validated["hidden_points"].get(n))
+            for n in course_meta.exercises}
     return Course(root=root, meta=course_meta, exercise_metas=exercise_metas, graders=info)
+
+
+def _rel(position: int, name: str, kind: str) -> str:
+    """Where an exercise keeps its metadata, grader or hidden grader, relative to the course."""
+    folder = f"{position:02d}_{name}"
+    return {"meta": f"exercises/{folder}/exercise.toml", "grader": f"graders/{folder}/test_{name}.py",
+            "hidden": f"graders/{folder}/hidden/test_{name}_hidden.py"}[kind]
 
 
 def _grader_hash(grader: bytes, meta: bytes) -> str:
@@ -219,11 +240,15 @@ def _grader_path(root: Path, position: int, name: str, *, hidden: bool = False) 
 
 def _points(grader: bytes) -> float | None:
     """A grader's points, read from its source."""
+    from course.points import static_points  # imported here: only a changed grader is read again
+
     return static_points(grader.decode("utf-8", "replace"))
 
 
 def _listed_names(root: Path, course_bytes: bytes) -> list[str]:
     """The exercise names course.toml lists, if it parses well enough to say."""
+    import tomllib
+
     try:
         names = tomllib.loads(course_bytes.decode("utf-8")).get("exercises", [])
     except (tomllib.TOMLDecodeError, UnicodeDecodeError):
@@ -244,21 +269,3 @@ def _validate_all(root: Path) -> dict[str, Any]:
         meta_path = _meta_path(root, i, name)
         exercises[name] = schema.validate(schema.ExerciseFile, load_toml(meta_path), str(meta_path))
     return {"course": course, "exercises": exercises}
-
-
-def _cache_read(root: Path, digest: str) -> dict[str, Any] | None:
-    """Validated data for exactly these files' bytes, if memoized."""
-    try:
-        data = json.loads(registry_memo(root).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("digest") != digest:
-        return None
-    validated = data.get("validated")
-    return validated if isinstance(validated, dict) and "hidden_points" in validated else None
-
-
-def _cache_write(root: Path, digest: str, validated: dict[str, Any]) -> None:
-    """Memoize validated data; a read-only course simply goes without."""
-    with contextlib.suppress(OSError):
-        write_atomic(registry_memo(root), json.dumps({"digest": digest, "validated": validated}))

@@ -10,10 +10,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from course.errors import RegistryError
 from course.schema_names import NAME_RE
+
+
+class PartFile(BaseModel):
+    """One part of the course: a heading in `course list` over a run of exercises."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(min_length=1)
+    """The heading, e.g. `Part 1: buffers, refs, aliasing`."""
+    first: str
+    """The part's first exercise; it runs until the next part's first, or the end."""
 
 
 class CourseFile(BaseModel):
@@ -31,6 +42,8 @@ class CourseFile(BaseModel):
     """Shown by `course` before the first check."""
     final: str = ""
     """Shown when every exercise has passed."""
+    parts: list[PartFile] = []
+    """Headings in `course list`, in course order; exercises before the first part have none."""
 
     @field_validator("exercises")
     @classmethod
@@ -43,6 +56,19 @@ class CourseFile(BaseModel):
         if dupes:
             raise ValueError(f"`{dupes[0]}` is listed twice")
         return names
+
+    @field_validator("parts")
+    @classmethod
+    def _parts_in_order(cls, parts: list[PartFile], info: ValidationInfo) -> list[PartFile]:
+        """Each part starts at a listed exercise, later than the part before it."""
+        names, seen = info.data.get("exercises") or [], -1
+        for part in parts:
+            if part.first not in names:
+                raise ValueError(f"part `{part.title}` starts at `{part.first}`, which `exercises` does not list")
+            if names.index(part.first) <= seen:
+                raise ValueError(f"part `{part.title}` must start after the part before it")
+            seen = names.index(part.first)
+        return parts
 
 
 class InspectSection(BaseModel):
@@ -132,12 +158,13 @@ class EntryFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    status: Literal["passed", "failed"]
+    status: Literal["passed", "failed", "not_tried"]
     score: float
     max_score: float
     last_checked: str
     grader_hash: str
     signature: str = ""
+    passed_once: bool = False
 
 
 class ProgressFile(BaseModel):

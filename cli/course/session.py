@@ -18,7 +18,12 @@ from course.paths import WorkspacePaths
 from course.progress import Entry, Progress, ProgressStore, Status, now_iso
 from course.registry import Course, Exercise
 
+UNRECORDED = ("error", "cancelled")
+"""Results that are no verdict on the learner's file: the platform's failure, a grading stopped on request."""
+
 if TYPE_CHECKING:  # imported only when used, so `course list` stays light
+    import threading
+
     from course.engine.isolation import Launcher
     from course.engine.verdict import CheckEvent, ExerciseResult
     from course.hints import Hint
@@ -51,8 +56,8 @@ class Summary:
 
     @property
     def score(self) -> float:
-        """Points of the exercises that pass."""
-        return sum(r.score for r in self.rows if r.status == "passed")
+        """The points the rows show, added up (partial credit counts: SPEC §6)."""
+        return sum(r.score for r in self.rows)
 
     @property
     def max_score(self) -> float:
@@ -90,18 +95,24 @@ class Session:
         return self.progress.status(exercise.name, exercise.grader_hash)
 
     def rows(self) -> list[ExerciseRow]:
-        """Every exercise with its status and points, in course order."""
+        """Every exercise with its status and points, in course order.
+
+        A row shows the points its last grading earned (none once the file is back to the stub),
+        never more than the grader now offers; the course's total is the sum of the rows.
+        """
         rows = []
         for e in self.course.exercises:
             entry = self.progress.exercises.get(e.name)
             known = e.max_score if e.max_score is not None else (entry.max_score if entry else None)
+            status = self.status(e)
+            score = entry.score if entry and status != "not_tried" else 0.0
             rows.append(
                 ExerciseRow(
                     position=e.position,
                     name=e.name,
                     topic=e.meta.topic,
-                    status=self.status(e),
-                    score=entry.score if entry else 0.0,
+                    status=status,
+                    score=min(score, known) if known is not None else score,
                     max_score=known,
                     last_checked=entry.last_checked if entry else None,
                 )
@@ -142,8 +153,26 @@ class Session:
         worker: Launcher | None = None,
         on_result: Callable[[ExerciseResult], None] | None = None,
         on_event: Callable[[CheckEvent], None] | None = None,
+        cancel: threading.Event | None = None,
     ) -> list[ExerciseResult]:
         """Grade `exercises` and record the learner's outcomes; the results in the order given."""
+        results = self.grade(exercises, jobs=jobs, seed=seed, worker=worker, on_result=on_result,
+                             on_event=on_event, cancel=cancel)
+        self.record(exercises, results)
+        return results
+
+    def grade(
+        self,
+        exercises: list[Exercise],
+        *,
+        jobs: int = 1,
+        seed: int | None = None,
+        worker: Launcher | None = None,
+        on_result: Callable[[ExerciseResult], None] | None = None,
+        on_event: Callable[[CheckEvent], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[ExerciseResult]:
+        """Grade `exercises` without recording anything (`course watch` records on its own thread)."""
         from course.engine.runner import grade_many, start_worker
 
         pairs = [(e, self.submission(e)) for e in exercises]
@@ -159,32 +188,45 @@ class Session:
                 on_event=on_event,
                 worker=worker or own,
                 cache_dir=self.paths.cache,
+                cancel=cancel,
             )
         finally:
             if own is not None:
                 own.close()
-        self.record(exercises, results)
         return results
 
     def record(self, exercises: list[Exercise], results: list[ExerciseResult]) -> None:
-        """Store learner outcomes (not platform errors, not untried files) in the progress file."""
+        """Store the learner's outcomes in the progress file: passed, failed, or not tried (a stub, a
+        missing file), whichever command graded them; never a platform error or a cancelled grading."""
         entries = {
-            e.name: Entry(
-                status="passed" if r.passed else "failed",
-                score=r.score,
-                max_score=r.max_score,
-                last_checked=now_iso(),
-                grader_hash=e.grader_hash,
-            )
+            e.name: self._entry(e, "not_tried" if r.not_tried else "passed" if r.passed else "failed", r.score,
+                                r.max_score)
             for e, r in zip(exercises, results, strict=True)
-            if not r.not_tried and r.status != "error"
+            if r.status not in UNRECORDED
         }
         if entries:
             self.progress = self._store.record(entries)
 
+    def _entry(self, exercise: Exercise, status: Status, score: float, max_score: float) -> Entry:
+        """A progress entry that keeps the memory of an earlier pass."""
+        before = self.progress.exercises.get(exercise.name)
+        once = status == "passed" or (before is not None and (before.passed_once or before.status == "passed"))
+        return Entry(status=status, score=0.0 if status == "not_tried" else score,  # type: ignore[arg-type]
+                     max_score=max_score or exercise.max_score or 0.0, last_checked=now_iso(),
+                     grader_hash=exercise.grader_hash, passed_once=once)
+
     def reset(self, exercise: Exercise) -> Path | None:
-        """Restore the stub; the learner's version is kept first. Returns the backup, if one was made."""
-        return workspace.reset(self._context, exercise)
+        """Restore the stub, which is then not tried; the learner's version is kept first.
+        Returns the backup, if one was made."""
+        backup = workspace.reset(self._context, exercise)
+        if exercise.name in self.progress.exercises:
+            self.progress = self._store.record({exercise.name: self._entry(exercise, "not_tried", 0.0, 0.0)})
+        return backup
+
+    def restore(self, exercise: Exercise) -> tuple[Path, Path | None]:
+        """Bring back the latest backup of the learner's file, keeping the current one first.
+        Returns (the backup restored, the backup of the file it replaced, if one was made)."""
+        return workspace.restore(self._context, exercise)
 
     def next_hint(self, exercise: Exercise, level: int | None = None) -> Hint:
         """The next hint level of `exercise` (or `level`), remembered for next time."""
@@ -193,8 +235,24 @@ class Session:
         return hints.next_hint(self.paths.hints, exercise, level)
 
     def passed_ever(self, exercise: Exercise) -> bool:
-        """True once the exercise has passed, even against an older grader."""
-        return self.status(exercise) in ("passed", "stale")
+        """True once the exercise has passed, even against an older grader, or before a reset."""
+        entry = self.progress.exercises.get(exercise.name)
+        return self.status(exercise) in ("passed", "stale") or bool(entry and entry.passed_once)
+
+    def last_passed(self) -> Exercise | None:
+        """The exercise passed most recently, if any (what `course solution` shows by default)."""
+        passed = [(entry.last_checked, e.position, e) for e in self.course.exercises
+                  if (entry := self.progress.exercises.get(e.name)) and self.status(e) == "passed"]
+        return max(passed, key=lambda t: (t[0], t[1]))[2] if passed else None
+
+    def named_or_current(self, name: str | None) -> Exercise:
+        """The exercise `name` names, else the current one; a UsageError once every exercise has passed."""
+        if name:
+            return self.exercise(name)
+        now = self.current()
+        if now is None:
+            raise UsageError("every exercise has passed, so there is no current one; name one (`course list`).")
+        return now
 
 
 def init_workspace(course_dir: Path | None, target: Path) -> list[Path]:

@@ -1,62 +1,70 @@
-"""`course watch`: re-grade the current exercise each time its file is saved; single keys for the rest.
+"""`course watch [NAME]`: re-grade an exercise each time its file is saved; single keys for the rest.
 
-`Watcher` holds watch mode's state and is driven by calls (`start`, `on_save`, `tick`, `on_key`),
-so tests need no terminal; `run` is the real loop, feeding it file events (watchfiles, on the
-folder, so editors that save by rename work too) and keys read in cbreak mode (Ctrl-C still
-interrupts). It grades and records through the session's verbs, exactly as `course check` does,
-and shows everything through `course.ui.views`: "checking" as soon as a save is seen, each
-check's verdict as it ends, then the full verdict.
+`Watcher` holds watch mode's state and is driven by calls (`start`, `on_save`, `tick`, `on_key`,
+`on_graded`), all from one thread. Given `post`, each grading runs on a thread of its own
+that posts its check events and its result back as messages, so keys and saves are handled
+while a check runs: a save of a new version cancels the grading in flight (its process group
+is killed at once) and grades the new one, `q` cancels and quits, `n` moves on or says why
+not, `h` shows the next hint in place. Without `post` (the tests' hand-driven clock)
+a grading runs inline. The real loop is `course.watch_loop`; the screens are `course.ui.watching`.
 """
 
 from __future__ import annotations
 
-import contextlib
+import hashlib
+import itertools
 import os
-import queue
 import secrets
-import select
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from course import ui
-from course.errors import CourseError, UsageError
+from course.errors import CourseError
 from course.session import Session
-from course.ui import views
+from course.ui import views, watching
 
 if TYPE_CHECKING:
     from course.engine.isolation import Launcher
-    from course.engine.verdict import ExerciseResult
+    from course.engine.verdict import CheckEvent, ExerciseResult
     from course.registry import Exercise
 
-NO_EVENTS = "file events are not available here ({reason}); run `course check` after each save instead."
+Post = Callable[[tuple[str, Any]], None]
+_ids = itertools.count(1)
+
+
+@dataclass
+class Grading:
+    """One grading in flight: what it grades, the file's content when it started, and its stop switch."""
+
+    names: list[str]
+    digest: bytes
+    cancel: threading.Event = field(default_factory=threading.Event)
+    id: int = field(default_factory=lambda: next(_ids))
+    thread: threading.Thread | None = None
 
 
 class Watcher:
-    """Watch mode's state: the exercise in hand, its last verdict, pending saves and questions."""
+    """Watch mode's state: the exercise in hand, its last verdict, the grading in flight, pending saves."""
 
-    def __init__(
-        self,
-        session: Session,
-        *,
-        worker: Launcher | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        clear: Callable[[], None] | None = None,
-        debounce_s: float = 0.2,
-        quiet_s: float = 0.05,
-        jobs: int = 0,
-    ) -> None:
+    def __init__(self, session: Session, exercise: Exercise | None = None, *, worker: Launcher | None = None,
+                 clock: Callable[[], float] = time.monotonic, clear: Callable[[], None] | None = None,
+                 debounce_s: float = 0.2, quiet_s: float = 0.03, jobs: int = 0, post: Post | None = None,
+                 footer: watching.Footer | None = None) -> None:
         self.session, self.worker, self.clock = session, worker, clock
         self.clear = clear or (lambda: None)
         self.debounce_s, self.quiet_s = debounce_s, quiet_s
         self.jobs = jobs or os.cpu_count() or 1
-        now = session.current()
+        self.post = post  # given: gradings run in the background and report through it
+        self.footer = footer or watching.Footer(session)
+        now = exercise or session.current()
         self.name: str | None = now.name if now else None
         self.result: ExerciseResult | None = None
-        self.busy = False
+        self.passed_digest: bytes | None = None
+        self.grading: Grading | None = None
         self.done = False
         self.n_graded = 0
         # One seed per watch session: each save is graded on the same inputs, so a learner sees
@@ -65,8 +73,8 @@ class Watcher:
         self.seed = secrets.randbelow(2**31)
         self._first_save: float | None = None
         self._last_save = 0.0
-        self._idle_since = clock()
         self._asking: str | None = None
+        self.footer.name = self.name
 
     @property
     def exercise(self) -> Exercise:
@@ -79,20 +87,34 @@ class Watcher:
         """The learner's file of the watched exercise."""
         return self.session.submission(self.exercise)
 
+    @property
+    def busy(self) -> bool:
+        """True while a grading that still counts is in flight."""
+        return self.grading is not None and not self.grading.cancel.is_set()
+
     def start(self) -> None:
-        """Grade the current exercise once (or, when all have passed, re-check them all)."""
+        """Grade the watched exercise once (or, when all have passed, re-check them all)."""
         if self.name is None:
             self._finish()
         else:
             self.grade()
 
     def on_save(self, path: Path | str) -> bool:
-        """Note a change to `path`; True when it is the watched file (graded once saves settle)."""
+        """Note a change to `path`; True when it is the watched file (graded once saves settle).
+
+        A save during a grading cancels it, unless the file still holds what is being graded.
+        """
         if self.name is None or Path(path).resolve() != self.path.resolve():
             return False
-        now = self.clock()
-        if self._first_save is None and not self.busy:
+        if self.busy:
+            assert self.grading is not None
+            if _digest(self.path) == self.grading.digest:
+                return True  # touched, not changed: the verdict in flight is still the right one
+            self.grading.cancel.set()
+            self._checking(again=True)
+        elif self._first_save is None:
             self._checking()  # said at once, before the save has settled
+        now = self.clock()
         self._first_save = self._first_save if self._first_save is not None else now
         self._last_save = now
         return True
@@ -105,62 +127,111 @@ class Watcher:
         return now - self._last_save >= self.quiet_s or now - self._first_save >= self.debounce_s
 
     def tick(self) -> ExerciseResult | None:
-        """Grade if a save is due; the new verdict, or None."""
+        """Grade if a save is due; the new verdict when it came at once (inline gradings), else None."""
         return self.grade() if self.due() else None
 
-    def grade(self) -> ExerciseResult:
-        """Grade the watched exercise, record it like `course check`, and show the verdict."""
+    def grade(self) -> ExerciseResult | None:
+        """Grade the watched exercise: inline, returning its verdict, or in the background (None)."""
         if self._first_save is None:
             self._checking()
-        self.busy, self._first_save = True, None
-        try:
-            (result,) = self.session.check(
-                [self.exercise], jobs=1, seed=self.seed, worker=self.worker, on_event=views.watch_event
-            )
-        finally:
-            self.busy, self._idle_since = False, self.clock()
+        self._first_save = None
+        return self._launch([self.exercise], _digest(self.path))
+
+    def _launch(self, exercises: list[Exercise], digest: bytes) -> ExerciseResult | None:
+        """Start a grading of `exercises`; inline, wait for it and take its verdict."""
+        grading = Grading([e.name for e in exercises], digest)
+        self.grading = grading
+        self.footer.state, self.footer.since = "checking", self.clock()
+        if self.post is None:
+            results = self.session.grade(exercises, jobs=self.jobs, seed=self._seed(exercises), worker=self.worker,
+                                         on_event=watching.event if len(exercises) == 1 else None)
+            return self.on_graded(grading.id, results)
+        post = self.post
+
+        def work() -> None:
+            """Grade on this thread; hand the results (or the failure) back to the loop."""
+            try:
+                results = self.session.grade(
+                    exercises, jobs=self.jobs, seed=self._seed(exercises), worker=self.worker,
+                    on_event=(lambda e: post(("check", (grading.id, e)))) if len(exercises) == 1 else None,
+                    cancel=grading.cancel)
+            except BaseException as exc:  # noqa: BLE001 - the loop's thread reports it, at its edge
+                post(("failed", (grading.id, exc)))
+            else:
+                post(("graded", (grading.id, results)))
+
+        grading.thread = threading.Thread(target=work, daemon=True, name=f"grading-{grading.id}")
+        grading.thread.start()
+        return None
+
+    def _seed(self, exercises: list[Exercise]) -> int | None:
+        """The session's seed for the watched exercise; fresh inputs for the final re-check of all."""
+        return self.seed if len(exercises) == 1 else None
+
+    def on_event(self, grading_id: int, check: CheckEvent) -> None:
+        """A check of a background grading has ended: show it, if that grading still counts."""
+        if self.grading is not None and grading_id == self.grading.id and self.busy:
+            watching.event(check)
+
+    def on_graded(self, grading_id: int, results: list[ExerciseResult]) -> ExerciseResult | None:
+        """A grading has ended: record and show its verdict, unless it was cancelled or superseded."""
+        grading = self.grading
+        if grading is None or grading_id != grading.id or grading.cancel.is_set():
+            return None
+        self.grading = None
+        self.footer.state, self.footer.since = "", None
+        exercises = [self.session.exercise(n) for n in grading.names]
+        if len(results) > 1:
+            self.session.record(exercises, results)
+            return self._after_all(results)
+        (result,) = results
         self.result, self.n_graded = result, self.n_graded + 1
+        self.passed_digest = grading.digest if result.passed else None
+        self.footer.state = "passes" if result.passed else "not yet"
         self.clear()
-        views.watch_screen(self.session, result)
+        watching.screen(self.session, result)
+        # Recorded once shown: the lock and the flush to disk need not delay the verdict.
+        self.session.record(exercises, results)
         return result
 
-    def _checking(self) -> None:
+    def _checking(self, *, again: bool = False) -> None:
         """A fresh screen saying which exercise is being checked."""
         self.clear()
         exercise = self.exercise
-        views.watch_checking(exercise.name, exercise.position, len(self.session.course.exercises))
+        watching.checking(exercise.name, exercise.position, len(self.session.course.exercises), again=again)
+        self.footer.state, self.footer.since = "checking", self.clock()
 
-    def on_key(self, key: str, at: float | None = None) -> None:
-        """Act on one key; keys pressed while grading (`at` before it ended) are ignored."""
-        if self.busy or (at is not None and at < self._idle_since):
-            return
+    def on_key(self, key: str) -> None:
+        """Act on one key, whether or not a check is running."""
         key = key.lower()
         if self._asking is not None:
             self._answer(key)
             return
-        actions = {"q": self._quit, "h": self._hint, "l": self._list, "r": self._ask_reset, "n": self._next}
+        actions = {"q": self.quit, "h": self._hint, "l": self._list, "r": self._ask_reset, "n": self._next}
         action = actions.get(key)
         if action is not None:
             action()
 
-    def _quit(self) -> None:
-        """Leave watch mode."""
+    def quit(self) -> None:
+        """Leave watch mode, ending the grading in flight."""
+        if self.grading is not None:
+            self.grading.cancel.set()
         self.done = True
         ui.line("Bye. `course watch` picks up where you left off.")
 
     def _hint(self) -> None:
-        """The next hint level of the watched exercise."""
+        """The next hint level of the watched exercise, in place."""
         if self.name is None:
             return
         try:
-            views.hint(self.session.next_hint(self.exercise))
+            views.hint(self.session.next_hint(self.exercise), in_watch=True)
         except CourseError as exc:
             ui.line(str(exc))
 
     def _list(self) -> None:
         """The exercise table, below the last verdict."""
         views.course_list(self.session, with_next=False)
-        ui.line(views.KEYS, style="dim")
+        ui.line(watching.KEYS, style="dim")
 
     def _ask_reset(self) -> None:
         """Ask before replacing the learner's file with the stub."""
@@ -175,128 +246,60 @@ class Watcher:
             ui.line("Kept your file.")
             return
         backup = self.session.reset(self.exercise)
-        ui.line(f"Restored {self.path}." + (f" Your version is kept at {backup}." if backup else ""))
+        kept = f" Your version is kept at {ui.shown_path(backup)}." if backup else ""
+        ui.line(f"Restored {ui.shown_path(self.path)}.{kept}")
         self.on_save(self.path)  # graded like any save (the file event, if it comes, merges in)
 
     def _next(self) -> None:
-        """Move on, only once the watched exercise passes; after the last one, re-check them all."""
-        if self.result is None or not self.result.passed:
+        """Move on once the watched exercise passes; during a check, only if what is checked has passed."""
+        if self.busy and self.grading is not None and len(self.grading.names) > 1:
+            ui.line("n: every exercise is being checked again; wait for the verdict.")
+            return
+        if self.busy or self._first_save is not None:  # a check runs, or a save is about to be checked
+            checked = _digest(self.path) if self.grading is None or not self.busy else self.grading.digest
+            passed_before = self.passed_digest == checked or (
+                self.result is None and self.session.status(self.exercise) == "passed")
+            if not passed_before:
+                ui.line(f"n: {self.name} is being checked; it moves on once that check passes (h for a hint).")
+                return
+            if self.grading is not None:
+                self.grading.cancel.set()
+            self._first_save = None
+        elif self.result is None or not self.result.passed:
             ui.line(f"{self.name} does not pass yet; fix it and save (h for a hint).")
             return
         pending = self.session.next_pending(self.name)
         self.name = pending.name if pending else None
+        self.footer.name = self.name
+        self.result, self.passed_digest = None, None
         if self.name is None:
             self._finish()
         else:
             self.grade()
 
-    def _finish(self) -> None:
+    def _finish(self) -> ExerciseResult | None:
         """Re-check every exercise; congratulate only if all still pass, else go to the first failing."""
         self.clear()
         ui.line("Every exercise has passed once; checking them all again...", style="bold")
-        self.busy = True
-        try:
-            graded = self.session.check(self.session.course.exercises, jobs=self.jobs, worker=self.worker)
-        finally:
-            self.busy, self._idle_since = False, self.clock()
+        return self._launch(self.session.course.exercises, b"")
+
+    def _after_all(self, graded: list[ExerciseResult]) -> ExerciseResult | None:
+        """The verdict of the re-check of everything."""
         failing = [r for r in graded if not r.passed]
         if not failing:
             ui.line(self.session.course.meta.final or views.ALL_PASS, style="bold green")
             self.done = True
-            return
+            return None
         self.name, self.result = failing[0].name, failing[0]
+        self.footer.name, self.footer.state = self.name, "not yet"
         self.clear()
-        views.watch_screen(self.session, failing[0])
+        watching.screen(self.session, failing[0])
+        return failing[0]
 
 
-def run(session: Session, *, jobs: int = 0) -> None:
-    """The real loop: file events and keys in, a fresh screen per verdict out, until `q` or Ctrl-C."""
+def _digest(path: Path) -> bytes:
+    """What the file holds now, as a hash (a file being rewritten reads as changed)."""
     try:
-        import watchfiles  # noqa: F401 - its absence is the one thing to tell the learner here
-    except ImportError:
-        raise UsageError(NO_EVENTS.format(reason="the watchfiles package is missing")) from None
-    from course.engine.runner import start_worker
-
-    events: queue.Queue[tuple[str, str, float]] = queue.Queue()
-    stop = threading.Event()
-    worker = start_worker(session.paths.cache)
-    try:
-        watcher = Watcher(session, worker=worker, clear=_clear, jobs=jobs)
-        root = session.workspace / "exercises"
-        threading.Thread(target=file_events, args=(root, events, stop), daemon=True).start()
-        with _keys(events, stop, watcher.clock) as have_keys:
-            if not have_keys:
-                ui.info("keys need a terminal; Ctrl-C quits.")
-            watcher.start()
-            _loop(watcher, events)
-    finally:
-        stop.set()
-        if worker is not None:
-            worker.close()
-
-
-def _loop(watcher: Watcher, events: queue.Queue[tuple[str, str, float]]) -> None:
-    """Feed events to the watcher until it is done."""
-    while not watcher.done:
-        try:
-            kind, value, at = events.get(timeout=0.02)
-        except queue.Empty:
-            watcher.tick()
-            continue
-        if kind == "save":
-            watcher.on_save(value)
-        elif kind == "key":
-            watcher.on_key(value, at=at)
-        elif kind == "error":
-            raise UsageError(NO_EVENTS.format(reason=value))
-        watcher.tick()
-
-
-def file_events(root: Path, events: queue.Queue[tuple[str, str, float]], stop: threading.Event) -> None:
-    """Put every change under `root` on the queue (the watcher filters); report a failure instead."""
-    import watchfiles
-
-    try:
-        for changes in watchfiles.watch(root, debounce=200, step=20, stop_event=stop, raise_interrupt=False):
-            for _change, path in changes:
-                events.put(("save", path, time.monotonic()))
-    except Exception as exc:  # inotify limits, a missing folder, an unsupported filesystem
-        events.put(("error", f"{type(exc).__name__}: {exc}", 0.0))
-
-
-@contextlib.contextmanager
-def _keys(
-    events: queue.Queue[tuple[str, str, float]], stop: threading.Event, clock: Callable[[], float]
-) -> Iterator[bool]:
-    """Read single keys from the terminal in cbreak mode (no echo, no Enter; Ctrl-C still works)."""
-    if not sys.stdin.isatty():
-        yield False
-        return
-    import termios
-    import tty
-
-    fd = sys.stdin.fileno()
-    saved = termios.tcgetattr(fd)
-    tty.setcbreak(fd)
-    thread = threading.Thread(target=_read_keys, args=(fd, events, stop, clock), daemon=True)
-    thread.start()
-    try:
-        yield True
-    finally:
-        stop.set()
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-
-
-def _read_keys(fd: int, events: queue.Queue[Any], stop: threading.Event, clock: Callable[[], float]) -> None:
-    """Put each key pressed on the queue, stamped with when it was read."""
-    while not stop.is_set():
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            for key in os.read(fd, 32).decode(errors="ignore"):
-                events.put(("key", key, clock()))
-
-
-def _clear() -> None:
-    """Clear the terminal (nothing when stdout is not one)."""
-    if ui.out.is_terminal:
-        ui.out.clear()
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return secrets.token_bytes(8)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from course.errors import CourseError, UsageError
@@ -81,11 +79,26 @@ def _recorded_course(workspace: Path | None) -> Path | None:
     if marker is None or not marker.is_file():
         return None
     try:
-        data = tomllib.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+        text = marker.read_text(encoding="utf-8")
+    except OSError:
         return None
-    path = Path(str(data.get("course", "")))
+    path = Path(_marked_course(text))
     return path if (path / COURSE_FILE).is_file() else None
+
+
+def _marked_course(text: str) -> str:
+    """The `course = "..."` that `init` writes, read without a TOML parser when it is as written."""
+    key, _, value = text.strip().partition("=")
+    value = value.strip()
+    if key.strip() == "course" and len(value) > 1 and value[0] == value[-1] == '"' and '"' not in value[1:-1] \
+            and "\\" not in value:
+        return value[1:-1]
+    import tomllib  # edited by hand: let the real parser say what it holds
+
+    try:
+        return str(tomllib.loads(text).get("course", ""))
+    except tomllib.TOMLDecodeError:
+        return ""
 
 
 def init(course: Course, target: Path) -> list[Path]:
@@ -122,10 +135,42 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
     return backup
 
 
+def restore(context: Context, exercise: Exercise) -> tuple[Path, Path | None]:
+    """Put the latest backup of `exercise` back in place; the file it replaces is kept first, unless
+    it is the untouched stub. Returns (the backup restored, the new backup of the replaced file)."""
+    found = backups(context, exercise)
+    if not found:
+        raise UsageError(
+            f"there is no backup of `{exercise.name}` to restore; `course reset` keeps one before it restores the stub."
+        )
+    latest, dest = found[-1], context.submission(exercise)
+    data = latest.read_bytes()
+    kept = None
+    if dest.exists() and (current := dest.read_bytes()) != data and not _is_stub(exercise, dest, current):
+        kept = _keep_backup(context.paths.backups, exercise.name, dest)
+    write_atomic(dest, data)
+    return latest, kept
+
+
+def backups(context: Context, exercise: Exercise) -> list[Path]:
+    """The kept versions of the learner's file for `exercise`, oldest first."""
+    folder = context.paths.backups
+    return sorted(folder.glob(f"{exercise.name}.*.py")) if folder.is_dir() else []
+
+
+def _is_stub(exercise: Exercise, dest: Path, data: bytes) -> bool:
+    """True when `data` is the stub as the course shipped it (no need to keep a copy)."""
+    stub = pristine_stub(exercise)
+    if stub is None and dest.resolve() != exercise.stub_path.resolve():
+        stub = exercise.stub_path.read_bytes() if exercise.stub_path.is_file() else None
+    return stub == data
+
+
 def _keep_backup(folder: Path, name: str, source: Path) -> Path:
     """Copy the learner's file into the backups `folder` and make sure it is on disk before the
     stub replaces it; if that fails, the learner's file is left as it is."""
     import shutil  # imported here: plain `course list` never needs it
+    from datetime import datetime
 
     data = source.read_bytes()
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")

@@ -34,6 +34,7 @@ CPU_POLL_S = 0.2
 STACK_WAIT_S = 2.0
 """How long a run stopped at a limit has to write its stack before it is killed."""
 SWEEP_ROUNDS = 20
+CANCELLED = "cancelled"
 _active: set[int] = set()
 _active_lock = threading.Lock()
 
@@ -51,6 +52,8 @@ class Outcome:
     """"cpu" or "wall" when `timed_out`."""
     checks_output: dict[int, str] = field(default_factory=dict)
     """What each check printed, by its position in the manifest (cut to CHECK_OUTPUT_KEEP)."""
+    cancelled: bool = False
+    """Stopped because the caller asked (a newer save, a quit): no verdict at all."""
 
 
 class Launcher(Protocol):
@@ -78,6 +81,7 @@ def run_isolated(
     stack_path: Path | None = None,
     marker: bytes = b"",
     wall_s: float | None = None,
+    cancel: threading.Event | None = None,
 ) -> Outcome:
     """Run `command` under the limits; `{keyfd}` becomes a pipe carrying `key`, `{eventsfd}` one for events.
 
@@ -90,6 +94,7 @@ def run_isolated(
     `sandbox` policy, the grading process enters it before it runs anything (`course.engine.sandbox`).
     A run stopped at a limit is first asked for its stack, which it writes to `stack_path`. The
     output is cut into each check's share where `marker` (`course.engine.report.output_marker`) says.
+    Setting `cancel` kills the process group at once and gives an outcome marked `cancelled`.
     """
     system.become_subreaper()
     events_r, events_w = os.pipe()
@@ -116,9 +121,10 @@ def run_isolated(
     seen: dict[int, Any] = {}  # descendants met while watching, for platforms without a subreaper
     try:
         budget = Budget(timeout_s, wall_s or WALL_FACTOR * timeout_s)
-        outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen)
+        outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen, cancel)
+        outcome.cancelled = why == CANCELLED
         outcome.limit, outcome.killed_for = (why, "") if outcome.timed_out else ("", why)
-        if outcome.timed_out or why or sink.flooded:
+        if not outcome.cancelled and (outcome.timed_out or why or sink.flooded):
             _ask_for_stack(proc, stack_path)
     finally:
         seen.update((p.pid, p) for p in system.descendants(proc.pid))
@@ -177,8 +183,9 @@ def stop_all() -> None:
             os.killpg(pid, signal.SIGKILL)
 
 
-def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dict[int, Any]) -> tuple[bool, str]:
-    """Wait for the child; return (timed out, "cpu" or "wall"), or (False, the reason it was killed).
+def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dict[int, Any],
+          cancel: threading.Event | None = None) -> tuple[bool, str]:
+    """Wait for the child; return (timed out, "cpu" or "wall"), or (False, why it was killed or CANCELLED).
 
     The CPU time of the process tree is read every CPU_POLL_S, so it is the learner's work that
     counts, not the machine's load. Without a subreaper, descendants are noted as they appear,
@@ -192,6 +199,8 @@ def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dic
             return False, ""
         except subprocess.TimeoutExpired:
             pass
+        if cancel is not None and cancel.is_set():
+            return False, CANCELLED
         if not system.FEATURES.prctl:
             seen.update((p.pid, p) for p in system.descendants(proc.pid))
         now = time.monotonic()

@@ -12,6 +12,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from course.engine.worker import Worker
 
 CACHE_MAX_BYTES = 256 * 2**20
+CANCELLED = isolation.CANCELLED
 T = TypeVar("T")
 R = TypeVar("R")
 READ_ONLY_CACHE = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e9", "JAX_COMPILATION_CACHE_MAX_SIZE": "-1"}
@@ -47,6 +49,7 @@ def grade(
     sandbox: Confinement | None = None,
     read_only_cache: bool = False,
     skip_stub: bool = True,
+    cancel: threading.Event | None = None,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
@@ -58,9 +61,13 @@ def grade(
     With `read_only_cache`, the grading reads `cache_dir` and never writes to it (a cache other
     gradings share, which the sandbox lets it read but not write). With `skip_stub` (the default),
     a file that is still the exercise's stub is not graded: the result says it was not tried
-    (`course.engine.stub`); `course validate` turns it off, to prove each stub fails.
+    (`course.engine.stub`); `course validate` turns it off, to prove each stub fails. Setting
+    `cancel` stops the grading at once: the result's status is then "cancelled", a non-verdict
+    nobody records.
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
+    if cancel is not None and cancel.is_set():
+        return cancelled(exercise.name, seed)
     if not submission.is_file():
         why = f"not tried: {submission} does not exist; `course reset {exercise.name}` restores the stub"
         return not_tried(exercise, seed, why)
@@ -91,8 +98,10 @@ def grade(
             sandbox=_policy(sandbox, workdir, exercise, submission),
             stack_path=report.stack_path(report_path),
             marker=report.output_marker(key),
+            cancel=cancel,
         )
-        result = verdict(exercise, report_path, key, outcome, submission.resolve(), source)
+        result = (cancelled(exercise.name, seed) if outcome.cancelled
+                  else verdict(exercise, report_path, key, outcome, submission.resolve(), source))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started
@@ -111,6 +120,9 @@ def _source(submission: Path) -> str | None:
         return submission.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+def cancelled(name: str, seed: int) -> ExerciseResult:
+    """The result of a grading stopped on request: no verdict, so nothing to record."""
+    return ExerciseResult(name=name, status=CANCELLED, seed=seed, message="the grading was cancelled")
 
 
 def _policy(sandbox: Confinement | None, workdir: Path, exercise: Exercise, submission: Path) -> Policy | None:
@@ -240,15 +252,18 @@ def grade_many(
     hidden: bool = False,
     sandbox: Confinement | None = None,
     skip_stub: bool = True,
+    cancel: threading.Event | None = None,
 ) -> list[ExerciseResult]:
     """Grade several exercises, `jobs` at a time; results come back in the order given (`grade` says
-    what each keyword does)."""
+    what each keyword does).
+
+    Setting `cancel` stops every grading in flight and those not started (status "cancelled")."""
     pairs = list(items)
 
     def one(pair: tuple[Exercise, Path]) -> ExerciseResult:
         """Grade one pair and report it."""
         result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
-                       hidden=hidden, sandbox=sandbox, skip_stub=skip_stub)
+                       hidden=hidden, sandbox=sandbox, skip_stub=skip_stub, cancel=cancel)
         if on_result is not None:
             on_result(result)
         return result

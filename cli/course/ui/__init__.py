@@ -2,23 +2,96 @@
 
 Learner and pytest text is never interpreted as markup: every piece of it goes through `Text`.
 Text wraps at word boundaries to the terminal's width (80 columns when piped, or `COLUMNS`);
-an indented block keeps its indent on every wrapped line. The views built from these live in
-`course.ui.views` (learner) and `course.ui.instructor`.
+an indented block keeps its indent on every wrapped line, and a word longer than a line (a
+path) is never split. Piped output carries no trailing spaces, and a reader that stops early
+(`| head -1`) ends the output quietly: the command still exits with its own code. The views
+built from these live in `course.ui.views` (learner), `course.ui.lessons`, `course.ui.verdicts`,
+`course.ui.watching` and `course.ui.instructor`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
-out = Console(highlight=False, emoji=False)
-err = Console(stderr=True, highlight=False, emoji=False)
+
+class _Stdout:
+    """The process's stdout as it is now (tests swap it), trimming trailing spaces when it is no terminal."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    @property
+    def _target(self) -> Any:
+        """The stream to write to: the real one, even while a live display proxies it."""
+        return getattr(sys.stdout, "rich_proxied_file", sys.stdout)
+
+    def isatty(self) -> bool:
+        """Whether stdout is a terminal."""
+        try:
+            return bool(self._target.isatty())
+        except (AttributeError, ValueError):
+            return False
+
+    @property
+    def encoding(self) -> str:
+        """The stream's encoding."""
+        return getattr(self._target, "encoding", None) or "utf-8"
+
+    def fileno(self) -> int:
+        """The stream's descriptor."""
+        return int(self._target.fileno())
+
+    def write(self, text: str) -> int:
+        """Write `text`; when piped, no line keeps the spaces rich pads it with."""
+        if self.isatty():
+            return int(self._target.write(text))
+        lines = (self._pending + text).split("\n")
+        last = lines.pop()
+        kept = last.rstrip(" ")
+        self._pending = last[len(kept):]  # written only if more text follows on that line
+        self._target.write("".join(line.rstrip(" ") + "\n" for line in lines) + kept)
+        return len(text)
+
+    def write_exact(self, text: str) -> None:
+        """Write `text` as it is (a source file, JSON)."""
+        self._pending = ""
+        self._target.write(text)
+
+    def flush(self) -> None:
+        """Flush the stream."""
+        self._target.flush()
+
+
+class _Console(Console):
+    """A Console that treats a closed pipe as the end of output, not of the command."""
+
+    def on_broken_pipe(self) -> None:
+        """The reader left (`| head`): say nothing more, and let the command finish with its own exit code."""
+        self.quiet = True
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    """Point the stdout descriptor at /dev/null, so nothing written later fails at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())  # type: ignore[union-attr]
+
+
+STDOUT = _Stdout()
+out: Console = _Console(file=STDOUT, highlight=False, emoji=False)  # type: ignore[arg-type]
+err: Console = _Console(stderr=True, highlight=False, emoji=False)
 
 STYLES = {
     "passed": "bold green",
@@ -27,10 +100,13 @@ STYLES = {
     "error": "bold magenta",
     "stale": "yellow",
     "not_tried": "dim",
+    "not_run": "dim",
+    "not run": "dim",
     "skipped": "yellow",
 }
-MARKS = {"passed": "✓", "failed": "✗", "timeout": "⧖", "error": "!", "skipped": "-", "stale": "~", "not_tried": "·"}
-LABELS = {"not_tried": "not tried", "timeout": "timed out"}
+MARKS = {"passed": "✓", "failed": "✗", "timeout": "⧖", "error": "!", "skipped": "-", "stale": "~", "not_tried": "·",
+         "not_run": "○", "not run": "○"}
+LABELS = {"not_tried": "not tried", "timeout": "timed out", "not_run": "not run"}
 
 
 def error(message: str) -> None:
@@ -48,9 +124,13 @@ def info(message: str) -> None:
     err.print(Text(message, style="dim"))
 
 
-def line(text: str = "", style: str = "") -> None:
+def line(text: str | Text = "", style: str = "") -> None:
     """A line of data on stdout, never interpreted as markup, wrapped at word boundaries."""
-    out.print(Text(text, style=style))
+    body = text if isinstance(text, Text) else Text(text, style=style)
+    if not body.plain:
+        out.print()
+        return
+    _wrapped(body, Text(), Text())
 
 
 def block(text: str | Text, indent: int = 0, style: str = "") -> None:
@@ -60,46 +140,130 @@ def block(text: str | Text, indent: int = 0, style: str = "") -> None:
     _wrapped(body, pad, pad)
 
 
-def labelled(label: Text, text: str, indent: int = 0) -> None:
+def labelled(label: Text, text: str | Text, indent: int = 0) -> None:
     """`label` then `text`, the text's wrapped lines aligned under its first word."""
     first = Text.assemble(" " * indent, label, "  ")
-    _wrapped(Text(text), first, Text(" " * first.cell_len))
+    _wrapped(text if isinstance(text, Text) else Text(text), first, Text(" " * first.cell_len))
 
 
 def _wrapped(body: Text, first: Text, rest: Text) -> None:
     """Print `body` wrapped at word boundaries, after `first` on its first line and `rest` on the others.
 
-    Lines are wrapped here rather than by padding, so no line carries trailing spaces.
+    Lines are wrapped here rather than by padding, so no line carries trailing spaces; a word
+    longer than the line is kept whole (the terminal folds it) rather than split.
     """
     if not body.plain.strip():
         return
-    lines = body.wrap(out, max(out.width - rest.cell_len, 20))
-    for i, part in enumerate(lines):
+    width = max(out.width - rest.cell_len, 20)
+    if "\n" not in body.plain and first.cell_len + body.cell_len <= out.width:  # most lines: nothing to wrap
+        out.print(Text.assemble(first, body), no_wrap=True, overflow="ignore", crop=False)
+        return
+    lines = [piece for part in body.split("\n", allow_blank=True) for piece in part.divide(_breaks(part.plain, width))]
+    for part in lines:
         part.rstrip()
-        out.print(Text.assemble(first if i == 0 else rest, part), no_wrap=True, overflow="fold")
+    shown = Text("\n").join(Text.assemble(first if i == 0 else rest, part) for i, part in enumerate(lines))
+    out.print(shown, no_wrap=True, overflow="ignore", crop=False)
+
+
+def _breaks(text: str, width: int) -> list[int]:
+    """Where to break `text` into lines of at most `width` cells, only between words: a word wider
+    than a line gets a line of its own, whole."""
+    from rich.cells import cell_len
+
+    breaks, used = [], 0
+    for word in re.finditer(r"\S+\s*", text):
+        size = cell_len(word.group().rstrip())
+        if used and used + size > width:
+            breaks.append(word.start())
+            used = 0
+        used += cell_len(word.group())
+    return breaks
+
+
 def emit_json(data: dict[str, Any]) -> None:
     """The one JSON object of a `--json` command, alone on stdout."""
-    out.file.write(json.dumps(data, indent=2) + "\n")
-    out.file.flush()
+    raw(json.dumps(data, indent=2) + "\n")
 
 
 def raw(text: str) -> None:
     """Text written to stdout exactly as it is (a source file, for instance)."""
-    out.file.write(text)
-    out.file.flush()
+    try:
+        if out.file is STDOUT:
+            STDOUT.write_exact(text)
+        else:  # a console a test or a capture put in place
+            out.file.write(text)
+        out.file.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+
+
+def flush() -> None:
+    """Write out everything both consoles hold."""
+    for stream in (out.file, err.file, sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
 
 
 def status_text(status: str) -> Text:
     """A coloured status word with its mark."""
-    return Text(f"{MARKS.get(status, '?')} {LABELS.get(status, status)}", style=STYLES.get(status, ""))
+    label = LABELS.get(status, status.replace("_", " "))
+    return Text(f"{MARKS.get(status, '?')} {label}", style=STYLES.get(status, ""))
 
 
-def lesson(markdown: str) -> None:
-    """Render a lesson written in Markdown, wrapped to the width."""
-    from rich.markdown import Markdown  # imported here: markdown-it is slow to load and `list` never needs it
+def shown_path(path: Path | str) -> str:
+    """`path` relative to the current folder when that is shorter, else as it is."""
+    text = str(path)
+    with contextlib.suppress(ValueError, OSError):
+        relative = os.path.relpath(text)
+        if len(relative) < len(text):
+            return relative
+    return text
 
-    # Links keep their address in the text: a learner reading a pipe or a plain terminal needs it.
-    out.print(Markdown(markdown, hyperlinks=False))
+
+@contextmanager
+def paged(enabled: bool = True) -> Iterator[None]:
+    """Send what is printed inside to a pager when stdout is a terminal and it is taller than the screen."""
+    if not enabled or not out.is_terminal:
+        yield
+        return
+    with out.capture() as captured:
+        yield
+    text = captured.get()
+    if text.count("\n") < out.size.height - 1 or not _page(text):
+        raw(text)
+
+
+def _page(text: str) -> bool:
+    """Show `text` in $PAGER (or `less -R`, which keeps colours); False when no pager could run."""
+    import shlex
+    import shutil
+    import subprocess
+
+    command = shlex.split(os.environ.get("PAGER", "")) or (["less"] if shutil.which("less") else [])
+    if not command:
+        return False
+    # less shows colours only with -R; -F leaves at once when the text fits, -X keeps it on screen.
+    env = {**os.environ, "LESS": os.environ.get("LESS", "-RFX")}
+    try:
+        subprocess.run(command, input=text.encode(STDOUT.encoding, "replace"), check=False, env=env)
+    except (OSError, KeyboardInterrupt):
+        return False
+    return True
+
+
+@contextmanager
+def live(renderable: Any, *, transient: bool = True, enabled: bool = True,
+         refresh_per_second: float = 10) -> Iterator[Callable[[], None]]:
+    """Keep `renderable` drawn at the bottom of a terminal while the block runs (printing goes above it);
+    yields a function that redraws it now. Nothing is drawn when stdout is no terminal."""
+    if not enabled or not out.is_terminal or os.environ.get("COURSE_NO_PROGRESS"):
+        yield lambda: None
+        return
+    from rich.live import Live  # imported here: only a terminal shows live output
+
+    with Live(renderable, console=out, transient=transient, refresh_per_second=refresh_per_second,
+              redirect_stdout=False, redirect_stderr=False) as display:
+        yield display.refresh
 
 
 @contextmanager

@@ -1,49 +1,107 @@
-"""What learners see: the exercise list, verdicts check by check, progress, hints and watch's screen."""
+"""What learners see of their course: the exercise list, progress, hints, next steps and the JSON objects.
+
+Verdicts are drawn by `course.ui.verdicts`, watch's screen by `course.ui.watching`. One points
+rule holds everywhere: a row shows what its last grading earned, and every total is the sum
+of the rows (`course.session.Summary`).
+"""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 
 from course import ui
 
 if TYPE_CHECKING:
-    from course.engine.verdict import CheckEvent, ExerciseResult
+    from course.engine.verdict import ExerciseResult
     from course.hints import Hint
     from course.session import ExerciseRow, Session, Summary
 
-KEYS = "keys: n next (once it passes) · h hint · l list · r reset · q quit"
 ALL_PASS = "Every exercise passes."
 
 
-def exercise_table(title: str, rows: list[ExerciseRow], current: str | None) -> Table:
-    """The `course list` table: position, name, topic, status, points."""
-    table = Table(title=title, title_style="bold", expand=False)
-    for column, justify in (("#", "right"), ("exercise", "left"), ("topic", "left"), ("status", "left"),
-                            ("points", "right")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+def columns(rows: list[list[Text]], right: frozenset[int] | set[int] = frozenset(), gap: int = 2) -> list[Text]:
+    """Rows of cells aligned in columns (those in `right` flush right); no line ends in spaces.
+
+    Each line is built as one string with style spans: assembling Text piece by piece costs more
+    than everything else `course list` does.
+    """
+    widths = [max((row[i].cell_len for row in rows if i < len(row)), default=0) for i in range(max(map(len, rows)))]
+    lines = []
     for row in rows:
-        marker = "→ " if row.name == current else "  "
-        points = "-" if row.max_score is None else f"{row.score:g}/{row.max_score:g}"
-        table.add_row(str(row.position), Text(marker + row.name), Text(row.topic), ui.status_text(row.status), points)
-    return table
+        plain: list[str] = []
+        spans: list[Span] = []
+        at = 0
+        for i, cell in enumerate(row):
+            pad = " " * (widths[i] - cell.cell_len)
+            last = i == len(row) - 1
+            if i in right:
+                plain.append(pad)
+                at += len(pad)
+            plain.append(cell.plain)
+            if cell.style:
+                spans.append(Span(at, at + len(cell.plain), cell.style))
+            spans += [Span(at + sp.start, at + sp.end, sp.style) for sp in cell.spans]
+            at += len(cell.plain)
+            tail = "" if last else ("" if i in right else pad) + " " * gap
+            plain.append(tail)
+            at += len(tail)
+        lines.append(Text("".join(plain), spans=spans))
+    return lines
 
 
-def bar(n_done: int, n_total: int, width: int = 30) -> Text:
+def points(score: float, max_score: float | None) -> str:
+    """`3/7` (or `-` when the grader's points cannot be read)."""
+    return "-" if max_score is None else f"{score:g}/{max_score:g}"
+
+
+def row_cells(row: ExerciseRow, current: str | None, topic: bool = True) -> list[Text]:
+    """One exercise's cells: marker and number, name, topic, status, points."""
+    marker = "→" if row.name == current else " "
+    cells = [Text(f"{marker}{row.position:>3}"), Text(row.name)]
+    if topic:
+        cells.append(Text(row.topic, style="dim"))
+    return [*cells, ui.status_text(row.status), Text(points(row.score, row.max_score))]
+
+
+def exercise_rows(session: Session, rows: list[ExerciseRow], current: str | None, topic: bool = True) -> Text:
+    """The exercises as aligned rows under a header, each part of the course under its heading."""
+    header = [Text("   #", style="dim"), Text("exercise", style="dim")]
+    header += [Text("topic", style="dim")] if topic else []
+    header += [Text("status", style="dim"), Text("points", style="dim")]
+    cells = [header] + [row_cells(r, current, topic) for r in rows]
+    lines = columns(cells, right={len(header) - 1})
+    titles = session.course.part_titles()
+    shown = [lines[0]]
+    for row, text in zip(rows, lines[1:], strict=True):
+        if row.name in titles:
+            shown.append(Text(titles[row.name], style="bold"))
+        shown.append(text)
+    return Text("\n").join(shown)
+
+
+def bar(n_done: int, n_total: int, width: int = 30, word: str = "passed") -> Text:
     """A one-line progress bar: ███░░░ 1/3 passed."""
     filled = round(width * n_done / n_total) if n_total else 0
-    return Text.assemble(("█" * filled, "green"), ("░" * (width - filled), "dim"), f" {n_done}/{n_total} passed")
+    return Text.assemble(("█" * filled, "green"), ("░" * (width - filled), "dim"), f" {n_done}/{n_total} {word}")
+
+
+def standing(summary: Summary, width: int = 30) -> Text:
+    """The bar with the points: ███░░░ 1/3 passed · 7 of 31 points."""
+    return Text.assemble(bar(summary.passed, len(summary.rows), width),
+                         f" · {summary.score:g} of {summary.max_score:g} points")
 
 
 def course_list(session: Session, *, with_next: bool) -> None:
-    """The table of exercises and a progress bar; optionally what to do next."""
+    """The exercises by part, the progress bar with the points; optionally what to do next."""
     summary = session.summary()
     now = session.current()
-    ui.out.print(exercise_table(summary.course, summary.rows, now.name if now else None))
-    ui.out.print(bar(summary.passed, len(summary.rows)))
-    ui.line(f"Points: {summary.score:g} of {summary.max_score:g}.")
+    table = exercise_rows(session, summary.rows, now.name if now else None)
+    # One print for the whole table: each print of rich costs as much as rendering a few rows.
+    ui.out.print(Text("\n").join([Text(summary.course, style="bold"), Text(), table, Text(), standing(summary)]),
+                 no_wrap=True, crop=False)
     if not with_next:
         return
     meta = session.course.meta
@@ -52,78 +110,97 @@ def course_list(session: Session, *, with_next: bool) -> None:
     if now is None:
         ui.line(meta.final or ALL_PASS, style="bold green")
     else:
-        path = session.submission(now)
-        ui.line(f"Next: edit {path}, then run `course check` (`course show {now.name}` for the lesson).")
+        path = ui.shown_path(session.submission(now))
+        ui.line(f"Next: edit {path}, then run `course check` (`course show` prints the lesson).")
 
 
-def result_block(result: ExerciseResult, file_hint: str) -> None:
-    """Per-check lines for one graded exercise, with the reason for each failure."""
-    head = Text.assemble((result.name, "bold"), "  ", ui.status_text(result.status))
-    if result.max_score:
-        head.append(f"  {result.score:g}/{result.max_score:g} points")
-    head.append(f"  {result.duration_s:.1f} s", style="dim")
-    ui.out.print(head)
-    failing = [c for c in result.checks if c.status not in ("passed", "skipped")]
-    # One cause behind every failure (a syntax error, a timeout): say it once, not per check.
-    shared = len(failing) > 1 and len({c.message for c in failing}) == 1
-    said = ""
-    for check in result.checks:
-        ui.labelled(ui.status_text(check.status), check.title, indent=2)
-        if check in failing and check.message and not shared:
-            ui.block(check.message if check.message != said else "(the same reason as above)", indent=6)
-            said = check.message
-    if shared:
-        ui.block(failing[0].message, indent=2)
-    elif result.status != "passed":
-        ui.block(result.message, indent=2, style=ui.STYLES.get(result.status, ""))
-    if result.checks and result.status in ("failed", "timeout"):
-        ui.block(f"your file: {file_hint}   seed {result.seed} (`--seed {result.seed}` repeats these inputs)",
-              indent=2, style="dim")
-
-
-def results(session: Session, graded: list[ExerciseResult]) -> None:
-    """Every graded exercise, check by check, then the next step."""
-    for result in graded:
-        result_block(result, str(session.submission(session.exercise(result.name))))
-        ui.line()
+def next_step(session: Session, graded: list[ExerciseResult]) -> None:
+    """After a check: the course's points (the sum of the rows), then the one thing to do next."""
+    ui.line(f"Points: {session.summary().score:g} of {session.summary().max_score:g} (`course list` has them all).",
+            style="dim")
     failing = [r for r in graded if not r.passed]
     if failing and failing[0].status == "error":
         ui.line("Something is wrong with the course itself, not your code; tell your instructor.", style="bold")
-    elif failing:
+        return
+    if failing:
         first = failing[0].name
-        ui.line(f"Next: fix {session.submission(session.exercise(first))}, then `course check {first}`. "
-             f"Stuck? `course hint {first}`.", style="bold")
+        path = ui.shown_path(session.submission(session.exercise(first)))
+        verb = "edit" if failing[0].not_tried else "fix"
+        ui.line(f"Next: {verb} {path}, then `course check {first}`. Stuck? `course hint {first}`.", style="bold")
     elif (now := session.current()) is None:
         ui.line(session.course.meta.final or ALL_PASS, style="bold green")
     else:
         ui.line(f"Next: `course show {now.name}` for the next lesson, then `course check`.", style="bold")
 
 
-def progress(summary: Summary) -> None:
-    """A short summary of stored progress."""
-    ui.out.print(bar(summary.passed, len(summary.rows)))
-    ui.line(f"Points: {summary.score:g} of {summary.max_score:g}.")
-    for row in summary.rows:
-        when = row.last_checked or "never checked"
-        ui.out.print(Text.assemble(ui.status_text(row.status), f" {row.name}  ({when})"))
+def progress(summary: Summary, now: float | None = None) -> None:
+    """The stored progress: the bar and points, then one aligned row per exercise with when it was checked."""
+    ui.out.print(standing(summary), no_wrap=True, crop=False)
+    ui.line()
+    rows = [[ui.status_text(r.status), Text(r.name), Text(points(r.score, r.max_score)),
+             Text(human_time(r.last_checked, now), style="dim")] for r in summary.rows]
+    for text in columns(rows, right={2}):
+        ui.out.print(text, no_wrap=True, crop=False)
 
 
-def hint(shown: Hint) -> None:
-    """One hint level, and how to get the next."""
+def human_time(stamp: str | None, now: float | None = None) -> str:
+    """A stored UTC time as a person reads it, in local time: `today 14:02`, `yesterday 09:13`,
+    `Mon 14:02` within a week, `3 Dec 14:02` this year, `3 Dec 2025` before."""
+    if not stamp:
+        return "never checked"
+    import calendar
+
+    try:
+        when = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return stamp
+    local, today = time.localtime(when), time.localtime(now)
+    days = (_day(today) - _day(local))
+    clock = f"{local.tm_hour:02d}:{local.tm_min:02d}"
+    if days == 0:
+        return f"today {clock}"
+    if days == 1:
+        return f"yesterday {clock}"
+    if 1 < days < 7:
+        return f"{time.strftime('%a', local)} {clock}"
+    if local.tm_year == today.tm_year:
+        return f"{local.tm_mday} {time.strftime('%b', local)} {clock}"
+    return f"{local.tm_mday} {time.strftime('%b', local)} {local.tm_year}"
+
+
+def _day(moment: time.struct_time) -> int:
+    """A day number for local dates, so that two dates can be subtracted."""
+    import datetime
+
+    return datetime.date(moment.tm_year, moment.tm_mon, moment.tm_mday).toordinal()
+
+
+def hint(shown: Hint, *, in_watch: bool = False) -> None:
+    """One hint level, and how to get the next (a key in watch mode, a command elsewhere)."""
     ui.line(f"Hint {shown.level} of {shown.levels} for {shown.exercise}:", style="bold")
     ui.line(shown.text)
-    if not shown.last:
+    if shown.last:
+        ui.line("That was the last hint.", style="dim")
+    elif in_watch:
+        ui.line("Press h for the next one.", style="dim")
+    else:
         ui.line(f"`course hint {shown.exercise}` again for the next level.", style="dim")
 
 
 def check_json(session: Session, graded: list[ExerciseResult]) -> dict[str, Any]:
-    """The `course check --json` object (SPEC §4)."""
+    """The `course check --json` object (SPEC §4), each check with what the learner's code printed."""
+    exercises = []
+    for result in graded:
+        data = result.to_json()
+        for check, shown in zip(result.checks, data["checks"], strict=True):  # type: ignore[call-overload]
+            shown.setdefault("output", getattr(check, "output", ""))
+        exercises.append(data)
     return {
         "course": session.course.meta.title,
         "jax_version": jax_version(),
         "passed": sum(r.passed for r in graded),
         "total": len(graded),
-        "exercises": [r.to_json() for r in graded],
+        "exercises": exercises,
     }
 
 
@@ -151,28 +228,3 @@ def jax_version() -> str:
         return metadata.version("jax")
     except metadata.PackageNotFoundError:
         return "unknown"
-
-
-def watch_checking(name: str, position: int, total: int) -> None:
-    """The moment a save is seen: which exercise is being checked."""
-    ui.line(f"course watch · {name} ({position} of {total})", style="bold")
-    ui.line(f"checking {name}...", style="dim")
-
-
-def watch_event(event: CheckEvent) -> None:
-    """One check's verdict as soon as the grading says it has ended."""
-    ui.labelled(ui.status_text(event.status), event.title, indent=2)
-
-
-def watch_screen(session: Session, result: ExerciseResult) -> None:
-    """The full verdict of the watched exercise, and what to do next."""
-    exercise = session.exercise(result.name)
-    path = session.submission(exercise)
-    ui.line(f"course watch · {exercise.name} ({exercise.position} of {len(session.course.exercises)})", style="bold")
-    result_block(result, str(path))
-    ui.line()
-    if result.passed:
-        ui.line(f"{exercise.name} passes. Press n for the next exercise.", style="bold green")
-    else:
-        ui.line(f"Edit {path} and save it to check again.", style="bold")
-    ui.line(KEYS, style="dim")

@@ -3,7 +3,6 @@ spelling) and two `lax.scan`s unrolled by `unroll=True`; chunks are picked with 
 
 import warnings
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec

@@ -1,0 +1,192 @@
+"""Verdicts as learners read them: check by check, live while grading, and a summary after several.
+
+One exercise gets every check, each failure with its reason and what the learner's code printed
+during it; several (`--all`) get the first failing check of each, then a summary table. An
+untouched stub is one line. On a terminal, `LiveCheck` shows the exercise being graded and
+each check's verdict as it ends, with a bar when there are several; it is erased before the
+verdict is printed, so a terminal and a pipe end with the same text.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from course import ui
+from course.ui import views
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+
+    from course.engine.verdict import CheckEvent, ExerciseResult
+    from course.registry import Exercise
+    from course.session import Session
+
+OUTPUT_LINES = 12
+"""Lines of a check's output shown under it (the last ones); `--json` has all of it."""
+QUIET = ("passed", "skipped", "not_run", "not run")
+"""Check statuses that need no reason under them."""
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def not_started(session: Session, result: ExerciseResult) -> str:
+    """Why an exercise was not tried, in one line."""
+    exercise = session.exercise(result.name)
+    path = session.submission(exercise)
+    if not path.is_file():
+        return f"not tried: {ui.shown_path(path)} does not exist; `course reset {exercise.name}` restores the stub"
+    try:
+        stub = exercise.stub_path.read_text(encoding="utf-8")
+    except OSError:
+        stub = ""
+    if "NotImplementedError" in stub:
+        return "not started: the stub still raises NotImplementedError"
+    return "not started: the file is still the stub"
+
+
+def head(result: ExerciseResult) -> Text:
+    """`name  ✗ failed  3/7 points  1.3 s`."""
+    text = Text.assemble((result.name, "bold"), "  ", ui.status_text(result.status))
+    if result.max_score:
+        text.append(f"  {result.score:g}/{result.max_score:g} points")
+    text.append(f"  {result.duration_s:.1f} s", style="dim")
+    return text
+
+
+def result_block(result: ExerciseResult, file_hint: str, *, verbose: bool = True, show_output: bool = False,
+                 not_tried: str = "") -> None:
+    """One graded exercise: every check (`verbose`) or only the first failing one, each failure's reason
+    and the learner's output under it; an untried exercise is the single line `not_tried`."""
+    if result.not_tried:
+        ui.labelled(Text.assemble((result.name, "bold"), "  ", ui.status_text("not_tried")),
+                    not_tried or result.message)
+        return
+    ui.out.print(head(result), no_wrap=True, crop=False)
+    failing = [c for c in result.checks if c.status not in QUIET]
+    # One cause behind every failure (a syntax error, a stopped run): say it once, not per check.
+    shared = len(failing) > 1 and len({c.message for c in failing}) == 1
+    shown = result.checks if verbose else failing[:1]
+    said = ""
+    for check in shown:
+        ui.labelled(ui.status_text(check.status), check.title, indent=2)
+        if check in failing and check.message and not shared:
+            ui.block(check.message if check.message != said else "(the same reason as above)", indent=6)
+            said = check.message
+        if check in failing or show_output:
+            learner_output(getattr(check, "output", ""), indent=6)
+    if shared:
+        ui.block(failing[0].message, indent=2)
+    if not verbose and len(failing) > 1:
+        ui.block(f"{len(failing) - 1} more failing: `course check {result.name}` shows every check.", indent=2,
+                 style="dim")
+    elif result.status != "passed" and not shared:
+        ui.block(result.message, indent=2, style=ui.STYLES.get(result.status, ""))
+    if verbose and result.checks and result.status in ("failed", "timeout"):
+        ui.block(f"your file: {file_hint} · seed {result.seed} (`--seed {result.seed}` repeats these inputs)",
+                 indent=2, style="dim")
+
+
+def learner_output(text: str, indent: int) -> None:
+    """What the learner's code printed during a check: its last lines, each marked as theirs."""
+    lines = _CONTROL.sub("", text.expandtabs(4)).rstrip().splitlines()
+    if not lines:
+        return
+    kept = lines[-OUTPUT_LINES:]
+    cut = len(lines) - len(kept)
+    note = f" (the last {len(kept)} of {len(lines)} lines; `--json` has them all)" if cut else ""
+    ui.block(f"your code printed{note}:", indent=indent, style="dim")
+    for line in kept:
+        ui.labelled(Text("│", style="dim"), line[:500], indent=indent)
+
+
+def results(session: Session, graded: list[ExerciseResult], *, verbose: bool = False,
+            show_output: bool = False) -> None:
+    """The verdict of a `course check`: in full for one exercise; for several, the first failure of
+    each and a summary table; then the points and the next step."""
+    several = len(graded) > 1
+    for result in graded:
+        exercise = session.exercise(result.name)
+        why = not_started(session, result) if result.not_tried else ""
+        result_block(result, ui.shown_path(session.submission(exercise)), verbose=verbose or not several,
+                     show_output=show_output, not_tried=why)
+        if not several or verbose or not result.passed:
+            ui.line()
+    if several:
+        summary_table(session, graded)
+        ui.line()
+    views.next_step(session, graded)
+
+
+def summary_table(session: Session, graded: list[ExerciseResult]) -> None:
+    """One aligned row per graded exercise: number, name, status, points."""
+    header = [Text(h, style="dim") for h in ("   #", "exercise", "status", "points")]
+    rows = [header]
+    for result in graded:
+        status = "not_tried" if result.not_tried else result.status
+        known = result.max_score or session.exercise(result.name).max_score
+        rows.append([Text(f"{session.exercise(result.name).position:>4}"), Text(result.name),
+                     ui.status_text(status), Text(views.points(0.0 if result.not_tried else result.score, known))])
+    for line in views.columns(rows, right={3}):
+        ui.out.print(line, no_wrap=True, crop=False)
+
+
+class LiveCheck:
+    """The state of a `course check` in flight, drawn by rich on each refresh (for a terminal only).
+
+    `event` and `result` are called from grading threads; drawing reads under the same lock.
+    """
+
+    def __init__(self, exercises: list[Exercise], course_size: int, jobs: int) -> None:
+        self.exercises, self.course_size, self.jobs = exercises, course_size, max(jobs, 1)
+        self.events: dict[str, list[CheckEvent]] = {}
+        self.done: dict[str, ExerciseResult] = {}
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+
+    def event(self, event: CheckEvent) -> None:
+        """A check has ended."""
+        with self._lock:
+            self.events.setdefault(event.exercise, []).append(event)
+
+    def result(self, result: ExerciseResult) -> None:
+        """An exercise has its verdict."""
+        with self._lock:
+            self.done[result.name] = result
+
+    def lines(self, now: float | None = None) -> list[Text]:
+        """What to draw now."""
+        now = time.monotonic() if now is None else now
+        spin = SPINNER[int(now * 10) % len(SPINNER)]
+        elapsed = f"{now - self.started:.1f} s"
+        with self._lock:
+            running = [e for e in self.exercises if e.name not in self.done][: self.jobs]
+            if len(self.exercises) == 1:
+                one = self.exercises[0]
+                top = Text.assemble((spin, "cyan"), f" checking {one.name} ({one.position} of {self.course_size})",
+                                    (f" · {elapsed}", "dim"))
+                return [top, *[_event_line(e) for e in self.events.get(one.name, [])]]
+            done = len(self.done)
+            top = Text.assemble((spin, "cyan"), f" grading {len(self.exercises)} exercises · ",
+                                views.bar(done, len(self.exercises), width=20, word="done"), (f" · {elapsed}", "dim"))
+            shown = [top]
+            for exercise in running:
+                marks = [Text(ui.MARKS.get(e.status, "?"), style=ui.STYLES.get(e.status, ""))
+                         for e in self.events.get(exercise.name, [])]
+                shown.append(Text.assemble(f"  now {exercise.name} ", *marks))
+            return shown
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """Each line cut to the width (a live display must never wrap)."""
+        for line in self.lines():
+            line.no_wrap, line.overflow = True, "ellipsis"
+            yield line
+
+
+def _event_line(event: CheckEvent) -> Text:
+    """`  ✓ passed  title` for a check that has just ended."""
+    return Text.assemble("  ", ui.status_text(event.status), "  ", event.title)
