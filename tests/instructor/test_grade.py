@@ -147,11 +147,11 @@ def test_entries_locate_files_without_following_links(tmp_path: Path) -> None:
                                                            "old/ex_pass.py": WRONG, "ex_fail.py": "#" * (2 << 20)})
     (mallory / "sub").mkdir()
     (mallory / "sub" / "ex_fail.py").symlink_to(classmate / "ex_pass.py")
-    found = submissions.Entry("mallory", mallory).locate(course.exercises)
+    found = submissions.Entry.of("mallory", mallory).locate(course.exercises)
     assert found["ex_pass"].rel == "exercises/01_ex_pass/ex_pass.py" and found["ex_pass"].data == SOLUTION.encode()
     assert found["ex_fail"].rel == "ex_fail.py" and not found["ex_fail"].tried and "limit" in found["ex_fail"].note
     zipped = write_zip(tmp_path / "z.zip", {"../../etc/ex_pass.py": SOLUTION})
-    assert submissions.Entry("z", zipped).locate(course.exercises)["ex_pass"].rel == "etc/ex_pass.py"
+    assert submissions.Entry.of("z", zipped).locate(course.exercises)["ex_pass"].rel == "etc/ex_pass.py"
 
 
 @pytest.mark.slow
