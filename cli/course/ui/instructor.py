@@ -147,10 +147,9 @@ class ClassWatch(Listener):
     def __enter__(self) -> ClassWatch:
         """Start showing progress."""
         self.watch.__enter__()
-        n_jobs = len(self.plan.jobs)
-        self.watch.say(f"grading {len(self.plan.students)} students: {n_jobs} grading(s) to run, "
-                       f"{len(self.plan.students) - len({j.student.entry.student for j in self.plan.jobs})} "
-                       "student(s) unchanged since the last run")
+        busy = len({j.student.entry.student for j in self.plan.jobs})
+        self.watch.say(f"grading {len(self.plan.students)} students: {len(self.plan.jobs)} grading(s) to run for "
+                       f"{busy} of them; the others have nothing new to grade")
         return self
 
     def __exit__(self, *exc: object) -> None:
