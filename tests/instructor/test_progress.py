@@ -71,7 +71,7 @@ def test_grade_piped_prints_a_line_per_student(tmp_path: Path) -> None:
     lines = done.stderr.splitlines()
     assert any("warming" in line and "reference solution" in line for line in lines), done.stderr
     graded = [line for line in lines if re.match(r"\[\d/3\] ", line)]
-    assert graded[0].startswith("[1/3] carol: 0/3")  # nothing to grade: done first
+    assert graded[0].startswith("[1/3] carol: 0/8")  # nothing to grade: done first
     assert {line.split()[1] for line in graded[1:]} == {"alice:", "bob:"}
     assert all("elapsed" in line for line in graded) and "left" in graded[-1]
 
