@@ -118,3 +118,45 @@ def assert_hides_hidden(results: dict[str, Any]) -> None:
         line = next(line for line in results["output"].splitlines() if line.startswith(f"{name}:"))
         assert f"{score:g}/{top:g}" in line, (line, shown)
     assert all(t["name"] not in " ".join(v["name"] for v in visible) for t in hidden)
+
+
+def synthetic_run(course_root: Path, students: int, seed: int = 3) -> Any:
+    """A graded class made up for the report's layout: each student's record of every exercise of the course
+    at `course_root` drawn at random (passed, failed with a message, timed out, too large, not tried)."""
+    import random
+
+    from course.engine.sandbox import Protections
+    from course.instructor.grade import ClassRun, Student
+    from course.instructor.results import Record, max_points
+    from course.instructor.submissions import Entry
+    from course.registry import load_course
+
+    rng = random.Random(seed)
+    course = load_course(course_root)
+    run = ClassRun(course, course_root, course.exercises, seed, Protections(network_namespace=True, landlock_abi=6))
+    for k in range(students):
+        records = {}
+        for exercise in course.exercises:
+            top = max_points(exercise)
+            checks = [{"id": f"test_{i}", "title": f"check {i} of {exercise.name}: the rule it holds the code to",
+                       "status": rng.choice(["passed", "passed", "failed"]), "score": 0.0, "max_score": 1.0,
+                       "message": "", "hidden": i == 3} for i in range(4)]
+            for check in checks:
+                check["score"] = 1.0 if check["status"] == "passed" else 0.0
+                check["message"] = "" if check["score"] else f"expected {k} but got {k + 1} <b>escaped</b>"
+            pick = rng.random()
+            status = "passed" if all(c["score"] for c in checks) else "failed"
+            rec = Record(exercise.name, status, sum(c["score"] for c in checks) * top / 4, top, "", "x.py",
+                         checks=checks)
+            if pick < 0.1:
+                rec = Record(exercise.name, "not_tried", 0.0, top, "not tried: no file was submitted")
+            elif pick < 0.15:
+                rec = Record(exercise.name, "timeout", 0.0, top, "your code ran past the 60 s limit",
+                             checks=[{**c, "status": "failed", "score": 0.0} for c in checks])
+            elif pick < 0.17:
+                rec = Record(exercise.name, "failed", 0.0, top, "x.py is 2000000 bytes, over the limit; not graded",
+                             "x.py", cause="too_large")
+            records[exercise.name] = rec
+        name = f"student{k:03d}-with-a-longer-id" if k % 7 == 0 else f"student{k:03d}"
+        run.students.append(Student(Entry(name, (), name, "Ada Lovelace" if k % 5 == 0 else ""), records))
+    return run

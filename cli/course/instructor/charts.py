@@ -48,7 +48,7 @@ def totals(scores: list[float], top: float, left_out: int) -> str:
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(_RC):
-        figure = Figure(figsize=(6.4, 2.8))
+        figure = Figure(figsize=(5.0, 2.6), layout="constrained")
         axes = figure.subplots()
         _histogram(axes, scores, top, BLUE)
         note = f"; {left_out} who tried nothing not drawn" if left_out else ""
@@ -64,26 +64,37 @@ def _label(title: str, hidden: bool) -> str:
     return "\n".join(textwrap.wrap(text, 42)) or "(untitled)"
 
 
-def exercise(summary: dict[str, Any], scores: list[float]) -> str:
-    """One exercise: the distribution of scores among those who tried it, and each check's pass rate,
-    labelled with the check's title (purple: hidden checks)."""
+def scores(summary: dict[str, Any], points: list[float]) -> str:
+    """One exercise's distribution of scores among those who tried it."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(_RC):
+        figure = Figure(figsize=(4.2, 2.6), layout="constrained")
+        axes = figure.subplots()
+        _histogram(axes, points, summary["max_score"], BLUE)
+        axes.set(title=f"Scores of the {len(points)} who tried", xlabel=f"points (of {summary['max_score']:g})",
+                 ylabel="students")
+        _tidy(axes)
+        return _svg_uri(figure)
+
+
+def pass_rates(summary: dict[str, Any]) -> str:
+    """Each check's pass rate among those who tried the exercise, labelled with the check's title
+    (purple: hidden checks)."""
     import matplotlib
     from matplotlib.figure import Figure
 
     checks = summary["checks"]
-    lines = sum(_label(c["title"], c["hidden"]).count("\n") + 1 for c in checks)
+    labels = [_label(c["title"], c["hidden"]) for c in checks][::-1] or ["no check was graded"]
+    lines = sum(label.count("\n") + 1 for label in labels)
     with matplotlib.rc_context(_RC):
-        figure = Figure(figsize=(9.6, max(2.6, 0.9 + 0.2 * lines)))
-        left, right = figure.subplots(1, 2, width_ratios=[1, 1.6])
-        _histogram(left, scores, summary["max_score"], BLUE)
-        left.set(title=f"Scores of the {len(scores)} who tried", xlabel=f"points (of {summary['max_score']:g})",
-                 ylabel="students")
-        _tidy(left)
-        labels = [_label(c["title"], c["hidden"]) for c in checks][::-1] or ["no check was graded"]
+        figure = Figure(figsize=(6.4, max(1.6, 0.7 + 0.22 * lines + 0.12 * len(labels))), layout="constrained")
+        axes = figure.subplots()
         rates = [100 * (c["pass_rate"] or 0.0) for c in checks][::-1] or [0.0]
         colors = [PURPLE if c["hidden"] else GREEN for c in checks][::-1] or [GREY]
-        right.barh(range(len(labels)), rates, color=colors)
-        right.set_yticks(range(len(labels)), labels, fontsize=8)
-        right.set(title="Pass rate per check", xlabel="% of those who tried", xlim=(0, 100))
-        right.spines[["top", "right"]].set_visible(False)
+        axes.barh(range(len(labels)), rates, color=colors)
+        axes.set_yticks(range(len(labels)), labels, fontsize=8)
+        axes.set(title="Pass rate per check", xlabel="% of those who tried", xlim=(0, 100))
+        axes.spines[["top", "right"]].set_visible(False)
         return _svg_uri(figure)

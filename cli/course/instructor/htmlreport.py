@@ -92,13 +92,15 @@ def _student(run: ClassRun, student: Student, top: float) -> dict[str, Any]:
             "exercises": [_panel_exercise(e, rec) for e, rec in exercises if rec is not None]}
 
 
-def _charts(run: ClassRun, summary: dict[str, Any]) -> tuple[str, dict[str, str]]:
-    """The totals chart (students who tried something) and each tried exercise's chart."""
+def _charts(run: ClassRun, summary: dict[str, Any]) -> tuple[str, dict[str, tuple[str, str]], int]:
+    """The totals chart (students who tried something), each tried exercise's two charts, and how many
+    students tried nothing (not drawn)."""
     active = [s for s in run.students if any(r.status != "not_tried" for r in s.records.values())]
-    total = charts.totals([run.total(s) for s in active], summary["max_total"], len(run.students) - len(active))
-    per = {e["name"]: charts.exercise(e, [r.score for r in run.tried(e["name"])])
+    left_out = len(run.students) - len(active)
+    total = charts.totals([run.total(s) for s in active], summary["max_total"], left_out)
+    per = {e["name"]: (charts.scores(e, [r.score for r in run.tried(e["name"])]), charts.pass_rates(e))
            for e in summary["exercises"] if e["tried"]}
-    return total, per
+    return total, per, left_out
 
 
 def render(run: ClassRun, summary: dict[str, Any]) -> str:
@@ -107,11 +109,11 @@ def render(run: ClassRun, summary: dict[str, Any]) -> str:
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     top = summary["max_total"] or 1
-    totals_chart, exercise_charts = _charts(run, summary)
+    totals_chart, exercise_charts, left_out = _charts(run, summary)
     digest = base64.b64encode(hashlib.sha256(SORT_SCRIPT.encode()).digest()).decode()
     return env.from_string(TEMPLATE).render(
         s=summary, date=run.generated_at, commit=commit(run.course.root), style=STYLE, script=SORT_SCRIPT,
-        script_hash=f"sha256-{digest}", totals_chart=totals_chart, exercise_charts=exercise_charts,
+        script_hash=f"sha256-{digest}", totals_chart=totals_chart, exercise_charts=exercise_charts, left_out=left_out,
         students=[_student(run, s, top) for s in run.students], fmt=_fmt, pct=_pct,
         bad_references=[name for name, status in summary["references"].items() if status != "passed"],
     )

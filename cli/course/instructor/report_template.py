@@ -26,7 +26,7 @@ document.querySelectorAll("table.sortable th button").forEach(function (button) 
 
 STYLE = """
 :root { --ink: #1d1d1f; --muted: #5f6368; --line: #e3e3e3; --bad: #b00020; --hidden: #6a3d9a; --pass: #1e7e45;
-        --c1: 13rem; --c2: 5.5rem; --c3: 4.5rem; }
+        --c1: 15rem; --c2: 5rem; --c3: 4rem; }
 * { box-sizing: border-box; }
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: var(--ink); }
 header, main, .bar { padding: 0 clamp(.8rem, 3vw, 2.5rem); max-width: 110rem; margin: 0 auto; }
@@ -44,7 +44,8 @@ th, td { padding: .3rem .6rem; border-bottom: 1px solid var(--line); text-align:
 th { background: #f6f6f6; font-weight: 600; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .wide { overflow-x: auto; max-width: 100%; }
 .scroll { overflow: auto; max-width: 100%; max-height: 75vh; border: 1px solid var(--line); }
-.scroll table { min-width: 100%; }
+.scroll table { min-width: 100%; } .scroll td { white-space: nowrap; }
+.row { display: flex; flex-wrap: wrap; gap: 1rem 2.5rem; align-items: flex-start; }
 .scroll thead th { position: sticky; top: 0; z-index: 2; }
 .scroll .f1, .scroll .f2, .scroll .f3 { position: sticky; background: #fff; z-index: 1; }
 .scroll thead .f1, .scroll thead .f2, .scroll thead .f3 { background: #f6f6f6; z-index: 3; }
@@ -103,7 +104,9 @@ script-src '{{ script_hash }}'">
 <a href="#panels">Each student</a></div></nav>
 <main>
 <h2 id="overview">Overview</h2>
-<figure><img alt="Distribution of total scores" src="{{ totals_chart }}"></figure>
+<div class="row"><figure><img alt="Distribution of total scores" src="{{ totals_chart }}">
+{% if left_out %}<figcaption class="meta">{{ left_out }} student{{ "" if left_out == 1 else "s" }} who tried nothing
+ not drawn.</figcaption>{% endif %}</figure>
 <div class="wide"><table>
 <thead><tr><th>#</th><th>exercise</th><th>topic</th><th class="num">tried</th><th class="num">passed</th>
 <th class="num">failed</th><th class="num">timed out</th><th class="num">errors</th><th class="num">not tried</th>
@@ -113,7 +116,7 @@ script-src '{{ script_hash }}'">
 <td class="num">{{ e.failed }}</td><td class="num">{{ e.timeout }}</td><td class="num">{{ e.error }}</td>
 <td class="num">{{ e.not_tried }}</td><td class="num">{{ pct(e.pass_rate) }}</td>
 <td class="num">{{ fmt(e.mean_score) }} / {{ fmt(e.max_score) }}</td></tr>{% endfor %}</tbody>
-</table></div>
+</table></div></div>
 
 <h2 id="students">Students</h2>
 <p class="meta">Click a heading to sort; click a name for that student's checks and messages.</p>
@@ -122,9 +125,10 @@ script-src '{{ script_hash }}'">
 <th class="f2 num"><button type="button">total</button></th><th class="f3 num"><button type="button">%</button></th>
 {% for e in s.exercises %}<th class="num"><button type="button" title="{{ e.title }}">{{ e.position }}.
  {{ e.name }}</button></th>{% endfor %}</tr></thead>
-<tbody>{% for r in students %}<tr><td class="f1" data-sort="{{ r.id }}"><a href="#{{ r.anchor }}">{{ r.id }}</a>
-{%- if r.name %} <span class="meta">{{ r.name }}</span>{% endif %}
-{%- if r.error %} <span class="bad">platform error</span>{% endif %}</td>
+<tbody>{% for r in students %}<tr><td class="f1" data-sort="{{ r.id }}" title="{{ r.id }}{% if r.name %}: {{ r.name
+ }}{% endif %}"><a href="#{{ r.anchor }}">{{ r.id }}</a>
+{%- if r.error %} <span class="bad">!</span>{% endif %}{% if r.name %} <span class="meta">{{ r.name }}</span>{% endif
+ %}</td>
 <td class="f2 num" data-sort="{{ r.total }}">{{ fmt(r.total) }}</td>
 <td class="f3 num" data-sort="{{ r.percent }}">{{ r.percent }}</td>
 {% for c in r.cells %}<td class="num {{ c.status }}" data-sort="{{ c.sort }}">{{ c.text }}</td>{% endfor %}</tr>
@@ -136,14 +140,15 @@ script-src '{{ script_hash }}'">
 <p class="meta">{{ e.tried }} tried · passed {{ e.passed }} · failed {{ e.failed }} · timed out {{ e.timeout }}
  · errors {{ e.error }} · not tried {{ e.not_tried }}{% if e.too_large %} · files too large {{ e.too_large }}{% endif %}
  · mean {{ fmt(e.mean_score) }} of {{ fmt(e.max_score) }}</p>
-{% if e.tried %}<figure><img alt="Scores and pass rate per check of {{ e.name }}" src="{{ exercise_charts[e.name] }}">
-</figure>{% endif %}
+{% if e.tried %}<div class="row"><figure><img alt="Scores of those who tried {{ e.name }}"
+ src="{{ exercise_charts[e.name][0] }}"></figure><figure><img alt="Pass rate of each check of {{ e.name }}"
+ src="{{ exercise_charts[e.name][1] }}"></figure></div>{% endif %}
 <div class="wide"><table><thead><tr><th>check</th><th class="num">passed</th><th class="num">failed</th>
 <th>most common failures</th></tr></thead><tbody>
 {% for c in e.checks %}<tr><td>{{ c.title }} {% if c.hidden %}<span class="tag hidden">hidden</span>{% endif %}
 <br><span class="meta"><code>{{ c.id }}</code></span></td><td class="num">{{ c.passed }}</td>
-<td class="num">{{ c.failed }}</td><td>{% for f in c.common_failures[:3] %}<div class="msg">{{ f.count }}×
- {{ f.message }}</div>{% endfor %}</td></tr>{% endfor %}</tbody></table></div>
+<td class="num">{{ c.failed }}</td><td>{% for f in c.common_failures[:3] %}<div class="msg">{{ f.count }}× {{
+ f.message }}</div>{% endfor %}</td></tr>{% endfor %}</tbody></table></div>
 </section>{% endfor %}
 
 <h2 id="panels">Each student</h2>
