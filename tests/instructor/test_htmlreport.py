@@ -9,8 +9,8 @@ import base64
 import hashlib
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from class_helpers import SOLUTION, STUB, WRONG, class_course, write_folder
@@ -48,9 +48,11 @@ class _Tags(HTMLParser):
         return [attrs for _, attrs in self.tags if name in attrs]
 
 
-def _graded(tmp_path: Path, cli: CliRunner) -> tuple[str, _Tags]:
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, _Tags]:
     """A small class graded for real: full marks, a hostile message, a file too large, a stub, a timeout
     (ex_pass is given a 2 s limit here)."""
+    tmp_path = tmp_path_factory.mktemp("graded")
     course, subs = class_course(tmp_path), tmp_path / "subs"
     meta = course / "exercises" / "01_ex_pass" / "exercise.toml"
     meta.write_text(re.sub(r"(?m)^timeout_s *=.*$", "", meta.read_text()) + "timeout_s = 2\n", encoding="utf-8")
@@ -59,7 +61,9 @@ def _graded(tmp_path: Path, cli: CliRunner) -> tuple[str, _Tags]:
     write_folder(subs / "olga", {"ex_pass.py": "#" * (2 << 20), "ex_fail.py": STUB})
     write_folder(subs / "tim", {"ex_pass.py": STUB})
     write_folder(subs / "wallace", {"ex_pass.py": LOOPS})
-    done = cli.invoke(app, ["grade", str(subs), "--out", str(tmp_path / "out"), "--course", str(course)])
+    env = {"COURSE_NO_PROGRESS": "1", "COURSE_ROOT": None, "COURSE_WORKSPACE": None, "COURSE_DEBUG": None}
+    done = CliRunner().invoke(app, ["grade", str(subs), "--out", str(tmp_path / "out"), "--course", str(course)],
+                              env=env)
     assert done.exit_code == 0, done.output
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     parser = _Tags()
@@ -67,9 +71,9 @@ def _graded(tmp_path: Path, cli: CliRunner) -> tuple[str, _Tags]:
     return page, parser
 
 
-def test_the_report_is_self_contained_and_runs_only_its_own_script(tmp_path: Path, cli: CliRunner) -> None:
+def test_the_report_is_self_contained_and_runs_only_its_own_script(graded: tuple[str, _Tags]) -> None:
     """Nothing to fetch; student text escaped; the one script allowed by its hash in the page's policy."""
-    page, parser = _graded(tmp_path, cli)
+    page, parser = graded
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
     links = [v for attrs in (a for _, a in parser.tags) for v in attrs.values() if v and re.match(r"(?:https?:)?//", v)]
     assert links == []  # every image is a data URI
@@ -84,9 +88,9 @@ def test_the_report_is_self_contained_and_runs_only_its_own_script(tmp_path: Pat
     assert all("http://evil" not in base64.b64decode(c).decode() for c in charts)
 
 
-def test_the_report_says_when_and_how_and_what_each_exercise_did(tmp_path: Path, cli: CliRunner) -> None:
+def test_the_report_says_when_and_how_and_what_each_exercise_did(graded: tuple[str, _Tags]) -> None:
     """Date, course version, seed, graded now and reused; per exercise the counts; check charts by title."""
-    page, _ = _graded(tmp_path, cli)
+    page = graded[0]
     page = " ".join(page.split())
     assert re.search(r"Graded \d{4}-\d\d-\d\dT[\d:]+Z · course \d", page) and " · seed " in page
     assert "5 graded in this run, 0 reused" in page
@@ -96,10 +100,10 @@ def test_the_report_says_when_and_how_and_what_each_exercise_did(tmp_path: Path,
     assert "double works on negative numbers." in page and "hidden" in page
 
 
-def test_the_students_table_sorts_and_links_each_name_to_a_panel(tmp_path: Path, cli: CliRunner) -> None:
+def test_the_students_table_sorts_and_links_each_name_to_a_panel(graded: tuple[str, _Tags]) -> None:
     """Name, total and percent first and frozen; every heading a sort button; each name a link to its panel,
     where each check and message is, and a file too large or not tried says so."""
-    page, parser = _graded(tmp_path, cli)
+    page, parser = graded
     table = page[page.index('id="students-table"'):page.index("</table>", page.index('id="students-table"'))]
     heads = re.findall(r'<th class="([^"]*)"><button type="button"[^>]*>([^<]+)</button>', table)
     assert [h[1] for h in heads[:3]] == ["student", "total", "%"] and [h[0][:2] for h in heads[:3]] == ["f1", "f2",
