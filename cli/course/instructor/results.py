@@ -164,7 +164,8 @@ def visible_line(exercise: Exercise, rec: Record) -> str:
         score, top = 0.0, min(rec.max_score, exercise.max_score or 0.0)
         word = {"not_tried": "not tried", "error": "not graded (the platform failed)"}.get(rec.status, "failed")
     line = f"{exercise.name}: {word}, {score:g}/{top:g}"
-    extra = rec.note or (rec.message if rec.cause else "")
+    untouched = rec.status == "not_tried" and rec.file is not None
+    extra = rec.note or (rec.message.removeprefix("not tried: ") if rec.cause or untouched else "")
     return f"{line} ({extra})" if extra else line
 
 
