@@ -114,8 +114,7 @@ def test_gradescope_grades_a_wrong_an_empty_and_an_untouched_submission(gradesco
     wrong, _, _ = _submit(gradescope, {"ex_pass.py": SOLUTION, "nested/ex_fail.py": WRONG})
     assert_gradescope(wrong, "submission")
     assert wrong["score"] == 3.0 and "ex_fail: failed, 0/3" in wrong["output"]
-    for files in ({}, {"ex_pass.py": STUB, "ex_fail.py": (MINI / "exercises" / "02_ex_fail" / "ex_fail.py")
-                   .read_text(encoding="utf-8")}):
+    for files in ({}, {"ex_pass.py": STUB}):
         empty, _, _ = _submit(gradescope, files)
         assert_gradescope(empty, "submission")
         assert_hides_hidden(empty)

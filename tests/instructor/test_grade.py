@@ -154,21 +154,24 @@ def test_only_a_missing_or_empty_submissions_folder_stops_the_run(tmp_path: Path
 
 
 def test_an_empty_folder_is_graded_zero_and_untouched_stubs_are_not_tried(tmp_path: Path, cli: CliRunner) -> None:
-    """An empty entry is a student who tried nothing; a stub handed back untouched is not tried either:
-    no points, and in no pass rate or common failure."""
+    """An empty entry is a student who tried nothing; a stub handed back untouched (spacing aside) is not
+    tried either: no points, and in no pass rate or common failure. A stub that runs (ex_fail's adds one)
+    is graded like any file, as the runner grades it."""
     course, subs = class_course(tmp_path), tmp_path / "subs"
     (subs / "ivan").mkdir(parents=True)
     stub_of_fail = (MINI / "exercises" / "02_ex_fail" / "ex_fail.py").read_text(encoding="utf-8")
-    write_folder(subs / "judy", {"ex_pass.py": STUB.replace("\n", "\r\n") + "\n\n", "ex_fail.py": stub_of_fail})
+    write_folder(subs / "judy", {"ex_pass.py": STUB.replace("\n", "\r\n").replace("    ", "\t") + "\n\n",
+                                 "ex_fail.py": stub_of_fail})
     write_folder(subs / "kim", {"ex_pass.py": WRONG})
     code, summary = _grade(cli, course, subs, tmp_path / "out")
     assert code == 0 and summary["totals"] == {"ivan": 0.0, "judy": 0.0, "kim": 0.0}
     judy = json.loads((tmp_path / "out" / "judy" / "results.json").read_text(encoding="utf-8"))
-    assert {r["status"] for r in judy["extra_data"]["exercises"].values()} == {"not_tried"}
-    assert "is the stub as handed out" in judy["output"]
+    statuses = {name: r["status"] for name, r in judy["extra_data"]["exercises"].items()}
+    assert statuses == {"ex_pass": "not_tried", "ex_fail": "failed"}
+    assert "ex_pass.py is the stub as handed out" in judy["output"]
     ex_pass, ex_fail = summary["exercises"]
     assert (ex_pass["tried"], ex_pass["not_tried"], ex_pass["pass_rate"]) == (1, 2, 0.0)
-    assert ex_fail["tried"] == 0 and ex_fail["checks"] == [] and ex_fail["mean_score"] is None
+    assert (ex_fail["tried"], ex_fail["not_tried"]) == (1, 2)
     assert all("NotImplementedError" not in f["message"] for c in ex_pass["checks"] for f in c["common_failures"])
 
 

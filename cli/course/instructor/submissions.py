@@ -12,6 +12,7 @@ opened without following links, so an entry cannot point at a classmate's files 
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import stat
@@ -245,15 +246,30 @@ def usable_id(student: str) -> bool:
 _STUBS: dict[tuple[Path, int], bytes | None] = {}
 
 
-def _normalised(data: bytes) -> bytes:
-    """Source text with line endings, trailing spaces and blank lines at either end not counting."""
-    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-    return b"\n".join(line.rstrip() for line in lines).strip()
+def _fingerprint(data: bytes) -> bytes:
+    """Source text with every whitespace character left out."""
+    return b"".join(data.split())
+
+
+def _leaves_work(source: bytes) -> bool:
+    """True when the stub raises NotImplementedError somewhere: it leaves the work to the learner. A stub
+    that runs (a slow version to make fast, say) is graded like any file: what it does is the lesson."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return b"NotImplementedError" in source
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(target, ast.Name) and target.id == "NotImplementedError":
+                return True
+    return False
 
 
 def untouched(exercise: Exercise, data: bytes | None) -> bool:
-    """True when `data` is the exercise's stub as handed out (spacing aside): not tried, and not worth a
-    grading. The runner says the same of such a file; deciding it here spares the class a process."""
+    """True when `data` is the exercise's stub as handed out, whitespace aside, and that stub leaves the
+    work to the learner: not tried, and not worth a grading. This is the runner's own rule for such a
+    file (`course check` says the same of it); deciding it here spares the class a process per stub."""
     from course.workspace import pristine_stub  # imported here: it imports git helpers
 
     try:
@@ -264,6 +280,6 @@ def untouched(exercise: Exercise, data: bytes | None) -> bool:
         stub = pristine_stub(exercise)
         if stub is None and exercise.stub_path.is_file():
             stub = exercise.stub_path.read_bytes()
-        _STUBS[where] = None if stub is None else _normalised(stub)
+        _STUBS[where] = _fingerprint(stub) if stub is not None and _leaves_work(stub) else None
     stub = _STUBS[where]
-    return data is not None and stub is not None and _normalised(data) == stub
+    return data is not None and stub is not None and _fingerprint(data) == stub
