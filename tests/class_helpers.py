@@ -126,7 +126,7 @@ def synthetic_run(course_root: Path, students: int, seed: int = 3) -> Any:
     import random
 
     from course.engine.sandbox import Protections
-    from course.instructor.grade import ClassRun, Student
+    from course.instructor.classrun import ClassRun, Student
     from course.instructor.results import Record, max_points
     from course.instructor.submissions import Entry
     from course.registry import load_course

@@ -6,6 +6,9 @@ modules they call are imported inside each command, so a learner's command pays 
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -87,6 +90,25 @@ def release(
                              "pip install -e . && course check`.")
 
 
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While the block runs, SIGTERM ends it as Ctrl-C does: gradings stopped, scratch folders removed."""
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        """Raise where the main thread is, so every clean-up on the way out runs."""
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: nothing to install
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _shard(text: str | None) -> tuple[int, int] | None:
     """`K/N` as (K, N), 1 <= K <= N; a usage error otherwise."""
     if text is None:
@@ -135,7 +157,7 @@ def grade(
     names = [n.strip() for item in only or [] for n in item.split(",") if n.strip()]
     plan = grading.prepare(found, submissions, out, only=names, regrade=regrade, seed=seed, roster=roster,
                            shard=_shard(shard))
-    with grading.sigterm_interrupts(), instructor.ClassWatch(plan, jobs or capacity.default_jobs(),
+    with sigterm_interrupts(), instructor.ClassWatch(plan, jobs or capacity.default_jobs(),
                                                              enabled=not as_json) as watch:
         done = grading.run(plan, jobs=jobs, listener=watch)
     summary, written, note = gradebook.write(done)
@@ -170,7 +192,7 @@ def gradebook_merge(
         ui.emit_json(summary)
     else:
         instructor.class_report(summary, written, note)
-    raise typer.Exit(2 if run.bad else 0)
+    raise typer.Exit(run.exit_code)
 
 
 def autograder_gradescope(

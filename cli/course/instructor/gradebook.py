@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from course.files import write_atomic
+from course.instructor.classrun import ClassRun
 from course.instructor.context import version
-from course.instructor.grade import ClassRun
 from course.instructor.results import max_points
 
 COMMON_FAILURES = 5

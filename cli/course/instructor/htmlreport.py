@@ -22,7 +22,7 @@ from course.instructor.context import commit
 from course.instructor.report_template import SORT_SCRIPT, STYLE, TEMPLATE
 
 if TYPE_CHECKING:
-    from course.instructor.grade import ClassRun, Student
+    from course.instructor.classrun import ClassRun, Student
     from course.instructor.results import Record
 
 MISSING = "the class report needs the instructor extra: `pip install -e '.[instructor]'`"

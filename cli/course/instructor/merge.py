@@ -15,7 +15,7 @@ from typing import Any
 
 from course.engine import sandbox
 from course.errors import UsageError
-from course.instructor.grade import RESULTS, ClassRun, Student
+from course.instructor.classrun import RESULTS, ClassRun, Student
 from course.instructor.layouts import BadEntry
 from course.instructor.results import grader_fingerprint, stored_records
 from course.instructor.submissions import Entry

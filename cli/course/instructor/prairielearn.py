@@ -174,7 +174,7 @@ def grade_question(course_dir: Path, student: Path, name: str, results: Path) ->
     """Grade the student's file for exercise `name` and write PrairieLearn's results; 0, or 3 on a platform failure."""
     from course.engine import sandbox
     from course.errors import RegistryError, UsageError
-    from course.instructor import grade, submissions
+    from course.instructor import classrun, grade, submissions
     from course.registry import load_course
 
     if not (course_dir / COURSE_FILE).is_file():
@@ -185,7 +185,7 @@ def grade_question(course_dir: Path, student: Path, name: str, results: Path) ->
     exercise = found.get(name)
     student.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="course-pl-") as scratch:
-        run = grade.ClassRun(found, Path(scratch), [exercise], int.from_bytes(os.urandom(4), "big") % 2**31,
+        run = classrun.ClassRun(found, Path(scratch), [exercise], int.from_bytes(os.urandom(4), "big") % 2**31,
                              sandbox.available(), single=Path(scratch) / "results.json")
         graded = grade.add_student(run, submissions.Entry.of("student", student), regrade=True)
         grade.run(run)

@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from course import ui
-from course.instructor.grade import ClassRun, Job, Listener, Student
+from course.instructor.classrun import ClassRun, Job, Listener, Student
 from course.instructor.pace import Pace
 from course.ui import LABELS
 
