@@ -6,7 +6,7 @@ fixed seed; every third student hands in a zip. It prints students per minute, t
 grading each student with a separate `course check --all` (timed on a sample of students,
 `BENCH_BASELINE`, half before the class and half after, and scaled to the class), the peak
 memory of the whole process tree, and the machine's load average, since other work on the
-machine moves every figure.
+machine moves every figure. `BENCH_KEEP=1` keeps the class and its results (report.html).
 """
 
 import contextlib
@@ -150,7 +150,10 @@ def main() -> None:
     print(" ".join(used[-1:]) or "(course grade did not say what it ran)")
     summary = [line for line in output.splitlines() if line.startswith("Class mean")]
     print(" ".join(summary[-1:]))
-    shutil.rmtree(scratch, ignore_errors=True)
+    if os.environ.get("BENCH_KEEP"):
+        print(f"kept the class and its results in {scratch}")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
