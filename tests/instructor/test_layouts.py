@@ -174,3 +174,10 @@ def test_shards_split_entries_and_bad_entries_between_them(tmp_path: Path) -> No
     labels = [sorted([*(e.label for e in s.entries), *(b.label for b in s.bad)]) for s in shards]
     assert sorted(sum(labels, [])) == sorted([*(e.label for e in whole.entries), "stray.txt"])
     assert labels[0] == ["s0", "s3", "s6"] and labels[2] == ["s2", "s5"] and "stray.txt" in labels[1]
+
+
+def test_a_damaged_zip_inside_an_entry_is_said_where_the_file_is_missing(tmp_path: Path, course) -> None:
+    """A student's own zip that cannot be read leaves their exercises not tried, with the reason."""
+    entry = layouts.read_class(write_folder(tmp_path / "subs" / "nia", {"work.zip": "PK broken"}).parent).entries[0]
+    found = entry.locate(course.exercises)["ex_pass"]
+    assert not found.tried and found.rel is None and "work.zip could not be read as a zip" in found.note

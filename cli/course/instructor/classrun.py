@@ -45,12 +45,9 @@ class Student:
 
     @property
     def note(self) -> str:
-        """What the gradebook says beside their row: what could not be read, what the platform failed."""
-        notes = list(self.entry.problems)
+        """What the gradebook says beside their row: what the platform failed on, if anything."""
         failed = [name for name, r in self.records.items() if r.status == "error"]
-        if failed:
-            notes.append(f"the platform failed on {', '.join(failed)}; grade again")
-        return "; ".join(notes)
+        return f"the platform failed on {', '.join(failed)}; grade again" if failed else ""
 
     @property
     def wall_s(self) -> float | None:

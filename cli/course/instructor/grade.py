@@ -132,7 +132,8 @@ def run(plan: ClassRun, *, jobs: int = 0, listener: Listener | None = None) -> C
             runner.map_jobs(one, plan.jobs, threads)
         plan.capacity = {"cpus": budget.cpus, "memory_limit_mb": budget.limit // 2**20, "jobs": slots.size,
                          "per_grading_mb": gauge.per_grading // 2**20, "peak_mb": gauge.peak // 2**20}
-        state.keep_references(plan.out, plan.course, plan.seed, plan.references)
+        if plan.single is None:  # one submission (an autograder) keeps nothing for later runs
+            state.keep_references(plan.out, plan.course, plan.seed, plan.references)
         _restore(plan)
     finally:
         if worker is not None:

@@ -17,7 +17,7 @@ import os
 import re
 import stat
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from course.registry import Exercise
@@ -77,8 +77,6 @@ class Entry:
     """The student's name, where the export or the roster gives one."""
     members: tuple[str, ...] = ()
     """The other students of a group submission, who get the same scores."""
-    problems: tuple[str, ...] = field(default=(), compare=False)
-    """What was found but could not be read (a damaged zip inside the entry)."""
 
     @classmethod
     def of(cls, student: str, path: Path, **extra: object) -> Entry:
