@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from rich.progress import TimeElapsedColumn
+from rich.progress import TextColumn, TimeElapsedColumn
 
 from class_helpers import SOLUTION, WRONG, class_course, write_folder
 from course import ui
@@ -53,6 +53,7 @@ def test_the_bar_says_elapsed_and_left_and_what_the_first_minute_is_for(monkeypa
         columns = watch._progress.columns  # noqa: SLF001 - what the bar is made of
         left = next(c for c in columns if isinstance(c, instructor._LeftColumn))  # noqa: SLF001
         assert any(isinstance(c, TimeElapsedColumn) for c in columns)
+        assert any(isinstance(c, TextColumn) and "elapsed" in c.text_format for c in columns)
         assert "first minute" in left.render(None).plain and "reference solutions" in left.render(None).plain
         pace.measured("ex", 65.0)
         assert left.render(None).plain == "about 2:10 left"

@@ -86,7 +86,7 @@ class _LeftColumn(ProgressColumn):
         """`about m:ss left`, or what the first minute is for."""
         left = self.pace.left()
         if left is None:
-            return Text("warming the reference solutions (about the first minute)", style="dim")
+            return Text("the first minute warms the reference solutions", style="dim")
         return Text(f"about {_clock(left)} left", style="cyan")
 
 
@@ -105,8 +105,8 @@ class Watch:
     def __enter__(self) -> Watch:
         """Start the bar, or say what is coming."""
         if self.mode == "bar":
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("·"),
-                       TimeElapsedColumn(), TextColumn("·"), _LeftColumn(self.pace))
+            columns = (TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TextColumn("elapsed ·"), _LeftColumn(self.pace))
             self._progress = Progress(*columns, console=ui.err, transient=True)
             self._progress.__enter__()
             self._task = self._progress.add_task(self.what, total=self.total)
