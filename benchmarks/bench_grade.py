@@ -6,7 +6,7 @@ fixed seed; every third student hands in a zip. It prints students per minute, t
 grading each student with a separate `course check --all` (timed on a sample of students,
 `BENCH_BASELINE`, half before the class and half after, and scaled to the class), the peak
 memory of the whole process tree, and the machine's load average, since other work on the
-machine moves every figure.
+machine moves every figure. `BENCH_KEEP=1` keeps the class and its results (report.html).
 """
 
 import contextlib
@@ -27,6 +27,7 @@ from _common import COURSE, ROOT
 STUDENTS = int(os.environ.get("BENCH_STUDENTS", "100"))
 BASELINE = int(os.environ.get("BENCH_BASELINE", "10"))
 JOBS = os.environ.get("BENCH_JOBS", "2")
+"""Gradings at once; `0` lets `course grade` decide from the CPUs and memory it may use."""
 GOAL = 0.5
 
 
@@ -96,7 +97,8 @@ def time_grade(subs: Path, out: Path) -> tuple[float, int, str]:
     """Wall time, peak memory and the last lines of one `course grade` run of the whole class."""
     start = time.perf_counter()
     proc = subprocess.Popen([*COURSE, "grade", str(subs), "--out", str(out), "--course", str(ROOT), "--jobs", JOBS],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "COLUMNS": "400"})
     memory = PeakMemory(proc.pid)
     output, _ = proc.communicate()
     return time.perf_counter() - start, memory.stop(), output
@@ -144,8 +146,14 @@ def main() -> None:
     print(f"peak memory of course grade and all its processes: {peak / 2**20:.0f} MiB")
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
           "(2 cores; other work moves the figures)")
-    print(output.strip().splitlines()[-1] if output.strip() else "(no output)")
-    shutil.rmtree(scratch, ignore_errors=True)
+    used = [line for line in output.splitlines() if line.startswith("Ran ")]
+    print(" ".join(used[-1:]) or "(course grade did not say what it ran)")
+    summary = [line for line in output.splitlines() if line.startswith("Class mean")]
+    print(" ".join(summary[-1:]))
+    if os.environ.get("BENCH_KEEP"):
+        print(f"kept the class and its results in {scratch}")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

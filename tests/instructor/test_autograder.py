@@ -1,4 +1,9 @@
-"""`course autograder`: Gradescope's bundle run on a temporary root, and the Classroom workflow run step by step."""
+"""`course autograder`: Gradescope's bundle run in Gradescope's own layout, and the Classroom workflow run step by step.
+
+Gradescope unpacks the bundle into /autograder/source, copies `run_autograder` to /autograder and
+runs that copy from /autograder for each submission (its "Autograder Specifications"); these tests
+rebuild that layout in a temporary root and check every results file against the documented fields.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -14,7 +20,17 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from class_helpers import SOLUTION, WRONG, assert_gradescope, class_course, write_folder
+from class_helpers import (
+    MINI,
+    SOLUTION,
+    STUB,
+    WRONG,
+    assert_documented,
+    assert_gradescope,
+    assert_hides_hidden,
+    class_course,
+    write_folder,
+)
 from course.cli import app
 from course.instructor import autograder
 from course.instructor.release import release
@@ -24,58 +40,111 @@ REPO = Path(__file__).resolve().parents[2]
 COURSE_BIN = Path(sys.executable).with_name("course")
 
 
+HIDDEN_ONLY = (MINI / "solutions" / "02_ex_fail" / "wrong" / "positive_only.py").read_text(encoding="utf-8")
+
+
 @pytest.fixture
-def bundle(tmp_path: Path, cli: CliRunner) -> Path:
-    """The class course's autograder.zip, unpacked as Gradescope unpacks it into /autograder/source."""
+def gradescope(tmp_path: Path, cli: CliRunner) -> Path:
+    """Gradescope's layout, rebuilt as its image build makes it: the class course's autograder.zip unpacked
+    into R/source, and `run_autograder` copied from there to R/ and made executable."""
     course = class_course(tmp_path)
     done = cli.invoke(app, ["autograder", "gradescope", "--out", str(tmp_path / "autograder.zip"),
                             "--course", str(course)])
     assert done.exit_code == 0, done.output
+    root = tmp_path / "autograder"
     with zipfile.ZipFile(tmp_path / "autograder.zip") as archive:
         names = archive.namelist()
-        archive.extractall(tmp_path / "source")
+        archive.extractall(root / "source")
         modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
     assert {"setup.sh", "run_autograder"} <= set(names) and modes["run_autograder"] & 0o111
     assert "course/graders/02_ex_fail/hidden/test_ex_fail_hidden.py" in names
     assert not any(n.startswith("course/solutions/") for n in names)
-    for script in ("setup.sh", "run_autograder"):
-        os.chmod(tmp_path / "source" / script, 0o755)
-    return tmp_path / "source"
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    os.chmod(root / "run_autograder", 0o755)
+    return root
 
 
-def _run(bundle: Path, root: Path, files: dict[str, str], python: str = sys.executable) -> dict:
-    """Run the bundle's run_autograder on a temporary AUTOGRADER_ROOT holding `files`; its results.json."""
+def _submit(root: Path, files: dict[str, str], python: str = sys.executable) -> tuple[dict, str, float]:
+    """One submission graded as Gradescope grades it: a fresh R/submission and R/results, the copy of
+    run_autograder run from R; the results file, the stdout Gradescope keeps for instructors, the wall time."""
+    for folder in ("submission", "results"):
+        shutil.rmtree(root / folder, ignore_errors=True)
     write_folder(root / "submission", files)
+    (root / "submission_metadata.json").write_text(json.dumps(
+        {"id": 123456, "users": [{"email": "ada@example.edu", "id": 1815, "name": "Ada Lovelace"}]}), encoding="utf-8")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("COURSE_")},
            "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": python}
-    done = subprocess.run([str(bundle / "run_autograder")], env=env, capture_output=True, text=True, timeout=180,
-                          check=False)
+    started = time.monotonic()
+    done = subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    wall = time.monotonic() - started
     assert done.returncode == 0, done.stderr
-    return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert_documented(results)
+    return results, done.stdout, wall
 
 
-def test_run_autograder_grades_correct_wrong_and_empty_submissions(bundle: Path, tmp_path: Path) -> None:
-    """A solution scores everything (hidden checks after publishing), a wrong variant less, nothing 0."""
-    correct = _run(bundle, tmp_path / "a", {"exercises/01_ex_pass/ex_pass.py": SOLUTION,
-                                            "exercises/02_ex_fail/ex_fail.py": SOLUTION})
-    assert_gradescope(correct, "submission")
-    assert correct["score"] == 8.0 and all(t["status"] == "passed" for t in correct["tests"])
-    assert [t["visibility"] for t in correct["tests"]].count("after_published") == 1
-    wrong = _run(bundle, tmp_path / "b", {"ex_pass.py": SOLUTION, "nested/ex_fail.py": WRONG})
+def test_gradescope_grades_a_correct_submission_in_its_own_layout(gradescope: Path) -> None:
+    """Full marks, the hidden check shown after publishing, the wall time, and the log on stdout only."""
+    results, stdout, wall = _submit(gradescope, {"exercises/01_ex_pass/ex_pass.py": SOLUTION,
+                                                 "exercises/02_ex_fail/ex_fail.py": SOLUTION})
+    assert_gradescope(results, "submission")
+    assert_hides_hidden(results)
+    assert results["score"] == 8.0 and all(t["status"] == "passed" for t in results["tests"])
+    assert [t["visibility"] for t in results["tests"]].count("after_published") == 1
+    durations = [r["duration_s"] for r in results["extra_data"]["exercises"].values()]
+    assert max(durations) <= results["execution_time"] <= wall  # the run's wall time, not a sum of gradings
+    assert results["extra_data"]["name"] == "Ada Lovelace"
+    assert "test_negative (hidden)" in stdout and "ex_fail: passed, 5/5" in stdout  # instructors see it all
+    assert not (gradescope / "results" / "autograder.log").exists()
+
+
+def test_gradescope_never_tells_a_hidden_verdict_in_what_students_always_see(gradescope: Path) -> None:
+    """A file that fails only the hidden check: the always-visible output says what the public checks say."""
+    results, _, _ = _submit(gradescope, {"ex_pass.py": SOLUTION, "nested/ex_fail.py": HIDDEN_ONLY})
+    assert_gradescope(results, "submission")
+    assert_hides_hidden(results)
+    assert results["score"] == 6.0 and "ex_fail: passed, 3/3" in results["output"]
+    hidden = [t for t in results["tests"] if t["visibility"] == "after_published"]
+    assert [(t["status"], t["score"]) for t in hidden] == [("failed", 0)]
+
+
+def test_gradescope_grades_a_wrong_an_empty_and_an_untouched_submission(gradescope: Path) -> None:
+    """A wrong variant scores less; nothing at all, or the stubs as handed out, is not tried and scores 0."""
+    wrong, _, _ = _submit(gradescope, {"ex_pass.py": SOLUTION, "nested/ex_fail.py": WRONG})
     assert_gradescope(wrong, "submission")
-    assert wrong["score"] == 3.0 and "ex_fail: failed" in wrong["output"]
-    empty = _run(bundle, tmp_path / "c", {})
-    assert_gradescope(empty, "submission")
-    assert empty["score"] == 0 and "not tried" in empty["output"]
+    assert wrong["score"] == 3.0 and "ex_fail: failed, 0/3" in wrong["output"]
+    for files in ({}, {"ex_pass.py": STUB}):
+        empty, _, _ = _submit(gradescope, files)
+        assert_gradescope(empty, "submission")
+        assert_hides_hidden(empty)
+        assert empty["score"] == 0 and empty["output"].count("not tried") == 2, empty["output"]
+        assert {t["max_score"] for t in empty["tests"] if t["visibility"] == "visible"} == {3.0}
 
 
-def test_a_crash_still_writes_results_that_say_so(bundle: Path, tmp_path: Path) -> None:
-    """No Python at all, or a broken course: a results file scoring 0 that says the autograder failed."""
-    gone = _run(bundle, tmp_path / "a", {"ex_pass.py": SOLUTION}, python=str(tmp_path / "no-python"))
+def test_gradescope_grades_a_crashing_submission(gradescope: Path) -> None:
+    """A file that ends the process at import and one that does not parse: each fails, in the learner's words."""
+    crash = "import os\nos._exit(0)\n"
+    results, stdout, _ = _submit(gradescope, {"ex_pass.py": crash, "ex_fail.py": "def double(x:\n    return x\n"})
+    assert_gradescope(results, "submission")
+    assert results["score"] == 0 and "ex_pass: failed, 0/3" in results["output"]
+    messages = "\n".join(t["output"] for t in results["tests"])
+    assert "ended before reporting" in messages and "syntax error" in messages
+    assert "ex_pass: failed" in stdout
+
+
+def test_a_platform_crash_still_writes_results_that_say_so(gradescope: Path) -> None:
+    """No Python at all, a course that does not load, or no course where Gradescope unpacked the bundle:
+    a documented results file scoring 0 that says the autograder failed, and why."""
+    gone, _, _ = _submit(gradescope, {"ex_pass.py": SOLUTION}, python=str(gradescope / "no-python"))
     assert gone["score"] == 0 and "autograder failed" in gone["output"] and gone["extra_data"]["autograder_exit"]
-    (bundle / "course" / "course.toml").write_text("exercises = [", encoding="utf-8")
-    broken = _run(bundle, tmp_path / "b", {"ex_pass.py": SOLUTION})
+    (gradescope / "source" / "course" / "course.toml").write_text("exercises = [", encoding="utf-8")
+    broken, _, _ = _submit(gradescope, {"ex_pass.py": SOLUTION})
     assert broken["score"] == 0 and "RegistryError" in broken["output"] and broken["tests"] == []
+    (gradescope / "source" / "course" / "course.toml").unlink()
+    missing, stdout, _ = _submit(gradescope, {"ex_pass.py": SOLUTION})
+    assert "holds no course.toml" in missing["output"] and "every exercise in course.toml" not in missing["output"]
+    assert "Traceback" in stdout
 
 
 def test_the_real_course_bundle_installs_the_pinned_jax() -> None:
@@ -116,7 +185,7 @@ def test_the_classroom_workflow_runs_each_step_locally(tmp_path: Path, cli: CliR
                     return done.returncode
         return 0
 
-    assert [run(s) for s in graded] == [0, 1], said  # the ex_pass stub is already right; the ex_fail stub fails
+    assert [run(s) for s in graded] == [1, 1], said  # both stubs fail
     for exercise in load_course(course).exercises:
         shutil.copy(exercise.solution_path, repo / exercise.stub_rel)
     assert [run(s) for s in graded] == [0, 0], said

@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 
 from class_helpers import (
     MAX_TOTAL,
+    MINI,
     SOLUTION,
+    STUB,
     WRONG,
     assert_gradescope,
     class_course,
@@ -119,24 +121,95 @@ def test_a_platform_failure_is_exit_3_and_said_in_that_students_results(tmp_path
     assert results["extra_data"]["exercises"]["ex_fail"]["status"] == "passed"
 
 
-@pytest.mark.parametrize(
-    ("make", "phrase"),
-    [
-        (lambda s: (s / "notes.txt").write_text("x"), "neither a folder nor a .zip"),
-        (lambda s: (s / "broken.zip").write_bytes(b"not a zip"), "not a readable zip"),
-        (lambda s: (s / "bad name").mkdir(), "usable student id"),
-        (lambda s: ((s / "eve").mkdir(), write_zip(s / "eve.zip", {"ex_pass.py": SOLUTION})), "both student `eve`"),
-        (lambda s: None, "holds no submissions"),
-    ],
-)
-def test_bad_input_is_exit_2_naming_the_entry(tmp_path: Path, cli: CliRunner, make: object, phrase: str) -> None:
-    """A bad entry stops the run before anything is graded, with one sentence naming it."""
+def test_bad_entries_are_named_and_everyone_else_graded(tmp_path: Path, cli: CliRunner) -> None:
+    """No bad entry stops the class: a stray file, an unreadable zip, an unusable name and two entries of
+    one student each get a line in the gradebook and the summary saying why; the others are graded, and
+    the run ends with exit 2."""
     course, subs = class_course(tmp_path), tmp_path / "subs"
-    subs.mkdir()
-    make(subs)  # type: ignore[operator]
-    done = cli.invoke(app, ["grade", str(subs), "--out", str(tmp_path / "out"), "--course", str(course)])
-    assert done.exit_code == 2 and phrase in done.output, done.output
-    assert not list((tmp_path / "out").glob("*/results.json"))
+    write_folder(subs / "alice", {"ex_pass.py": SOLUTION, "ex_fail.py": SOLUTION})
+    (subs / "notes.txt").write_text("x")
+    (subs / "broken.zip").write_bytes(b"not a zip")
+    write_folder(subs / "bad name", {"ex_pass.py": SOLUTION})
+    (subs / "eve").mkdir()
+    write_zip(subs / "eve.zip", {"ex_pass.py": SOLUTION})
+    code, summary = _grade(cli, course, subs, tmp_path / "out")
+    assert code == 2 and summary["totals"] == {"alice": 8.0}, summary
+    reasons = {b["entry"]: b["reason"] for b in summary["bad_entries"]}
+    phrases = {"notes.txt": "is not a submission", "broken.zip": "not a readable zip", "bad name": "usable student id",
+               "eve": "both student `eve`", "eve.zip": "both student `eve`"}
+    assert set(reasons) == set(phrases) and all(phrases[k] in reasons[k] for k in phrases), reasons
+    gradebook = (tmp_path / "out" / "gradebook.csv").read_text(encoding="utf-8")
+    assert all(f"not graded: {reason}" in gradebook for reason in reasons.values())
+    assert (tmp_path / "out" / "alice" / "results.json").is_file() and not (tmp_path / "out" / "eve").exists()
+
+
+def test_only_a_missing_or_empty_submissions_folder_stops_the_run(tmp_path: Path, cli: CliRunner) -> None:
+    """Nothing to grade at all is a usage error before anything runs."""
+    course = class_course(tmp_path)
+    (tmp_path / "subs").mkdir()
+    done = cli.invoke(app, ["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--course", str(course)])
+    assert done.exit_code == 2 and "holds no submissions" in done.output, done.output
+
+
+def test_an_empty_folder_is_graded_zero_and_untouched_stubs_are_not_tried(tmp_path: Path, cli: CliRunner) -> None:
+    """An empty entry is a student who tried nothing; a stub handed back untouched (spacing aside) is not
+    tried either: no points, and in no pass rate or common failure. A stub that runs (ex_fail's adds one)
+    is graded like any file, as the runner grades it."""
+    course, subs = class_course(tmp_path), tmp_path / "subs"
+    (subs / "ivan").mkdir(parents=True)
+    stub_of_fail = (MINI / "exercises" / "02_ex_fail" / "ex_fail.py").read_text(encoding="utf-8")
+    write_folder(subs / "judy", {"ex_pass.py": STUB.replace("\n", "\r\n").replace("    ", "\t") + "\n\n",
+                                 "ex_fail.py": stub_of_fail})
+    write_folder(subs / "kim", {"ex_pass.py": WRONG})
+    code, summary = _grade(cli, course, subs, tmp_path / "out")
+    assert code == 0 and summary["totals"] == {"ivan": 0.0, "judy": 0.0, "kim": 0.0}
+    judy = json.loads((tmp_path / "out" / "judy" / "results.json").read_text(encoding="utf-8"))
+    statuses = {name: r["status"] for name, r in judy["extra_data"]["exercises"].items()}
+    assert statuses == {"ex_pass": "not_tried", "ex_fail": "failed"}
+    assert "ex_pass.py is the stub as handed out" in judy["output"]
+    ex_pass, ex_fail = summary["exercises"]
+    assert (ex_pass["tried"], ex_pass["not_tried"], ex_pass["pass_rate"]) == (1, 2, 0.0)
+    assert (ex_fail["tried"], ex_fail["not_tried"]) == (1, 2)
+    assert all("NotImplementedError" not in f["message"] for c in ex_pass["checks"] for f in c["common_failures"])
+
+
+def test_references_and_notes_survive_a_rerun_and_syntax_errors_are_quoted_whole(tmp_path: Path,
+                                                                                 cli: CliRunner) -> None:
+    """A rerun that grades nobody still reports the references; the "several files" note is written;
+    a syntax error is quoted with its line and caret in the summary."""
+    course, subs = class_course(tmp_path), tmp_path / "subs"
+    write_folder(subs / "lee", {"ex_pass.py": SOLUTION, "old/ex_pass.py": WRONG, "ex_fail.py": "def double(x:\n"})
+    code, first = _grade(cli, course, subs, tmp_path / "out")
+    assert code == 0 and first["references"] == {"ex_pass": "passed", "ex_fail": "passed"}
+    code, again = _grade(cli, course, subs, tmp_path / "out")
+    assert again["graded_now"] == 0 and again["references"] == first["references"]
+    lee = json.loads((tmp_path / "out" / "lee" / "results.json").read_text(encoding="utf-8"))
+    assert "several files could be ex_pass.py; graded ex_pass.py, not old/ex_pass.py" in lee["output"]
+    failure = {c["id"]: c for c in again["exercises"][1]["checks"]}["test_doubles"]["common_failures"][0]["message"]
+    assert "syntax error" in failure and "def double(x:" in failure and "^" in failure and "SyntaxError" in failure
+
+
+def test_sigterm_cleans_up_like_ctrl_c(tmp_path: Path) -> None:
+    """SIGTERM ends `course grade` as Ctrl-C does: gradings stopped, no scratch folder (with a student's
+    file in it) left behind, and a rerun grades what was left."""
+    course, subs, out = class_course(tmp_path), tmp_path / "subs", tmp_path / "out"
+    for k in range(3):
+        write_folder(subs / f"s{k}", {"ex_pass.py": "def double(x):\n    while True:\n        pass\n"})
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}, "TMPDIR": str(scratch)}
+    argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--jobs", "1"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+    deadline = time.monotonic() + 120
+    while not list(scratch.glob("course-class-*/*/ex_pass.py")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(scratch.glob("course-class-*/*/ex_pass.py")), "no grading started"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert not list(scratch.glob("course-class-*")) and not list(scratch.glob("course-grade-*")), list(
+        scratch.iterdir())
+    assert not list(out.glob("*/results.json"))  # the one in flight was not finished, nothing half-written
 
 
 def test_entries_locate_files_without_following_links(tmp_path: Path) -> None:
@@ -147,11 +220,11 @@ def test_entries_locate_files_without_following_links(tmp_path: Path) -> None:
                                                            "old/ex_pass.py": WRONG, "ex_fail.py": "#" * (2 << 20)})
     (mallory / "sub").mkdir()
     (mallory / "sub" / "ex_fail.py").symlink_to(classmate / "ex_pass.py")
-    found = submissions.Entry("mallory", mallory).locate(course.exercises)
+    found = submissions.Entry.of("mallory", mallory).locate(course.exercises)
     assert found["ex_pass"].rel == "exercises/01_ex_pass/ex_pass.py" and found["ex_pass"].data == SOLUTION.encode()
     assert found["ex_fail"].rel == "ex_fail.py" and not found["ex_fail"].tried and "limit" in found["ex_fail"].note
     zipped = write_zip(tmp_path / "z.zip", {"../../etc/ex_pass.py": SOLUTION})
-    assert submissions.Entry("z", zipped).locate(course.exercises)["ex_pass"].rel == "etc/ex_pass.py"
+    assert submissions.Entry.of("z", zipped).locate(course.exercises)["ex_pass"].rel == "etc/ex_pass.py"
 
 
 @pytest.mark.slow

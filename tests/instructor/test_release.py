@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +76,78 @@ def test_a_student_works_through_the_release(tmp_path: Path, mini_course: Path, 
     reset = subprocess.run([str(COURSE_BIN), "reset", "ex_fail", "--yes"], cwd=out, env=env, capture_output=True,
                            text=True, timeout=60, check=False)
     assert reset.returncode == 0, reset.stderr  # the stub comes back from the release's own commit
+
+
+def test_the_release_readme_is_written_for_students(tmp_path: Path) -> None:
+    """Set-up, the learner's tour and the notebook workflow; no instructor tour, test line or developer notes;
+    no instructor docs; every link it keeps leads to a file of the release."""
+    out = tmp_path / "students"
+    written = release(load_course(REPO), out, git=False)
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert "## Set up" in readme and "## A learner's tour" in readme and "%load_ext course" in readme
+    assert "pip install -e .\n" in readme and "$ course check" in readme
+    for absent in ("instructor", "pytest", "[test]", "For developers", "course validate", "course grade"):
+        assert absent.lower() not in readme.lower(), absent
+    rels = {p.relative_to(out).as_posix() for p in written}
+    assert not rels & {"docs/authoring.md", "docs/grading.md", "docs/security.md"}
+    for target in re.findall(r"\]\(([^)#]+)", readme):
+        assert "://" in target or (out / target).exists(), target
+
+
+def _readme_commands(readme: str) -> list[str]:
+    """The commands of the README's console blocks, in order."""
+    blocks = re.findall(r"```console\n(.*?)```", readme, re.DOTALL)
+    return [line[2:].strip() for block in blocks for line in block.splitlines() if line.startswith("$ ")]
+
+
+def _reuse_installed(venv: Path) -> None:
+    """Let a fresh virtual environment see this one's packages (JAX and the rest, but not `course`), so
+    `pip install -e .` finds its requirements installed instead of downloading them."""
+    site = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
+    deps = venv.parent / ".deps"
+    deps.mkdir()
+    for entry in site.iterdir():
+        if not re.match(r"(__editable__[._]*)?course|_?course[-_.]", entry.name) and entry.name != "__pycache__":
+            (deps / entry.name).symlink_to(entry)
+    target = next(venv.glob("lib/python3*/site-packages"))
+    (target / "zz_reused.pth").write_text(f"{deps}\n", encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_a_student_follows_the_release_readme_in_a_fresh_venv(tmp_path: Path) -> None:
+    """Every command of the students' README, in order, in a fresh virtual environment inside the release.
+
+    Not run: `$EDITOR` (a person's) and `course watch` (it waits for keys); `course reset` is given
+    `--yes`, as no terminal is there to confirm on. The requirements are the
+    packages installed here, seen through a .pth file, so only pip's build backend is fetched;
+    `pip install -e .` installs the release's own `course`, which every later command runs."""
+    out = tmp_path / "students"
+    release(load_course(REPO), out)
+    commands = [c for c in _readme_commands((out / "README.md").read_text(encoding="utf-8"))
+                if not c.startswith(("$EDITOR", "course watch"))]
+    # Without a terminal to confirm on, `course reset` wants --yes (a person answers its question).
+    commands = [re.sub(r"^(course reset \S+)", r"\1 --yes", c) for c in commands]
+    assert commands[:3] == ["python3 -m venv .venv && . .venv/bin/activate", "pip install -e .", "course"]
+    python = tmp_path / "bin"
+    python.mkdir()
+    (python / "python3").symlink_to(sys._base_executable)  # noqa: SLF001 - the Python this one was made from
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_", "VIRTUAL_ENV", "PYTHON"))}
+    env.update(PATH=f"{python}{os.pathsep}{env['PATH']}", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    said = []
+    for k, command in enumerate(commands):
+        line = command if k == 0 else f". .venv/bin/activate && {command}"
+        done = subprocess.run(["bash", "-c", line], cwd=out, env=env, input="y\n", capture_output=True, text=True,
+                              timeout=600, check=False)
+        said.append(f"$ {command} -> {done.returncode}\n{done.stdout[-1500:]}{done.stderr[-1500:]}")
+        if k == 0:
+            _reuse_installed(out / ".venv")
+        expected = (2,) if command.startswith("course solution") else (0, 1) if command.startswith("course") else (0,)
+        assert done.returncode in expected, "\n".join(said)
+        if command.startswith("course solution"):
+            assert "solutions are not part of this copy" in done.stderr, said[-1]
+    where = subprocess.run(["bash", "-c", ". .venv/bin/activate && python -c 'import course; print(course.__file__)'"],
+                           cwd=out, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert where.stdout.strip().startswith(str(out)), where.stdout + where.stderr
 
 
 @pytest.mark.parametrize("where", ["nonempty", "course"])

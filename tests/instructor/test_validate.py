@@ -64,7 +64,7 @@ def test_sound_course_holds(tmp_path: Path) -> None:
     """Stub fails, solution passes, the wrong variant is caught: no problem, one progress step per grading."""
     course = load_course(write_course(tmp_path / "c", {"alpha": {}}))
     steps: list[str] = []
-    report = validate(course, [], jobs=2, on_progress=steps.append)
+    report = validate(course, [], jobs=2, on_result=lambda result: steps.append(result.name))
     assert report.sound, report
     (alpha,) = report.exercises
     assert (alpha.stub.text, alpha.solution.text, alpha.wrong.text) == ("✓ fails", "✓ passes", "1/1 caught")

@@ -3,9 +3,10 @@
 Gradescope runs `setup.sh` once to build its image and `run_autograder` in a fresh container per
 submission; `run_autograder` calls `python -m course.instructor.autograder` here, which grades
 `$AUTOGRADER_ROOT/submission` with `course grade`'s engine (hidden checks included) and writes
-`$AUTOGRADER_ROOT/results/results.json`. If anything fails, a results file still says so and
-scores 0. GitHub Classroom runs a workflow in the student's own repository: one step per exercise
-through the command grader (`course check NAME`, all or nothing), then the grading reporter.
+`$AUTOGRADER_ROOT/results/results.json`, with the grading log on stdout (instructors only). If
+anything fails, a results file still says so and scores 0. GitHub Classroom runs a workflow in the
+student's own repository: one step per exercise through the command grader (`course check NAME`,
+all or nothing), then the grading reporter. PrairieLearn is `course.instructor.prairielearn`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import math
 import re
 import secrets
 import sys
+import time
 import traceback
 import zipfile
 from pathlib import Path
 from typing import Any
 
 from course.files import write_atomic
-from course.registry import Course, Exercise
+from course.registry import COURSE_FILE, Course, Exercise
 
 BUNDLE_COURSE = "course"
 """The folder of the bundle that holds the grading copy of the course (with hidden checks, no solutions)."""
@@ -50,21 +52,26 @@ fi
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Gradescope runs this for every submission: grade $AUTOGRADER_ROOT/submission (default
-# /autograder) with the course's engine and write $AUTOGRADER_ROOT/results/results.json.
-# Whatever happens, a results file is written; if grading itself failed, it says so and scores 0.
+# Gradescope copies this script to /autograder/run_autograder and runs that copy for every
+# submission, from /autograder, with the bundle unpacked in /autograder/source: so the course is
+# found from $AUTOGRADER_ROOT/source (default /autograder/source), never beside the script.
+# It grades $AUTOGRADER_ROOT/submission and writes $AUTOGRADER_ROOT/results/results.json; the
+# grading log goes to stdout, which Gradescope shows to instructors only. Whatever happens, a
+# results file is written; if grading itself failed, it says so and scores 0.
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
-HERE="$(cd "$(dirname "$0")" && pwd)"
+SOURCE="$ROOT/source"
 PY="${AUTOGRADER_PYTHON:-${AUTOGRADER_VENV:-/autograder/venv}/bin/python}"
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
 rm -f "$RESULTS"
-"$PY" -m course.instructor.autograder --course "$HERE/course" --submission "$ROOT/submission" \\
-    --results "$RESULTS" > "$ROOT/results/autograder.log" 2>&1
+cd "$ROOT" || true
+"$PY" -m course.instructor.autograder --course "$SOURCE/course" --submission "$ROOT/submission" \\
+    --results "$RESULTS" --metadata "$ROOT/submission_metadata.json" 2>&1
 code=$?
 if [ ! -s "$RESULTS" ]; then
     cat > "$RESULTS" <<EOF
-{"score": 0, "execution_time": 0, "tests": [], "extra_data": {"autograder_exit": $code},
+{"score": 0, "execution_time": 0, "stdout_visibility": "hidden", "tests": [],
+ "extra_data": {"autograder_exit": $code},
  "output": "The autograder failed before it could grade this submission (exit code $code); \\
 this is not your mistake: tell your instructor."}
 EOF
@@ -167,23 +174,62 @@ def crash_results(reason: str, detail: str = "") -> dict[str, Any]:
         "execution_time": 0,
         "output": f"The autograder failed before it could grade this submission ({reason}); "
                   "this is not your mistake: tell your instructor.",
+        "stdout_visibility": "hidden",
         "tests": [],
         "extra_data": {"error": reason, "traceback": detail[-4000:]},
     }
 
 
-def grade_submission(course_dir: Path, submission: Path, results: Path) -> int:
-    """Grade one Gradescope submission and write its results; 0, or 3 when the platform failed."""
+def _submitters(metadata: Path | None) -> str:
+    """Who submitted, by name, from Gradescope's `submission_metadata.json` ('' when it says nothing)."""
+    try:
+        data = json.loads(metadata.read_text(encoding="utf-8")) if metadata else {}
+    except (OSError, ValueError):
+        return ""
+    users = data.get("users") if isinstance(data, dict) else None
+    return ", ".join(str(u["name"]) for u in users or [] if isinstance(u, dict) and u.get("name"))
+
+
+def log_lines(run: Any) -> list[str]:
+    """The grading log, for instructors only (Gradescope's stdout): every exercise and check, hidden too,
+    and what each check's code printed."""
+    lines = []
+    for student in run.students:
+        for name, rec in student.records.items():
+            lines.append(f"{name}: {rec.status}, {rec.score:g}/{rec.max_score:g} in {rec.duration_s:.1f} s"
+                         + (f" ({rec.file})" if rec.file else ""))
+            for check in rec.checks:
+                first = (check["message"].splitlines() or [""])[0][:300]
+                hidden = " (hidden)" if check.get("hidden") else ""
+                lines.append(f"  {check['status']:>7}  {check['id']}{hidden}: {first}".rstrip(": "))
+                lines += [f"           | {line}" for line in check.get("output", "").splitlines()[:40]]
+            if not rec.checks and rec.message:
+                lines.append(f"  {rec.message.splitlines()[0][:300]}")
+    return lines
+
+
+def grade_submission(course_dir: Path, submission: Path, results: Path, metadata: Path | None = None) -> int:
+    """Grade one Gradescope submission and write its results, the log on stdout; 0, or 3 when the platform failed."""
+    from course import ui
     from course.engine import sandbox
-    from course.instructor import grade, submissions
+    from course.errors import RegistryError
+    from course.instructor import classrun, grade, submissions
     from course.registry import load_course
 
+    started = time.monotonic()
+    if not (course_dir / COURSE_FILE).is_file():
+        raise RegistryError(f"{course_dir} holds no {COURSE_FILE}: the bundle is not unpacked where run_autograder "
+                            "looks for it ($AUTOGRADER_ROOT/source/course); upload the zip `course autograder` wrote.")
     found = load_course(course_dir.resolve())
-    run = grade.ClassRun(found, results.parent, found.exercises, secrets.randbelow(2**31), sandbox.available(),
-                         single=results)
+    ui.raw(f"grading {submission} against {found.meta.title} ({len(found.exercises)} exercises)\n")
+    run = classrun.ClassRun(found, results.parent, found.exercises, secrets.randbelow(2**31), sandbox.available(),
+                         single=results, started=started)
     submission.mkdir(parents=True, exist_ok=True)  # an empty upload is "not tried", not a crash
-    grade.add_student(run, submissions.Entry("submission", submission), regrade=True)
+    entry = submissions.Entry.of("submission", submission, name=_submitters(metadata))
+    grade.add_student(run, entry, regrade=True)
     grade.run(run)
+    ui.raw("".join(line + "\n" for line in log_lines(run)))
+    ui.raw(f"seed {run.seed}; {time.monotonic() - started:.1f} s in all; results in {results}\n")
     return run.exit_code
 
 
@@ -192,11 +238,13 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="course.instructor.autograder")
     for name in ("--course", "--submission", "--results"):
         parser.add_argument(name, type=Path, required=True)
+    parser.add_argument("--metadata", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
-        return grade_submission(args.course, args.submission, args.results)
+        return grade_submission(args.course, args.submission, args.results, args.metadata)
     except BaseException as exc:  # noqa: BLE001 - whatever failed, Gradescope must get a results file
         write_atomic(args.results, json.dumps(crash_results(f"{type(exc).__name__}: {exc}", traceback.format_exc())))
+        sys.stdout.write(traceback.format_exc())
         return 3
 
 

@@ -1,4 +1,4 @@
-"""The instructor's commands: `new`, `validate`, `release`, `grade` and `autograder`.
+"""The instructor's commands: `new`, `validate`, `release`, `grade`, `gradebook merge` and `autograder`.
 
 Each parses, calls an instructor module, renders and exits, like the learner's commands. The
 modules they call are imported inside each command, so a learner's command pays nothing for them.
@@ -6,6 +6,9 @@ modules they call are imported inside each command, so a learner's command pays 
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -58,12 +61,14 @@ def validate(
 ) -> None:
     """Prove exercises sound: stubs fail, solutions pass, every wrong variant is caught."""
     from course import workspace
+    from course.instructor import capacity
     from course.instructor import validate as soundness
     from course.ui import instructor
 
     found = workspace.resolve(course).course
-    with ui.progress_bar(len(soundness.plan(found, names or [])), "validating") as advance:
-        report = soundness.validate(found, names or [], jobs=jobs, on_progress=advance)
+    jobs = jobs or capacity.default_jobs()
+    with instructor.validation_watch(soundness.plan(found, names or []), jobs) as watch:
+        report = soundness.validate(found, names or [], jobs=jobs, on_result=watch.validated)
     instructor.validation(report)
     raise typer.Exit(report.exit_code)
 
@@ -85,9 +90,46 @@ def release(
                              "pip install -e . && course check`.")
 
 
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While the block runs, SIGTERM ends it as Ctrl-C does: gradings stopped, scratch folders removed."""
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        """Raise where the main thread is, so every clean-up on the way out runs."""
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: nothing to install
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    """`K/N` as (K, N), 1 <= K <= N; a usage error otherwise."""
+    if text is None:
+        return None
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise UsageError(f"--shard {text} is not K/N with 1 <= K <= N; the second of three shards is `--shard 2/3`.")
+    return int(k), int(n)
+
+
 def grade(
     submissions: Annotated[Path, typer.Argument(help="Folder with one entry per student: a folder or a .zip.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for results.json per student and the gradebook.")],
+    roster: Annotated[
+        Path | None, typer.Option("--roster", help="CSV of the class: maps entries to student ids, lists who sent "
+                                                   "nothing.", show_default=False)
+    ] = None,
+    shard: Annotated[
+        str | None, typer.Option("--shard", help="Grade every N-th entry, from the K-th: K/N (then merge the "
+                                                 "shards with `course gradebook merge`).", show_default=False)
+    ] = None,
     jobs: JobsOpt = 0,
     regrade: Annotated[bool, typer.Option("--regrade", help="Grade again what an earlier run graded.")] = False,
     only: Annotated[
@@ -102,25 +144,55 @@ def grade(
 ) -> None:
     """Grade a class: results.json per student (Gradescope's format), gradebook.csv, summary.json, report.html.
 
-    Exit code 0 when every student was graded, whatever their scores; 2 for bad input; 3 when
-    the platform failed for some student (their results say so).
+    Exit code 0 when every entry was graded, whatever the scores; 2 when some entry could not be
+    (named in the gradebook and the summary, after everyone else is graded); 3 when the platform
+    failed for some student (their results say so).
     """
     from course import workspace
+    from course.instructor import capacity, gradebook
     from course.instructor import grade as grading
-    from course.instructor import gradebook
     from course.ui import instructor
 
     found = workspace.resolve(course).course
     names = [n.strip() for item in only or [] for n in item.split(",") if n.strip()]
-    plan = grading.prepare(found, submissions, out, only=names, regrade=regrade, seed=seed)
-    with instructor.grading_progress(len(plan.students), enabled=not as_json) as advance:
-        done = grading.run(plan, jobs=jobs, on_student=lambda s: advance(s.entry.student))
+    plan = grading.prepare(found, submissions, out, only=names, regrade=regrade, seed=seed, roster=roster,
+                           shard=_shard(shard))
+    with sigterm_interrupts(), instructor.ClassWatch(plan, jobs or capacity.default_jobs(),
+                                                             enabled=not as_json) as watch:
+        done = grading.run(plan, jobs=jobs, listener=watch)
     summary, written, note = gradebook.write(done)
     if as_json:
         ui.emit_json(summary)
     else:
-        instructor.class_report(summary, written, note)
+        instructor.class_report(summary, written, note, done.capacity)
     raise typer.Exit(done.exit_code)
+
+
+def gradebook_merge(
+    folders: Annotated[list[Path], typer.Argument(help="The --out folder of each shard.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Where the merged gradebook goes (default: the folder that "
+                                                      "holds the shards).", show_default=False)
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object on stdout.")] = False,
+    course: CourseOpt = None,
+) -> None:
+    """Join the outputs of `course grade --shard K/N` runs into one gradebook.csv, summary.json and report.html."""
+    import os
+
+    from course import workspace
+    from course.instructor import gradebook, merge
+    from course.ui import instructor
+
+    found = workspace.resolve(course).course
+    target = out or (Path(os.path.commonpath([f.resolve().parent for f in folders])) if folders else Path.cwd())
+    run = merge.merge(found, folders, target)
+    summary, written, note = gradebook.write(run, target)
+    if as_json:
+        ui.emit_json(summary)
+    else:
+        instructor.class_report(summary, written, note)
+    raise typer.Exit(run.exit_code)
 
 
 def autograder_gradescope(
@@ -156,16 +228,42 @@ def autograder_classroom(
                              "Next: commit it to the template repository (a `course release` of this course).")
 
 
+def autograder_prairielearn(
+    out: Annotated[Path, typer.Option("--out", "-o", help="A PrairieLearn course (or a folder to copy into one).")],
+    image: Annotated[
+        str, typer.Option("--image", help="The grading image PrairieLearn pulls (build it from the Dockerfile "
+                                          "written beside run.sh).")
+    ] = "course-grader:latest",
+    course: CourseOpt = None,
+) -> None:
+    """Write a PrairieLearn question per exercise and the external grader they run (run.sh, its Dockerfile)."""
+    from course import workspace
+    from course.instructor import prairielearn
+    from course.ui import instructor
+
+    found = workspace.resolve(course).course
+    prairielearn.write(found, out, image)
+    grader = out / "serverFilesCourse" / prairielearn.GRADER
+    instructor.paths_written(f"PrairieLearn questions for {len(found.exercises)} exercises:",
+                             [(out / "questions").resolve(), grader.resolve()],
+                             f"Next: `docker build -t {image} {grader}`, push it, and sync the course.")
+
+
 def register(app: typer.Typer) -> None:
     """Add the instructor's commands to `app`, after the learner's."""
     for command in (new, validate, release, grade):
         app.command()(command)
     autograder_app = typer.Typer(
         cls=Group,
-        help="Hand the same grading to Gradescope (a bundle) or GitHub Classroom (a workflow).",
+        help="Hand the same grading to Gradescope (a bundle), GitHub Classroom (a workflow) or PrairieLearn.",
         no_args_is_help=True,
         rich_markup_mode=None,
     )
     autograder_app.command("gradescope")(autograder_gradescope)
     autograder_app.command("classroom")(autograder_classroom)
+    autograder_app.command("prairielearn")(autograder_prairielearn)
     app.add_typer(autograder_app, name="autograder")
+    gradebook_app = typer.Typer(cls=Group, help="Work with graded classes: merge the shards of one.",
+                                no_args_is_help=True, rich_markup_mode=None)
+    gradebook_app.command("merge")(gradebook_merge)
+    app.add_typer(gradebook_app, name="gradebook")

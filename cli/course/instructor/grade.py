@@ -1,141 +1,79 @@
 """`course grade`: grade a class, each student from private copies, resumable, one student apart from another.
 
-Every (student, exercise) that needs grading becomes one job; the jobs run `jobs` at a time
-through one warm worker, each in the sandbox (`course.engine.sandbox`) where the machine has
-one. A student's `results.json` is written atomically as soon as their last job ends, so a
-crash or Ctrl-C loses only the students in flight. A rerun reuses every exercise whose grader
-and file hashes are unchanged (and that the platform did not fail), unless asked to regrade.
+Every (student, exercise) that needs grading becomes one job; the jobs run through one warm
+worker, as many at once as the CPUs and memory allow (`course.instructor.capacity`), each in the
+sandbox (`course.engine.sandbox`) where the machine has one. A student's `results.json` is
+written atomically as soon as their last job ends, so a crash, Ctrl-C or SIGTERM loses only the
+students in flight. A rerun reuses every exercise whose grader and file hashes are unchanged (and
+that the platform did not fail), unless asked to regrade. What cannot be graded (a damaged zip, a
+stray file, a name that maps to no student) is kept aside with the reason (`course.instructor.layouts`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from importlib import metadata
+import time
 from pathlib import Path
 from typing import Any
 
 from course.engine import runner, sandbox
 from course.errors import UsageError
 from course.files import write_atomic
-from course.instructor import submissions
-from course.instructor.results import Record, file_hash, grader_fingerprint, record, results_json, stored_records
+from course.instructor import capacity, layouts, state
+from course.instructor.classrun import ClassRun, Job, Listener, Student
+from course.instructor.results import (
+    Record,
+    file_hash,
+    grader_fingerprint,
+    record,
+    results_json,
+    stored_records,
+)
+from course.instructor.results import untouched as untouched_record
 from course.instructor.results import untried as untried_record
-from course.progress import now_iso
+from course.instructor.submissions import Entry, untouched
 from course.registry import Course, Exercise
-
-STATE_FILE = ".grading.json"
-"""In the output folder: the class's seed, so students graded in a later run get the same inputs."""
-RESULTS = "results.json"
-
-
-@dataclass
-class Student:
-    """One student of the run: their entry, their records (old and new), and the jobs still to run."""
-
-    entry: submissions.Entry
-    records: dict[str, Record]
-    pending: int = 0
-    graded: bool = False
-    """True when something of theirs was graded in this run (not all reused), or they are new."""
-    changed: bool = False
-    """True when their results file must be written (graded, or a record changed without grading)."""
-    written: bytes = b""
-    """What this run wrote to their results file, to restore it if anything changed it since."""
-
-    @property
-    def error(self) -> bool:
-        """True when the platform failed on one of their exercises."""
-        return any(r.status == "error" for r in self.records.values())
-
-
-@dataclass(frozen=True)
-class Job:
-    """One exercise of one student to grade, with the bytes of the submitted file."""
-
-    student: Student
-    exercise: Exercise
-    rel: str
-    data: bytes
-
-
-@dataclass
-class ClassRun:
-    """A whole `course grade` run: what was asked, and every student's records at the end."""
-
-    course: Course
-    out: Path
-    exercises: list[Exercise]
-    seed: int
-    protections: sandbox.Protections
-    students: list[Student] = field(default_factory=list)
-    jobs: list[Job] = field(default_factory=list)
-    references: dict[str, str] = field(default_factory=dict)
-    """How each reference solution fared under the class's seed, when it was graded to fill the cache."""
-    single: Path | None = None
-    """Where the results go when the run grades one submission (the Gradescope autograder)."""
-
-    def results_path(self, student: str) -> Path:
-        """Where a student's `results.json` is written."""
-        return self.single if self.single is not None else self.out / student / RESULTS
-
-    @property
-    def exit_code(self) -> int:
-        """0 when every student was graded, 3 when the platform failed for some student."""
-        return 3 if any(s.error for s in self.students) else 0
-
-    def context(self, student: str) -> dict[str, Any]:
-        """What `extra_data` says about the grading itself."""
-        return {
-            "course": self.course.meta.title,
-            "student": student,
-            "jax_version": _version("jax"),
-            "course_version": _version("course"),
-            "seed": self.seed,
-            "graded_at": now_iso(),
-            "isolation": self.protections.as_dict(),
-        }
-
-
-def _version(package: str) -> str:
-    """An installed package's version, without importing it."""
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def prepare(course: Course, folder: Path, out: Path, *, only: list[str] | None = None, regrade: bool = False,
-            seed: int | None = None) -> ClassRun:
+            seed: int | None = None, roster: Path | None = None, shard: tuple[int, int] | None = None) -> ClassRun:
     """Read the class and the earlier results, and plan the jobs; nothing is graded yet."""
+    from course.instructor import roster as rosters
+
     inside = folder.resolve() in out.resolve().parents and out.resolve().parent != folder.resolve()
     if out.resolve() == folder.resolve() or inside:
         raise UsageError(f"{out} is the submissions folder or inside a student's entry; write the results elsewhere.")
-    entries = submissions.entries(folder, out=out)
-    run = ClassRun(course, out, course.select(only) if only else course.exercises, _seed(out, seed),
-                   sandbox.available())
-    for entry in entries:
+    intake = layouts.read_class(folder, out=out, roster=rosters.load(roster) if roster else None)
+    fallback = state.class_seed(course, intake) if shard else None
+    if shard:
+        intake = intake.shard(*shard)
+    kept = state.load(out, seed, fallback)
+    run = ClassRun(course, out, course.select(only) if only else course.exercises, kept["seed"], sandbox.available(),
+                   bad=intake.bad, missing=intake.missing, layout=intake.layout)
+    run.references = state.kept_references(course, kept)
+    for entry in intake.entries:
         add_student(run, entry, regrade=regrade)
     return run
 
 
-def add_student(run: ClassRun, entry: submissions.Entry, *, regrade: bool = False) -> Student:
+def add_student(run: ClassRun, entry: Entry, *, regrade: bool = False) -> Student:
     """Plan one student: reuse what an earlier run graded of the same files, queue the rest."""
     previous = _previous(run.results_path(entry.student))
     student = Student(entry, dict(previous))
     for exercise, found in zip(run.exercises, entry.locate(run.exercises).values(), strict=True):
         old = previous.get(exercise.name)
         if not found.tried:
-            student.records[exercise.name] = untried_record(exercise, found.note, found.rel)
+            student.records[exercise.name] = untried_record(exercise, found.note, found.rel, found.cause)
+        elif untouched(exercise, found.data):
+            student.records[exercise.name] = untouched_record(exercise, found.rel, found.data, run.seed)
         elif regrade or not _reusable(old, exercise, found.data):
-            run.jobs.append(Job(student, exercise, found.rel or "", found.data or b""))
+            run.jobs.append(Job(student, exercise, found.rel or "", found.data or b"", found.note))
             student.pending += 1
+        elif old is not None and old.note != found.note:
+            student.records[exercise.name] = Record(**{**old.to_dict(), "note": found.note})
     # Graded now: something runs, or the student is new. Unchanged records are not written again.
     student.graded = student.pending > 0 or not previous
     student.changed = student.graded or student.records != previous
@@ -157,57 +95,58 @@ def _previous(path: Path) -> dict[str, Record]:
         return {}
 
 
-def _seed(out: Path, seed: int | None) -> int:
-    """The class's seed: the one given, else the one an earlier run kept, else a new one (kept)."""
-    state = out / STATE_FILE
-    if seed is None:
-        try:
-            seed = int(json.loads(state.read_text(encoding="utf-8"))["seed"])
-        except (OSError, ValueError, KeyError, TypeError):
-            seed = secrets.randbelow(2**31)
-    write_atomic(state, json.dumps({"seed": seed}))
-    return seed
-
-
-def run(plan: ClassRun, *, jobs: int = 0, on_student: Callable[[Student], None] | None = None) -> ClassRun:
-    """Grade every job, `jobs` at a time; write each student's results as they complete."""
+def run(plan: ClassRun, *, jobs: int = 0, listener: Listener | None = None) -> ClassRun:
+    """Grade every job, as many at once as fit (`jobs` if given); write each student's results as they complete."""
+    listener = listener or Listener()
     lock = threading.Lock()
     scratch = Path(tempfile.mkdtemp(prefix="course-class-"))
     cache, confinement = _confinement(plan, scratch)
     worker = runner.start_worker() if len(plan.jobs) > 1 else None
-    jobs = jobs or os.cpu_count() or 1
-
-    def finish(student: Student) -> None:
-        """Write a student's results and report them."""
-        _write(plan, student)
-        if on_student is not None:
-            on_student(student)
+    budget = capacity.Budget.detect()
+    threads = jobs or budget.cpus
+    slots = capacity.Slots(threads)
 
     def one(job: Job) -> None:
         """Grade one job from a private copy, then finish its student if it was their last."""
-        rec = _grade(job, plan.seed, scratch, worker, confinement, cache)
+        with slots.slot():
+            started = time.monotonic()
+            rec = _grade(job, plan.seed, scratch, worker, confinement, cache)
         with lock:
-            job.student.records[job.exercise.name] = rec
-            job.student.pending -= 1
-            done = job.student.pending == 0
+            student = job.student
+            student.started = started if student.started is None else min(student.started, started)
+            student.ended = time.monotonic()
+            student.records[job.exercise.name] = rec
+            student.pending -= 1
+            done = student.pending == 0
+        listener.graded(job, rec)
         if done:
-            finish(job.student)
+            _finish(plan, student, listener)
 
     try:
         for student in plan.students:
-            if student.pending == 0 and student.changed:
-                finish(student)
-            elif student.pending == 0 and on_student is not None:
-                on_student(student)
-        if cache is not None:
-            _prewarm(plan, cache, worker, jobs)
-        runner.map_jobs(one, plan.jobs, jobs)
+            if student.pending == 0:
+                _finish(plan, student, listener, write=student.changed)
+        with capacity.Gauge(budget, slots, fixed=bool(jobs)) as gauge:
+            if cache is not None:
+                _prewarm(plan, cache, worker, slots, threads, listener)
+            runner.map_jobs(one, plan.jobs, threads)
+        plan.capacity = {"cpus": budget.cpus, "memory_limit_mb": budget.limit // 2**20, "jobs": slots.size,
+                         "per_grading_mb": gauge.per_grading // 2**20, "peak_mb": gauge.peak // 2**20}
+        if plan.single is None:  # one submission (an autograder) keeps nothing for later runs
+            state.keep_references(plan.out, plan.course, plan.seed, plan.references)
         _restore(plan)
     finally:
         if worker is not None:
             worker.close()
         shutil.rmtree(scratch, ignore_errors=True)
     return plan
+
+
+def _finish(plan: ClassRun, student: Student, listener: Listener, write: bool = True) -> None:
+    """Write a student's results (when they changed) and report them."""
+    if write:
+        _write(plan, student)
+    listener.finished(student)
 
 
 def _confinement(plan: ClassRun, scratch: Path) -> tuple[Path | None, sandbox.Confinement | None]:
@@ -219,14 +158,24 @@ def _confinement(plan: ClassRun, scratch: Path) -> tuple[Path | None, sandbox.Co
     return cache, sandbox.confinement([str(cache)] if cache else []) if plan.protections.active else None
 
 
-def _prewarm(plan: ClassRun, cache: Path, worker: Any, jobs: int) -> None:
+def _prewarm(plan: ClassRun, cache: Path, worker: Any, slots: capacity.Slots, threads: int,
+             listener: Listener) -> None:
     """Grade each reference solution (trusted code) with the class's seed, filling the shared
     compilation cache: a student whose program is the same loads it instead of compiling it.
     Each verdict is kept; a reference that fails under this seed is worth the instructor's look."""
-    pairs = [(e, e.solution_path) for e in plan.exercises
-             if e.solution_path.is_file() and any(j.exercise.name == e.name for j in plan.jobs)]
-    results = runner.grade_many(pairs, jobs=jobs, seed=plan.seed, worker=worker, cache_dir=cache, hidden=True)
-    plan.references = {e.name: r.status for (e, _), r in zip(pairs, results, strict=True)}
+    exercises = [e for e in plan.exercises
+                 if e.solution_path.is_file() and any(j.exercise.name == e.name for j in plan.jobs)]
+    listener.warming(len(exercises))
+
+    def one(exercise: Exercise) -> str:
+        """Grade one reference, holding a slot like any grading."""
+        with slots.slot():
+            result = runner.grade(exercise, exercise.solution_path, seed=plan.seed, worker=worker, cache_dir=cache,
+                                  hidden=True)
+        listener.reference(exercise.name, result.duration_s)
+        return result.status
+
+    plan.references.update(zip([e.name for e in exercises], runner.map_jobs(one, exercises, threads), strict=True))
 
 
 def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: sandbox.Confinement | None,
@@ -240,12 +189,13 @@ def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: sandbox
                               cache_dir=cache, read_only_cache=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    return record(job.exercise, result, rel=job.rel, data=job.data, private=str(private))
+    return record(job.exercise, result, rel=job.rel, data=job.data, private=str(private), note=job.note)
 
 
 def _write(plan: ClassRun, student: Student) -> None:
     """Write one student's `results.json` atomically."""
-    data = results_json(plan.course.exercises, student.records, plan.context(student.entry.student))
+    wall = time.monotonic() - plan.started if plan.single is not None else student.wall_s
+    data = results_json(plan.course.exercises, student.records, plan.context(student), execution_time=wall)
     student.written = json.dumps(data, indent=2).encode()
     write_atomic(plan.results_path(student.entry.student), student.written)
 

@@ -1,7 +1,10 @@
 """What a graded class adds up to: `gradebook.csv`, a row per student, and `summary.json`: which rules it breaks.
 
 Both are rebuilt from every student's records at the end of each run, so a run that was stopped
-and resumed writes the same files as one that was not.
+and resumed, or a class graded in shards and merged (`course.instructor.merge`), writes the same
+files as one run. An entry that could not be graded and a roster student who sent nothing each
+get a row saying so. Exercises not tried (no file, or the stub as handed out) score nothing and
+count in no pass rate, no mean and no common failure.
 """
 
 from __future__ import annotations
@@ -16,37 +19,50 @@ from pathlib import Path
 from typing import Any
 
 from course.files import write_atomic
-from course.instructor.grade import ClassRun, Student
+from course.instructor.classrun import ClassRun
+from course.instructor.context import version
 from course.instructor.results import max_points
 
 COMMON_FAILURES = 5
 """How many of the most common failure messages `summary.json` keeps per check."""
+QUOTE_LINES = 12
+QUOTE_CHARS = 1500
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
-
-
-def totals(run: ClassRun, student: Student) -> tuple[float, float]:
-    """A student's points and what the whole course is worth (hidden checks included)."""
-    score = sum(r.score for name, r in student.records.items() if name in {e.name for e in run.course.exercises})
-    return score, sum(max_points(e) for e in run.course.exercises)
+STATUSES = ("passed", "failed", "timeout", "error", "not_tried")
 
 
 def gradebook_csv(run: ClassRun) -> str:
-    """One row per student: a column per exercise's score (empty if never graded), then total and max_total."""
+    """One row per student (and per member of a group submission), per bad entry and per roster student
+    who sent nothing: a column per exercise's score (empty if never graded), total, max_total, note."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     names = [e.name for e in run.course.exercises]
-    writer.writerow(["student", *names, "total", "max_total"])
+    top = f"{sum(max_points(e) for e in run.course.exercises):g}"
+    writer.writerow(["student", "name", "entry", *names, "total", "max_total", "note"])
+    rows: list[tuple[str, list[str]]] = []
     for student in run.students:
+        entry = student.entry
         cells = [f"{student.records[n].score:g}" if n in student.records else "" for n in names]
-        total, max_total = totals(run, student)
-        writer.writerow([student.entry.student, *cells, f"{total:g}", f"{max_total:g}"])
+        total = f"{run.total(student):g}"
+        rows.append((entry.label, [entry.student, entry.name, entry.label, *cells, total, top, student.note]))
+        rows += [(entry.label, [m, "", entry.label, *cells, total, top, f"group submission of {entry.student}"])
+                 for m in entry.members]
+    rows += [(bad.label, [bad.student, "", bad.label, *[""] * len(names), "", top, f"not graded: {bad.reason}"])
+             for bad in run.bad]
+    for _, row in sorted(rows, key=lambda r: r[0]):
+        writer.writerow(row)
+    for sid, name in run.missing:
+        writer.writerow([sid, name, "", *[""] * len(names), "0", top, "submitted nothing"])
     return buffer.getvalue()
 
 
-def _shortened(message: str, limit: int = 300) -> str:
-    """The first line of a message, cut at a word before `limit` characters."""
-    first = (message.strip().splitlines() or [""])[0]
-    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0] + " …"
+def quoted(message: str) -> str:
+    """A message as summaries quote it: whole (a syntax error with its line and caret), up to a limit."""
+    lines = message.strip().splitlines() or [""]
+    text = "\n".join(lines[:QUOTE_LINES])
+    if len(text) > QUOTE_CHARS:
+        text = text[:QUOTE_CHARS].rsplit(" ", 1)[0]
+    return text + (" …" if text != "\n".join(lines) else "")
 
 
 def _pattern(message: str) -> str:
@@ -56,14 +72,11 @@ def _pattern(message: str) -> str:
 
 
 def _check_stats(run: ClassRun, name: str) -> list[dict[str, Any]]:
-    """Per check of one exercise: how many students passed and failed it, and the commonest failures."""
+    """Per check of one exercise: how many who tried it passed and failed it, and the commonest failures."""
     stats: dict[str, dict[str, Any]] = {}
     messages: dict[str, Counter[str]] = {}
     examples: dict[tuple[str, str], str] = {}
-    for student in run.students:
-        rec = student.records.get(name)
-        if rec is None or rec.status == "not_tried":
-            continue
+    for rec in run.tried(name):
         for check in rec.checks:
             row = stats.setdefault(check["id"], {"id": check["id"], "title": check["title"],
                                                  "hidden": bool(check.get("hidden")),
@@ -72,9 +85,9 @@ def _check_stats(run: ClassRun, name: str) -> list[dict[str, Any]]:
                 row["passed"] += 1
                 continue
             row["failed"] += 1
-            key = _pattern(check["message"])
-            messages.setdefault(check["id"], Counter())[key] += 1
-            examples.setdefault((check["id"], key), _shortened(check["message"]))
+            pattern = _pattern(check["message"])
+            messages.setdefault(check["id"], Counter())[pattern] += 1
+            examples.setdefault((check["id"], pattern), quoted(check["message"]))
     for check_id, row in stats.items():
         seen = row["passed"] + row["failed"]
         row["pass_rate"] = round(row["passed"] / seen, 4) if seen else None
@@ -83,67 +96,64 @@ def _check_stats(run: ClassRun, name: str) -> list[dict[str, Any]]:
     return list(stats.values())
 
 
+def _exercise(run: ClassRun, exercise: Any) -> dict[str, Any]:
+    """One exercise of the class: who tried it, how they fared, and each check's numbers."""
+    recs = [s.records[exercise.name] for s in run.students if exercise.name in s.records]
+    status = Counter(r.status for r in recs)
+    attempts = run.tried(exercise.name)
+    return {
+        "name": exercise.name,
+        "position": exercise.position,
+        "title": exercise.meta.title,
+        "topic": exercise.meta.topic,
+        "max_score": max_points(exercise),
+        "graded": len(recs),
+        "tried": len(attempts),
+        **{key: status.get(key, 0) for key in STATUSES},
+        "too_large": sum(r.cause == "too_large" for r in attempts),
+        "pass_rate": round(status.get("passed", 0) / len(attempts), 4) if attempts else None,
+        "mean_score": round(statistics.fmean(r.score for r in attempts), 3) if attempts else None,
+        "checks": _check_stats(run, exercise.name),
+    }
+
+
 def summary(run: ClassRun) -> dict[str, Any]:
     """The class at a glance: totals, and per exercise and check who passed, who failed and why."""
-    scores = [totals(run, s)[0] for s in run.students]
-    exercises = []
-    for exercise in run.course.exercises:
-        recs = [s.records[exercise.name] for s in run.students if exercise.name in s.records]
-        status = Counter(r.status for r in recs)
-        exercises.append({
-            "name": exercise.name,
-            "position": exercise.position,
-            "title": exercise.meta.title,
-            "topic": exercise.meta.topic,
-            "max_score": max_points(exercise),
-            "mean_score": round(statistics.fmean(r.score for r in recs), 3) if recs else None,
-            "graded": len(recs),
-            **{key: status.get(key, 0) for key in ("passed", "failed", "timeout", "error", "not_tried")},
-            "checks": _check_stats(run, exercise.name),
-        })
+    scores = [run.total(s) for s in run.students]
     on, off = run.protections.describe()
     return {
         "course": run.course.meta.title,
-        "jax_version": run.context("")["jax_version"],
+        "course_version": version("course"),
+        "jax_version": version("jax"),
         "seed": run.seed,
+        "layout": run.layout,
         "students": len(run.students),
-        "graded_now": sum(s.graded for s in run.students),
-        "reused": sum(not s.graded for s in run.students),
+        "graded_now": run.graded_now[0],
+        "reused": run.graded_now[1],
         "platform_errors": [s.entry.student for s in run.students if s.error],
+        "bad_entries": [{"entry": b.label, "reason": b.reason, "student": b.student} for b in run.bad],
+        "missing": [{"student": sid, "name": name} for sid, name in run.missing],
         "max_total": sum(max_points(e) for e in run.course.exercises),
         "mean_total": round(statistics.fmean(scores), 3) if scores else None,
         "median_total": statistics.median(scores) if scores else None,
         "isolation": {**run.protections.as_dict(), "on": on, "off": off},
-        "references": run.references,
-        "exercises": exercises,
-        "totals": {s.entry.student: totals(run, s)[0] for s in run.students},
+        "references": {e.name: run.references[e.name] for e in run.course.exercises if e.name in run.references},
+        "exercises": [_exercise(run, e) for e in run.course.exercises],
+        "totals": {s.entry.student: run.total(s) for s in run.students},
     }
 
 
-def student_table(run: ClassRun) -> list[dict[str, Any]]:
-    """The students as the report lists them: each exercise's score (or why there is none), and the total."""
-    rows = []
-    for student in run.students:
-        cells = []
-        for exercise in run.course.exercises:
-            rec = student.records.get(exercise.name)
-            cells.append("" if rec is None else "not tried" if rec.status == "not_tried"
-                         else "error" if rec.status == "error" else f"{rec.score:g}/{rec.max_score:g}")
-        rows.append({"student": student.entry.student, "error": student.error, "cells": cells,
-                     "total": totals(run, student)[0]})
-    return rows
-
-
-def write(run: ClassRun) -> tuple[dict[str, Any], list[Path], str]:
-    """Write `gradebook.csv`, `summary.json` and `report.html`; return the summary, the files written,
-    and why the report could not be made ('' when it was)."""
+def write(run: ClassRun, out: Path | None = None) -> tuple[dict[str, Any], list[Path], str]:
+    """Write `gradebook.csv`, `summary.json` and `report.html` (into `out`, by default the run's folder);
+    return the summary, the files written, and why the report could not be made ('' when it was)."""
     from course.instructor import htmlreport
 
+    out = out or run.out
     data = summary(run)
-    written = [run.out / "gradebook.csv", run.out / "summary.json"]
+    written = [out / "gradebook.csv", out / "summary.json"]
     write_atomic(written[0], gradebook_csv(run))
     write_atomic(written[1], json.dumps(data, indent=2))
     if not htmlreport.available():
         return data, written, htmlreport.MISSING
-    written.append(htmlreport.write(run.out / "report.html", data, student_table(run)))
+    written.append(htmlreport.write(out / "report.html", run, data))
     return data, written, ""

@@ -1,75 +1,34 @@
-"""`report.html`: one self-contained page about a graded class, made with Jinja2 and matplotlib.
+"""`report.html`: one self-contained page an instructor works from, made with Jinja2 and matplotlib.
 
-The charts (the score distribution and each check's pass rate) are drawn by matplotlib as SVG,
-text turned into paths, and embedded as data URIs; the page loads nothing from the network.
-Jinja2 escapes everything it is given, so a student's message cannot inject markup. Both
-libraries come with the `instructor` extra (`pip install -e '.[instructor]'`).
+What it shows first: when and how the class was graded (date, course version, seed, what this run
+graded and reused), what went wrong (platform errors, entries not graded, students who sent
+nothing), the distribution of totals and a table per exercise. Then the students' table (it
+scrolls in its own box with the name, total and percentage frozen at the left, and every column
+sorts), each exercise's charts and commonest failures, and a panel per student with every check
+and message, linked from the table. Jinja2 escapes everything it is given, so a student's message
+cannot inject markup. Both libraries come with the `instructor` extra.
 """
 
 from __future__ import annotations
 
 import base64
-import io
+import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from course.files import write_atomic
+from course.instructor import charts
+from course.instructor.context import commit
+from course.instructor.report_template import SORT_SCRIPT, STYLE, TEMPLATE
+
+if TYPE_CHECKING:
+    from course.instructor.classrun import ClassRun, Student
+    from course.instructor.results import Record
 
 MISSING = "the class report needs the instructor extra: `pip install -e '.[instructor]'`"
-
-TEMPLATE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{ s.course }}: class report</title>
-<style>
-body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1d1d1f; }
-h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
-.meta { color: #555; } .charts { display: flex; flex-wrap: wrap; gap: 1.5rem; } .charts img { max-width: 100%; }
-table { border-collapse: collapse; margin: .6rem 0 1rem; }
-th, td { padding: .3rem .6rem; border-bottom: 1px solid #eee; }
-th { text-align: left; background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.bad { color: #b00020; font-weight: 600; } .off { color: #b00020; } .hidden { color: #6a3d9a; font-size: .85em; }
-.msg { font-family: ui-monospace, monospace; font-size: .85em; white-space: pre-wrap; }
-</style>
-</head>
-<body>
-<h1>{{ s.course }}</h1>
-<p class="meta">{{ s.students }} students · class mean {{ fmt(s.mean_total) }} of {{ fmt(s.max_total) }}
- · median {{ fmt(s.median_total) }} · JAX {{ s.jax_version }} · seed {{ s.seed }}</p>
-{% if s.platform_errors %}<p class="bad">The platform failed while grading {{ s.platform_errors|join(", ") }};
- their scores are not theirs. Rerun <code>course grade</code> to grade them again.</p>{% endif %}
-<p class="meta">Isolation on: {{ s.isolation.on|join("; ") }}.{% if s.isolation.off %}
- <span class="off">Off on this machine: {{ s.isolation.off|join("; ") }}.</span>{% endif %}</p>
-<h2>Scores and checks</h2>
-<div class="charts">
-<figure><img alt="Distribution of total scores" src="{{ charts.distribution }}"></figure>
-<figure><img alt="Pass rate of each check" src="{{ charts.pass_rates }}"></figure>
-</div>
-<h2>Exercises</h2>
-{% for e in s.exercises %}
-<h3>{{ e.position }}. {{ e.name }} <small class="meta">{{ e.topic }}</small></h3>
-<p class="meta">passed {{ e.passed }} · failed {{ e.failed + e.timeout }} · not tried {{ e.not_tried }}
-{% if e.error %}· <span class="bad">platform errors {{ e.error }}</span>{% endif %}
- · mean {{ fmt(e.mean_score) }} of {{ fmt(e.max_score) }}</p>
-<table><tr><th>check</th><th>passed</th><th>failed</th><th>most common failure</th></tr>
-{% for c in e.checks %}<tr><td>{{ c.title }} {% if c.hidden %}<span class="hidden">hidden</span>{% endif %}</td>
-<td class="num">{{ c.passed }}</td><td class="num">{{ c.failed }}</td>
-<td class="msg">{% for f in c.common_failures[:2] %}{{ f.count }}× {{ f.message }}
-{% endfor %}</td></tr>{% endfor %}
-</table>
-{% endfor %}
-<h2>Students</h2>
-<table><tr><th>student</th>{% for e in s.exercises %}<th>{{ e.name }}</th>{% endfor %}<th>total</th><th>%</th></tr>
-{% for row in students %}<tr><td>{{ row.student }}
-{%- if row.error %} <span class="bad">platform error</span>{% endif %}</td>
-{% for cell in row.cells %}<td class="num">{{ cell }}</td>{% endfor %}
-<td class="num">{{ fmt(row.total) }}</td><td class="num">{{ row.percent }}</td></tr>{% endfor %}
-</table>
-</body>
-</html>
-"""
+MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "–"}
+LABELS = {"passed": "passed", "failed": "failed", "timeout": "timed out", "error": "platform error",
+          "not_tried": "not tried"}
 
 
 def available() -> bool:
@@ -87,62 +46,80 @@ def _fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}" if isinstance(value, float) and value % 1 else f"{value:g}"
 
 
-def _svg_uri(figure: Any) -> str:
-    """A matplotlib figure as an SVG data URI (text drawn as paths, no date: the same class gives the same page)."""
-    buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue().encode()).decode()
+def _pct(value: float | None) -> str:
+    """A share as a percentage; a dash for none."""
+    return "–" if value is None else f"{100 * value:.0f}%"
 
 
-def _distribution(summary: dict[str, Any]) -> str:
-    """A histogram of the students' totals, from 0 to what the course is worth."""
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
-    top = max(float(summary["max_total"]), 1.0)
-    figure = Figure(figsize=(5.2, 3.2))
-    axes = figure.subplots()
-    axes.hist(list(summary["totals"].values()), bins=min(20, max(5, int(top))), range=(0, top), color="#3a7bd5")
-    axes.set(title="Total scores", xlabel=f"points (of {top:g})", ylabel="students")
-    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.spines[["top", "right"]].set_visible(False)
-    return _svg_uri(figure)
+def _label(rec: Record) -> str:
+    """A record's outcome in words: timeouts and files too large named as such."""
+    if rec.cause == "too_large":
+        return "file too large"
+    if rec.cause == "unreadable":
+        return "file unreadable"
+    return LABELS.get(rec.status, rec.status)
 
 
-def _pass_rates(summary: dict[str, Any]) -> str:
-    """A horizontal bar per check: the share of students who tried the exercise and passed the check."""
-    from matplotlib.figure import Figure
-
-    rows = [(f"{e['name']} · {c['id'].removeprefix('test_')}", c["pass_rate"] or 0.0, c["hidden"])
-            for e in summary["exercises"] for c in e["checks"]]
-    rows = rows or [("no check was graded", 0.0, False)]
-    figure = Figure(figsize=(6.2, 0.9 + 0.28 * len(rows)))
-    axes = figure.subplots()
-    labels = [r[0] for r in rows][::-1]
-    axes.barh(labels, [100 * r[1] for r in rows][::-1], color=["#6a3d9a" if r[2] else "#2e9e5b" for r in rows][::-1])
-    axes.set(title="Pass rate per check (purple: hidden)", xlabel="% of students who tried", xlim=(0, 100))
-    axes.tick_params(axis="y", labelsize=8)
-    axes.spines[["top", "right"]].set_visible(False)
-    return _svg_uri(figure)
+def _cell(rec: Record | None) -> dict[str, Any]:
+    """One exercise of one student in the table: the score, or what happened instead."""
+    if rec is None:
+        return {"text": "", "sort": -3, "status": ""}
+    if rec.status in ("passed", "failed") and not rec.cause:
+        return {"text": f"{rec.score:g}/{rec.max_score:g}", "sort": rec.score, "status": rec.status}
+    text = {"timeout": f"timed out {rec.score:g}/{rec.max_score:g}"}.get(rec.status, _label(rec))
+    return {"text": text, "sort": {"not_tried": -1, "error": -2}.get(rec.status, rec.score),
+            "status": rec.cause or rec.status}
 
 
-def _student_rows(summary: dict[str, Any], table: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The students' table: a cell per exercise, total and percentage."""
-    top = summary["max_total"] or 1
-    return [{"student": r["student"], "error": r["error"], "cells": r["cells"], "total": r["total"],
-             "percent": f"{100 * r['total'] / top:.0f}"} for r in table]
+def _panel_exercise(exercise: Any, rec: Record) -> dict[str, Any]:
+    """One exercise in a student's panel: outcome, file, and each check with its message."""
+    checks = [{"mark": MARKS.get(c["status"], "?"), "status": c["status"], "title": c["title"], "score": c["score"],
+               "max_score": c["max_score"], "message": c["message"] if c["status"] != "passed" else "",
+               "hidden": bool(c.get("hidden"))} for c in rec.checks]
+    why = rec.message if rec.status in ("timeout", "error", "not_tried") or rec.cause or not rec.checks else ""
+    return {"position": exercise.position, "name": exercise.name, "status": rec.status, "label": _label(rec),
+            "score": rec.score, "max_score": rec.max_score, "file": rec.file, "note": rec.note, "why": why,
+            "checks": checks, "open": rec.status not in ("passed", "not_tried")}
 
 
-def render(summary: dict[str, Any], table: list[dict[str, Any]]) -> str:
-    """The page for `summary` (from `course.instructor.gradebook`) and the students' `table`."""
+def _student(run: ClassRun, student: Student, top: float) -> dict[str, Any]:
+    """A student's row of the table and their panel."""
+    total = run.total(student)
+    exercises = [(e, student.records.get(e.name)) for e in run.course.exercises]
+    return {"id": student.entry.student, "anchor": f"student-{student.entry.student}", "name": student.entry.name,
+            "entry": student.entry.label, "note": student.note, "error": student.error, "total": total,
+            "percent": f"{100 * total / top:.0f}", "cells": [_cell(rec) for _, rec in exercises],
+            "exercises": [_panel_exercise(e, rec) for e, rec in exercises if rec is not None]}
+
+
+def _charts(run: ClassRun, summary: dict[str, Any]) -> tuple[str, dict[str, tuple[str, str]], int]:
+    """The totals chart (students who tried something), each tried exercise's two charts, and how many
+    students tried nothing (not drawn)."""
+    active = [s for s in run.students if any(r.status != "not_tried" for r in s.records.values())]
+    left_out = len(run.students) - len(active)
+    total = charts.totals([run.total(s) for s in active], summary["max_total"], left_out)
+    per = {e["name"]: (charts.scores(e, [r.score for r in run.tried(e["name"])]), charts.pass_rates(e))
+           for e in summary["exercises"] if e["tried"]}
+    return total, per, left_out
+
+
+def render(run: ClassRun, summary: dict[str, Any]) -> str:
+    """The page for a graded class and its `summary` (from `course.instructor.gradebook`)."""
     import jinja2
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    charts = {"distribution": _distribution(summary), "pass_rates": _pass_rates(summary)}
-    return env.from_string(TEMPLATE).render(s=summary, charts=charts, students=_student_rows(summary, table), fmt=_fmt)
+    top = summary["max_total"] or 1
+    totals_chart, exercise_charts, left_out = _charts(run, summary)
+    digest = base64.b64encode(hashlib.sha256(SORT_SCRIPT.encode()).digest()).decode()
+    return env.from_string(TEMPLATE).render(
+        s=summary, date=run.generated_at, commit=commit(run.course.root), style=STYLE, script=SORT_SCRIPT,
+        script_hash=f"sha256-{digest}", totals_chart=totals_chart, exercise_charts=exercise_charts, left_out=left_out,
+        students=[_student(run, s, top) for s in run.students], fmt=_fmt, pct=_pct,
+        bad_references=[name for name, status in summary["references"].items() if status != "passed"],
+    )
 
 
-def write(path: Path, summary: dict[str, Any], table: list[dict[str, Any]]) -> Path:
+def write(path: Path, run: ClassRun, summary: dict[str, Any]) -> Path:
     """Write the page atomically; return its path."""
-    write_atomic(path, render(summary, table))
+    write_atomic(path, render(run, summary))
     return path

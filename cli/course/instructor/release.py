@@ -1,10 +1,12 @@
 """`course release OUT`: the students' copy of the course, with no `solutions/` and no `hidden/` checks.
 
-It holds what a learner needs to run the README's first line and work through the course:
-`course.toml`, the README, `pyproject.toml`, the docs, each listed exercise (the stub as the
-course shipped it), each public grader with its data files, and the package itself. It is made
-a git repository with one commit where git is installed, ready to push as a template (GitHub
-Classroom) or to hand out; `course reset` there restores stubs from that commit.
+It holds what a learner needs to set up and work through the course: `course.toml`, a README
+written for students (`course.instructor.readme`: set-up, the learner's tour, the notebook
+workflow), `pyproject.toml`, the docs that are not the instructors' (authoring, grading and the
+security notes stay behind), each listed exercise (the stub as the course shipped it), each
+public grader with its data files, and the package itself. It is made a git repository with one
+commit where git is installed, ready to push as a template (GitHub Classroom) or to hand out;
+`course reset` there restores stubs from that commit.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from course.registry import COURSE_FILE, Course
 from course.workspace import pristine_stub
 
 TOP_FILES = ("README.md", "pyproject.toml", "LICENSE", "LICENSE.md", ".gitignore")
+INSTRUCTOR_DOCS = {"authoring.md", "grading.md", "security.md"}
+"""Docs written for instructors (how to write a grader, grade a class, what grading guards against)."""
 NEVER = {"__pycache__", STATE_DIR, "hidden", ".pytest_cache", ".ruff_cache", ".DS_Store"}
 """Names left out wherever they are: caches, state, and hidden checks."""
 
@@ -46,15 +50,18 @@ def _package_source(root: Path) -> tuple[Path, Path]:
 
 
 def files(found: Course, *, hidden: bool = False) -> dict[Path, Path | bytes]:
-    """What the release holds: its relative path -> a file to copy, or the bytes to write (pristine stubs).
+    """What the release holds: its relative path -> a file to copy, or the bytes to write (pristine stubs,
+    the students' README).
 
-    With `hidden`, the graders keep their hidden checks (for an autograder bundle, never for students).
+    With `hidden`, the graders keep their hidden checks and the course keeps its own README and docs
+    (an autograder bundle, never for students).
     """
     root = found.root
     plan: dict[Path, Path | bytes] = {Path(COURSE_FILE): root / COURSE_FILE}
     plan.update({Path(name): root / name for name in TOP_FILES if (root / name).is_file()})
     if (root / "docs").is_dir():
-        plan.update({p.relative_to(root): p for p in _tree(root / "docs")})
+        plan.update({p.relative_to(root): p for p in _tree(root / "docs")
+                     if hidden or p.relative_to(root / "docs").as_posix() not in INSTRUCTOR_DOCS})
     for exercise in found.exercises:
         plan.update({p.relative_to(root): p for p in _tree(exercise.lesson_path.parent)})
         plan.update({p.relative_to(root): p for p in _tree(exercise.grader_path.parent, hidden=hidden)})
@@ -63,7 +70,19 @@ def files(found: Course, *, hidden: bool = False) -> dict[Path, Path | bytes]:
             plan[exercise.stub_rel] = stub
     source, dest = _package_source(root)
     plan.update({dest / p.relative_to(source): p for p in _tree(source)})
+    if not hidden and (root / "README.md").is_file():
+        plan[Path("README.md")] = _readme(found, plan)
     return plan
+
+
+def _readme(found: Course, plan: dict[Path, Path | bytes]) -> bytes:
+    """The students' README, made from the course's."""
+    from course.instructor.context import version
+    from course.instructor.readme import student_readme
+
+    present = {p.as_posix() for p in plan}
+    text = (found.root / "README.md").read_text(encoding="utf-8")
+    return student_readme(text, found.meta.title, version("jax"), present).encode()
 
 
 def release(found: Course, out: Path, *, git: bool = True) -> list[Path]:

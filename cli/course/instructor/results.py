@@ -17,6 +17,8 @@ from course.registry import Exercise
 
 MESSAGE_LIMIT = 4000
 """A check's message is cut here: it may carry what the student's code printed or raised."""
+OUTPUT_LIMIT = 2000
+"""What a check's code printed is kept up to here, for the instructor's log."""
 
 
 def grader_fingerprint(exercise: Exercise) -> str:
@@ -53,6 +55,10 @@ class Record:
     seed: int = 0
     duration_s: float = 0.0
     checks: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+    """What the student should know about the file graded (which of several was taken)."""
+    cause: str = ""
+    """Why a file found was not graded: `too_large` or `unreadable` ('' otherwise)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The record as stored in `extra_data.exercises`."""
@@ -68,42 +74,66 @@ class Record:
 
 
 def record(exercise: Exercise, result: ExerciseResult, *, rel: str | None, data: bytes | None,
-           private: str = "") -> Record:
-    """The record of a graded exercise; `private` (the private copy's path) is replaced by `rel` in messages."""
+           private: str = "", note: str = "") -> Record:
+    """The record of a graded exercise; `private` (the private copy's path) is replaced by `rel` in messages.
+    A file the runner found untouched (the stub as handed out) is not tried: no points, no checks."""
 
-    def clean(text: str) -> str:
+    def clean(text: str, limit: int = MESSAGE_LIMIT) -> str:
         """The message as the student should read it: their own path, and not too long."""
         text = text.replace(private, rel or "") if private else text
-        return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
+        return text if len(text) <= limit else text[: limit - 1] + "…"
 
     checks = [
         {"id": c.id, "title": c.title, "status": c.status, "score": c.score, "max_score": c.max_score,
-         "message": clean(c.message), "hidden": c.hidden}
+         "message": clean(c.message), "hidden": c.hidden, **_output(c, clean)}
         for c in result.checks
     ]
-    status = "not_tried" if result.not_tried else result.status
     known = max(result.max_score, max_points(exercise))
-    return Record(exercise.name, status, result.score, known, clean(result.message), rel, file_hash(data),
-                  grader_fingerprint(exercise), result.seed, round(result.duration_s, 3), checks)
+    if result.not_tried:
+        return untouched(exercise, rel, data, result.seed)
+    return Record(exercise.name, result.status, result.score, known, clean(result.message), rel, file_hash(data),
+                  grader_fingerprint(exercise), result.seed, round(result.duration_s, 3), checks, note)
 
 
-def untried(exercise: Exercise, note: str = "", rel: str | None = None) -> Record:
-    """The record of an exercise with no file to grade (or one that cannot be graded: `note` says why)."""
-    if note:
-        return Record(exercise.name, "failed", 0.0, max_points(exercise), note, rel, None, grader_fingerprint(exercise))
-    message = f"not tried: no {exercise.name}.py was submitted"
+def _output(check: object, clean: Any) -> dict[str, str]:
+    """What the check's code printed, when the engine kept it (shown to instructors only)."""
+    text = getattr(check, "output", "") or ""
+    return {"output": clean(text, OUTPUT_LIMIT)} if text else {}
+
+
+def untried(exercise: Exercise, note: str = "", rel: str | None = None, cause: str = "") -> Record:
+    """The record of an exercise with no file to grade, or with one that cannot be graded (`cause`
+    says which, `note` says why): not tried, or failed for a file too large or unreadable."""
+    if cause:
+        return Record(exercise.name, "failed", 0.0, max_points(exercise), note, rel, None, grader_fingerprint(exercise),
+                      cause=cause)
+    message = f"not tried: no {exercise.name}.py was submitted" + (f" ({note})" if note else "")
     return Record(exercise.name, "not_tried", 0.0, max_points(exercise), message, None, None,
                   grader_fingerprint(exercise))
 
 
+def untouched(exercise: Exercise, rel: str | None, data: bytes | None, seed: int = 0) -> Record:
+    """The record of a file identical to the stub as handed out: not tried, whatever it would score."""
+    return Record(exercise.name, "not_tried", 0.0, max_points(exercise),
+                  f"not tried: {rel} is the stub as handed out", rel, file_hash(data), grader_fingerprint(exercise),
+                  seed)
+
+
 def _tests(exercise: Exercise, rec: Record) -> list[dict[str, Any]]:
-    """The Gradescope tests of one exercise: one per check, or one for the whole exercise when none ran."""
+    """The Gradescope tests of one exercise: one per check, or, when none ran, one for its public points
+    and one (shown after publishing, like the hidden checks) for its hidden points."""
     tags = [exercise.name, exercise.meta.topic]
     if not rec.checks:
         status = "passed" if rec.status == "passed" else "failed"
-        return [{"name": f"{exercise.name}: {exercise.meta.title}", "number": f"{exercise.position}.0",
-                 "score": rec.score, "max_score": rec.max_score, "status": status, "output": rec.message,
-                 "visibility": "visible", "tags": tags}]
+        public = min(rec.max_score, exercise.max_score or 0.0)
+        tests = [{"name": f"{exercise.name}: {exercise.meta.title}", "number": f"{exercise.position}.0",
+                  "score": min(rec.score, public), "max_score": public, "status": status, "output": rec.message,
+                  "visibility": "visible", "tags": tags}]
+        if rec.max_score > public:
+            tests.append({"name": f"{exercise.name}: checks kept for grading", "number": f"{exercise.position}.1",
+                          "score": max(0.0, rec.score - public), "max_score": rec.max_score - public,
+                          "status": status, "output": rec.message, "visibility": "after_published", "tags": tags})
+        return tests
     return [
         {
             "name": f"{exercise.name}: {c['title']}",
@@ -120,20 +150,41 @@ def _tests(exercise: Exercise, rec: Record) -> list[dict[str, Any]]:
     ]
 
 
-def results_json(exercises: list[Exercise], records: dict[str, Record], context: dict[str, Any]) -> dict[str, Any]:
+def visible_line(exercise: Exercise, rec: Record) -> str:
+    """One exercise as the always-visible output says it: from its public checks alone, so it never
+    counts, names or scores a hidden check (a student could otherwise read a hidden verdict in it)."""
+    public = [c for c in rec.checks if not c.get("hidden")]
+    if rec.checks and not public:
+        return f"{exercise.name}: graded; its checks are shown when grades are published"
+    if public:
+        score, top = sum(c["score"] for c in public), sum(c["max_score"] for c in public)
+        word = "passed" if all(c["status"] == "passed" for c in public) else "failed"
+        word = "timed out" if rec.status == "timeout" else word
+    else:
+        score, top = 0.0, min(rec.max_score, exercise.max_score or 0.0)
+        word = {"not_tried": "not tried", "error": "not graded (the platform failed)"}.get(rec.status, "failed")
+    line = f"{exercise.name}: {word}, {score:g}/{top:g}"
+    untouched = rec.status == "not_tried" and rec.file is not None
+    extra = rec.note or (rec.message.removeprefix("not tried: ") if rec.cause or untouched else "")
+    return f"{line} ({extra})" if extra else line
+
+
+def results_json(exercises: list[Exercise], records: dict[str, Record], context: dict[str, Any],
+                 execution_time: float | None = None) -> dict[str, Any]:
     """The Gradescope results of one student; `context` (course, student, JAX version, seed, isolation)
-    goes into `extra_data`. Exercises without a record (not selected yet) are left out."""
+    goes into `extra_data`. Exercises without a record (not selected yet) are left out. `execution_time`
+    is the wall time of the grading (by default, the longest exercise's)."""
     graded = [e for e in exercises if e.name in records]
     tests = [t for e in graded for t in _tests(e, records[e.name])]
-    score = sum(records[e.name].score for e in graded)
-    lines = [f"{e.name}: {records[e.name].status.replace('_', ' ')}, "
-             f"{records[e.name].score:g}/{records[e.name].max_score:g}" for e in graded]
+    lines = [visible_line(e, records[e.name]) for e in graded]
     trouble = [e.name for e in graded if records[e.name].status == "error"]
     if trouble:
         lines.append(f"The grading platform failed on {', '.join(trouble)}; those scores are not the student's.")
+    wall = execution_time if execution_time is not None else max((records[e.name].duration_s for e in graded),
+                                                                 default=0.0)
     return {
-        "score": score,
-        "execution_time": round(sum(records[e.name].duration_s for e in graded), 3),
+        "score": sum(records[e.name].score for e in graded),
+        "execution_time": round(wall, 3),
         "output": "\n".join(lines),
         "output_format": "text",
         "stdout_visibility": "hidden",

@@ -1,13 +1,18 @@
-"""A class's submissions: one entry per student (a folder or a `.zip`), and the file each holds per exercise.
+"""One student's submission (an entry), and the file it holds for each exercise.
 
-An entry is a workspace (files at `exercises/NN_name/name.py`) or loose files named `name.py`
-anywhere inside it; a missing file means "not tried". Nothing is ever extracted or followed:
-a zip's members are read by name, a folder's files are opened without following links, so an
-entry cannot point at a classmate's files or outside its own.
+An entry is made of sources: a folder, a zip, or single files (Moodle and Canvas name each
+downloaded file after its student, so one student's files lie side by side with a classmate's).
+What the sources hold is a workspace (files at `exercises/NN_name/name.py`) or loose files named
+`name.py`, anywhere inside; a zip found in a folder or among a student's files is read one level
+deep, its members listed under its own name. A missing file means "not tried".
+
+Nothing is ever extracted or followed: a zip's members are read by name, a folder's files are
+opened without following links, so an entry cannot point at a classmate's files or outside its own.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import stat
@@ -15,11 +20,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from course.errors import UsageError
 from course.registry import Exercise
 
 STUDENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,99}$")
-"""A student's id: the entry's name without `.zip`; letters, digits and `_ . @ + -`."""
+"""A student's id: letters, digits and `_ . @ + -` (it names their folder of results)."""
 RESERVED = {"gradebook.csv", "summary.json", "report.html"}
 """Names the output folder uses for itself, so no student may be called that."""
 MAX_FILE_BYTES = 1 << 20
@@ -36,6 +40,8 @@ class Found:
     data: bytes | None = None
     note: str = ""
     """Why a file that exists is not graded as it is (too large, unreadable), or which of several was taken."""
+    cause: str = ""
+    """`too_large` or `unreadable` when the file was found but cannot be graded."""
 
     @property
     def tried(self) -> bool:
@@ -44,50 +50,86 @@ class Found:
 
 
 @dataclass(frozen=True)
+class Source:
+    """One part of an entry: a folder or a zip (its root is the entry's), or a single file named `rel`."""
+
+    path: Path
+    rel: str = ""
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where one listed file lives: a file on disk, or a member of a zip on disk."""
+
+    path: Path
+    member: str | None = None
+
+
+@dataclass(frozen=True)
 class Entry:
-    """One student's submission: a folder or a zip of one."""
+    """One student's submission, as found in the class's folder."""
 
     student: str
-    path: Path
+    sources: tuple[Source, ...]
+    label: str = ""
+    """The entry's name in the submissions folder, for messages (a Moodle student's folder, say)."""
+    name: str = ""
+    """The student's name, where the export or the roster gives one."""
+    members: tuple[str, ...] = ()
+    """The other students of a group submission, who get the same scores."""
 
-    @property
-    def is_zip(self) -> bool:
-        """True for a `.zip` entry."""
-        return self.path.suffix.lower() == ".zip"
+    @classmethod
+    def of(cls, student: str, path: Path, **extra: object) -> Entry:
+        """An entry made of one folder or one zip."""
+        return cls(student, (Source(path),), label=path.name, **extra)  # type: ignore[arg-type]
+
+    def listing(self) -> tuple[dict[str, _Where], list[str]]:
+        """Every regular file inside, by its POSIX path in the entry (no links, no tool folders),
+        and what could not be read."""
+        found: dict[str, _Where] = {}
+        problems: list[str] = []
+        for source in self.sources:
+            for rel, where in _source_files(source, problems):
+                if not _skipped(rel):
+                    found.setdefault(rel, where)
+        return dict(sorted(found.items())), problems
 
     def files(self) -> list[str]:
-        """Every regular file inside, as a POSIX path relative to the entry (no links, no tool folders)."""
-        names = _zip_files(self.path) if self.is_zip else _folder_files(self.path)
-        return sorted(n for n in names if not _skipped(n))
+        """Every file inside, as POSIX paths relative to the entry."""
+        return list(self.listing()[0])
 
-    def read(self, rel: str) -> Found:
+    def read(self, rel: str, where: _Where) -> Found:
         """The bytes of the file at `rel`, or a note saying why it is not graded."""
         try:
-            data = _zip_read(self.path, rel) if self.is_zip else _folder_read(self.path, rel)
+            data = _zip_read(where.path, where.member) if where.member is not None else _file_read(where.path)
         except _TooLarge as exc:
-            return Found(rel, None, f"{rel} is {exc.size} bytes, over the {MAX_FILE_BYTES} byte limit; not graded")
-        except (OSError, RuntimeError, zipfile.BadZipFile, ValueError) as exc:
-            return Found(rel, None, f"{rel} could not be read ({exc}); not graded")
+            return Found(rel, None, f"{rel} is {exc.size} bytes, over the {MAX_FILE_BYTES} byte limit; not graded",
+                         "too_large")
+        except (OSError, RuntimeError, zipfile.BadZipFile, ValueError, StopIteration) as exc:
+            return Found(rel, None, f"{rel} could not be read ({exc}); not graded", "unreadable")
         return Found(rel, data)
 
     def locate(self, exercises: list[Exercise]) -> dict[str, Found]:
         """The file this entry holds for each exercise (`Found(None)` when it holds none)."""
-        files = self.files()
-        return {e.name: self._one(e, files) for e in exercises}
+        listing, problems = self.listing()
+        return {e.name: self._one(e, listing, problems) for e in exercises}
 
-    def _one(self, exercise: Exercise, files: list[str]) -> Found:
+    def _one(self, exercise: Exercise, listing: dict[str, _Where], problems: list[str]) -> Found:
         """The course's own path first, then that path in a folder of the entry, then any `name.py`."""
         own = exercise.stub_rel.as_posix()
+        files = list(listing)
         nested = [f for f in files if f.endswith("/" + own)]
         loose = [f for f in files if PurePosixPath(f).name == f"{exercise.name}.py"]
         for candidates in ([f for f in files if f == own], nested, loose):
             if candidates:
                 chosen = min(candidates, key=lambda f: (f.count("/"), f))
-                found = self.read(chosen)
+                found = self.read(chosen, listing[chosen])
                 if len(candidates) > 1 and found.tried:
-                    found = Found(found.rel, found.data, f"several files could be {exercise.name}.py; graded {chosen}")
+                    others = ", ".join(c for c in candidates if c != chosen)
+                    found = Found(found.rel, found.data, f"several files could be {exercise.name}.py; graded "
+                                                         f"{chosen}, not {others}")
                 return found
-        return Found(None)
+        return Found(None, None, "; ".join(problems))
 
 
 class _TooLarge(Exception):
@@ -104,21 +146,45 @@ def _skipped(rel: str) -> bool:
     return any(part.startswith(".") or part in SKIPPED_DIRS for part in PurePosixPath(rel).parts[:-1])
 
 
+def _source_files(source: Source, problems: list[str]) -> list[tuple[str, _Where]]:
+    """The files one source holds; a zip among them (not inside another zip) is listed member by member."""
+    if source.rel:  # a single file of the entry (Moodle's and Canvas's flat downloads)
+        files = [(source.rel, _Where(source.path))] if _regular(source.path) else []
+    elif source.path.is_dir() and not source.path.is_symlink():
+        files = [(rel, _Where(source.path / rel)) for rel in _folder_files(source.path)]
+    else:
+        return [(rel, _Where(source.path, member)) for rel, member in _zip_members(source.path)]
+    listed = []
+    for rel, where in files:
+        listed.append((rel, where))
+        if rel.lower().endswith(".zip") and not _skipped(rel):
+            try:
+                listed += [(f"{rel}/{name}", _Where(where.path, member)) for name, member in _zip_members(where.path)]
+            except (OSError, zipfile.BadZipFile, ValueError) as exc:
+                problems.append(f"{rel} could not be read as a zip ({exc})")
+    return listed
+
+
+def _regular(path: Path) -> bool:
+    """True for a regular file that is not a link."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def _folder_files(root: Path) -> list[str]:
     """Regular files under `root`, never following a link."""
     found = []
     for folder, dirs, names in os.walk(root, followlinks=False):
         dirs[:] = [d for d in dirs if not (Path(folder) / d).is_symlink()]
-        for name in names:
-            path = Path(folder) / name
-            if stat.S_ISREG(path.lstat().st_mode):
-                found.append(path.relative_to(root).as_posix())
+        found += [(Path(folder) / n).relative_to(root).as_posix() for n in names if _regular(Path(folder) / n)]
     return found
 
 
-def _folder_read(root: Path, rel: str) -> bytes:
-    """Read a file of a folder entry without following a link at its last step."""
-    fd = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW)
+def _file_read(path: Path) -> bytes:
+    """Read a file without following a link at its last step, refusing one over the limit."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > MAX_FILE_BYTES:
@@ -131,10 +197,13 @@ def _is_link(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
 
 
-def _zip_files(path: Path) -> list[str]:
-    """Regular members of a zip, with normalised names (no absolute paths, no `..`)."""
+def _zip_members(path: Path) -> list[tuple[str, str]]:
+    """(cleaned name, stored name) of each regular member of a zip on disk (never a link)."""
     with zipfile.ZipFile(path) as archive:
-        return [_clean(i.filename) for i in archive.infolist() if not i.is_dir() and not _is_link(i)]
+        infos = archive.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise ValueError(f"it holds {len(infos)} files, more than {MAX_MEMBERS}")
+        return [(_clean(i.filename), i.filename) for i in infos if not i.is_dir() and not _is_link(i)]
 
 
 def _clean(name: str) -> str:
@@ -143,10 +212,10 @@ def _clean(name: str) -> str:
     return "/".join(parts)
 
 
-def _zip_read(path: Path, rel: str) -> bytes:
-    """The bytes of the member whose cleaned name is `rel`, refusing one larger than the limit."""
+def _zip_read(path: Path, member: str) -> bytes:
+    """The bytes of one member of a zip, refusing one larger than the limit."""
     with zipfile.ZipFile(path) as archive:
-        info = next(i for i in archive.infolist() if _clean(i.filename) == rel and not _is_link(i))
+        info = archive.getinfo(member)
         if info.file_size > MAX_FILE_BYTES:
             raise _TooLarge(info.file_size)
         with archive.open(info) as fh:
@@ -156,37 +225,59 @@ def _zip_read(path: Path, rel: str) -> bytes:
         return data
 
 
-def entries(folder: Path, *, out: Path | None = None) -> list[Entry]:
-    """The class in `folder`, one entry per student, checked; a bad entry is a UsageError naming it."""
-    if not folder.is_dir():
-        raise UsageError(f"{folder} is not a folder; give `course grade` the folder holding one entry per student.")
-    found: dict[str, Entry] = {}
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or (out is not None and path.resolve() == out.resolve()):
-            continue
-        entry = _entry(path)
-        if entry.student in found:
-            raise UsageError(f"{path} and {found[entry.student].path} are both student `{entry.student}`; keep one.")
-        found[entry.student] = entry
-    if not found:
-        raise UsageError(f"{folder} holds no submissions; put one folder or .zip per student there.")
-    return list(found.values())
+def check_zip(path: Path) -> str:
+    """Why a zip cannot be a submission ('' when it can): unreadable, or too many members."""
+    try:
+        _zip_members(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        return f"is not a readable zip file ({exc}); replace or remove it"
+    except ValueError as exc:
+        return f"is not a submission: {exc}"
+    return ""
 
 
-def _entry(path: Path) -> Entry:
-    """Check one entry: a folder or a readable zip, named by a valid student id."""
-    is_zip = path.is_file() and path.suffix.lower() == ".zip"
-    if not (path.is_dir() or is_zip):
-        raise UsageError(f"{path} is neither a folder nor a .zip; each entry is one student's submission.")
-    student = path.stem if is_zip else path.name
-    if not STUDENT_RE.match(student) or student.lower() in RESERVED:
-        raise UsageError(f"{path} is not named by a usable student id (letters, digits and _ . @ + -); rename it.")
-    if is_zip:
-        try:
-            with zipfile.ZipFile(path) as archive:
-                count = len(archive.infolist())
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise UsageError(f"{path} is not a readable zip file ({exc}); replace or remove it.") from None
-        if count > MAX_MEMBERS:
-            raise UsageError(f"{path} holds {count} files, more than {MAX_MEMBERS}; it is not a submission.")
-    return Entry(student, path)
+def usable_id(student: str) -> bool:
+    """True when `student` may name a folder of results."""
+    return bool(STUDENT_RE.match(student)) and student.lower() not in RESERVED
+
+
+_STUBS: dict[tuple[Path, int], bytes | None] = {}
+
+
+def _fingerprint(data: bytes) -> bytes:
+    """Source text with every whitespace character left out."""
+    return b"".join(data.split())
+
+
+def _leaves_work(source: bytes) -> bool:
+    """True when the stub raises NotImplementedError somewhere: it leaves the work to the learner. A stub
+    that runs (a slow version to make fast, say) is graded like any file: what it does is the lesson."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return b"NotImplementedError" in source
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(target, ast.Name) and target.id == "NotImplementedError":
+                return True
+    return False
+
+
+def untouched(exercise: Exercise, data: bytes | None) -> bool:
+    """True when `data` is the exercise's stub as handed out, whitespace aside, and that stub leaves the
+    work to the learner: not tried, and not worth a grading. This is the runner's own rule for such a
+    file (`course check` says the same of it); deciding it here spares the class a process per stub."""
+    from course.workspace import pristine_stub  # imported here: it imports git helpers
+
+    try:
+        where = (exercise.stub_path, exercise.stub_path.stat().st_mtime_ns)
+    except OSError:
+        where = (exercise.stub_path, 0)
+    if where not in _STUBS:
+        stub = pristine_stub(exercise)
+        if stub is None and exercise.stub_path.is_file():
+            stub = exercise.stub_path.read_bytes()
+        _STUBS[where] = _fingerprint(stub) if stub is not None and _leaves_work(stub) else None
+    stub = _STUBS[where]
+    return data is not None and stub is not None and _fingerprint(data) == stub

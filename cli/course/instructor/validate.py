@@ -6,7 +6,6 @@ every wrong variant are graded in parallel by the runner, and each verdict is ju
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,23 +87,20 @@ def plan(course: Course, names: list[str]) -> list[Job]:
 
 
 def validate(
-    course: Course, names: list[str], *, jobs: int = 0, on_progress: Callable[[str], None] | None = None
+    course: Course, names: list[str], *, jobs: int = 0, on_result: Callable[[ExerciseResult], None] | None = None
 ) -> ValidationReport:
-    """Check the named exercises (default: all, plus the course's folders) and grade their files."""
+    """Check the named exercises (default: all, plus the course's folders) and grade their files;
+    `on_result` hears of each grading as it ends (for progress)."""
+    from course.instructor.capacity import default_jobs
+
     exercises = _selected(course, names)
     reports = [ExerciseReport(e.name, e.position, problems=checks.static_problems(e)) for e in exercises]
     todo = plan(course, names)
-
-    def advance(result: ExerciseResult) -> None:
-        """Move the progress bar on, naming the exercise just graded."""
-        if on_progress is not None:
-            on_progress(result.name)
-
     # One warm worker serves every grading: each would otherwise import JAX and pytest anew.
     worker = start_worker() if len(todo) > 1 else None
     try:
         pairs = [(j.exercise, j.path) for j in todo]
-        results = grade_many(pairs, jobs=jobs or os.cpu_count() or 1, on_result=advance, worker=worker, hidden=True,
+        results = grade_many(pairs, jobs=jobs or default_jobs(), on_result=on_result, worker=worker, hidden=True,
                              skip_stub=False)
     finally:
         if worker is not None:

@@ -1,0 +1,183 @@
+"""A submissions folder as Gradescope, Moodle and Canvas export it: entries found, bad ones named, a roster applied.
+
+Nothing here grades: these are the layouts and the names, checked on files alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from class_helpers import SOLUTION, STUB, WRONG, class_course, write_folder, write_zip
+from course.errors import UsageError
+from course.instructor import layouts, roster
+from course.registry import load_course
+
+# What Gradescope's "Export Submissions" writes beside the submission folders (its Ruby-style keys).
+GRADESCOPE_YML = """\
+submission_101:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '1815'
+    :email: ada@example.edu
+  :created_at: 2026-11-20 10:15:03.000000000 -08:00
+  :score: 0.0
+submission_202:
+  :submitters:
+  - :name: Alan Turing
+    :sid: '1912'
+    :email: alan@example.edu
+  - :name: Grace Hopper
+    :sid: '1906'
+    :email: grace@example.edu
+  :created_at: !ruby/object:ActiveSupport::TimeWithZone
+    utc: 2026-11-21 09:00:00.000000000 Z
+  :score: 0.0
+"""
+
+
+@pytest.fixture
+def course(tmp_path: Path):
+    """The two-exercise class course, loaded."""
+    return load_course(class_course(tmp_path))
+
+
+def _files(entry, course) -> dict[str, str | None]:
+    """What an entry holds per exercise: the file graded (None: not tried)."""
+    return {name: found.rel for name, found in entry.locate(course.exercises).items()}
+
+
+def test_gradescope_export_names_each_folder_by_its_submitters(tmp_path: Path, course) -> None:
+    """The metadata maps `submission_<n>` to the submitter's sid; a group names every member; the file is no entry."""
+    subs = tmp_path / "export"
+    write_folder(subs / "submission_101", {"ex_pass.py": SOLUTION})
+    write_folder(subs / "submission_202", {"exercises/02_ex_fail/ex_fail.py": WRONG})
+    (subs / layouts.GRADESCOPE_METADATA).write_text(GRADESCOPE_YML, encoding="utf-8")
+    intake = layouts.read_class(subs)
+    assert intake.bad == [] and intake.layout == "Gradescope export"
+    ada, group = intake.entries
+    assert (ada.student, ada.name, ada.label) == ("1815", "Ada Lovelace", "submission_101")
+    assert (group.student, group.members) == ("1912", ("1906",))
+    assert _files(group, course) == {"ex_pass": None, "ex_fail": "exercises/02_ex_fail/ex_fail.py"}
+
+
+def test_a_damaged_gradescope_metadata_file_is_named_and_the_folders_still_graded(tmp_path: Path) -> None:
+    """Metadata that cannot be read is one bad line; its folders keep their own names."""
+    subs = tmp_path / "export"
+    write_folder(subs / "submission_101", {"ex_pass.py": SOLUTION})
+    (subs / layouts.GRADESCOPE_METADATA).write_text("submission_101: [unclosed\n", encoding="utf-8")
+    intake = layouts.read_class(subs)
+    assert [e.student for e in intake.entries] == ["submission_101"]
+    assert [b.label for b in intake.bad] == [layouts.GRADESCOPE_METADATA]
+    assert "could not be read" in intake.bad[0].reason
+
+
+def test_moodle_folders_and_flat_files_become_one_entry_per_participant(tmp_path: Path, course) -> None:
+    """`Name_id_assignsubmission_file_` folders, and flat files so named, grouped by participant id."""
+    subs = tmp_path / "moodle"
+    write_folder(subs / "Smith, John_12345_assignsubmission_file_", {"work/ex_pass.py": SOLUTION})
+    write_folder(subs, {"Doe, Jane_678_assignsubmission_file_ex_pass.py": WRONG,
+                        "Doe, Jane_678_assignsubmission_file_ex_fail.py": SOLUTION,
+                        "Doe, Jane_678_assignsubmission_onlinetext_onlinetext.html": "<p>done</p>"})
+    intake = layouts.read_class(subs)
+    assert intake.bad == [] and intake.layout == "Moodle"
+    jane, john = sorted(intake.entries, key=lambda e: e.name)
+    assert (john.student, john.name) == ("12345", "Smith, John")
+    assert _files(john, course)["ex_pass"] == "work/ex_pass.py"
+    assert jane.student == "678" and _files(jane, course) == {"ex_pass": "ex_pass.py", "ex_fail": "ex_fail.py"}
+    assert jane.locate(course.exercises)["ex_pass"].data == WRONG.encode()
+
+
+def test_canvas_files_are_grouped_by_user_late_and_resubmitted_names_undone(tmp_path: Path, course) -> None:
+    """`name_[late_]user_submission_file`, with Canvas's `-1` before the extension of a resubmitted file."""
+    subs = tmp_path / "canvas"
+    write_folder(subs, {"lovelaceada_4401_90001_ex_pass.py": SOLUTION,
+                        "lovelaceada_late_4401_90002_ex_fail-1.py": WRONG,
+                        "turingalan_4402_90003_submission.zip": ""})
+    write_zip(subs / "turingalan_4402_90003_submission.zip", {"hw/exercises/01_ex_pass/ex_pass.py": SOLUTION})
+    intake = layouts.read_class(subs)
+    assert intake.bad == [] and intake.layout == "Canvas"
+    ada, alan = intake.entries
+    assert (ada.student, ada.name) == ("4401", "lovelaceada") and _files(ada, course) == {"ex_pass": "ex_pass.py",
+                                                                                         "ex_fail": "ex_fail.py"}
+    assert _files(alan, course)["ex_pass"] == "submission.zip/hw/exercises/01_ex_pass/ex_pass.py"
+
+
+def test_what_cannot_be_an_entry_is_named_and_the_rest_kept(tmp_path: Path) -> None:
+    """A stray file, a damaged zip, an unusable name and two entries of one student: each named with its reason."""
+    subs = tmp_path / "subs"
+    write_folder(subs / "alice", {"ex_pass.py": SOLUTION})
+    write_folder(subs, {"notes.txt": "grade these", "bad name/ex_pass.py": SOLUTION})
+    (subs / "broken.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    write_folder(subs / "eve", {"ex_pass.py": SOLUTION})
+    write_zip(subs / "eve.zip", {"ex_pass.py": WRONG})
+    intake = layouts.read_class(subs)
+    assert [e.student for e in intake.entries] == ["alice"]
+    reasons = {b.label: b.reason for b in intake.bad}
+    assert set(reasons) == {"notes.txt", "bad name", "broken.zip", "eve", "eve.zip"}
+    assert "not a submission" in reasons["notes.txt"] and "not a readable zip" in reasons["broken.zip"]
+    assert "usable student id" in reasons["bad name"] and "both student `eve`" in reasons["eve.zip"]
+
+
+def test_an_empty_folder_or_no_folder_is_a_usage_error(tmp_path: Path) -> None:
+    """Only a folder that is not one, or holds nothing, stops the run before anything is graded."""
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="holds no submissions"):
+        layouts.read_class(tmp_path / "empty")
+    with pytest.raises(UsageError, match="is not a folder"):
+        layouts.read_class(tmp_path / "nothing")
+
+
+def test_a_roster_maps_entries_to_ids_and_lists_who_sent_nothing(tmp_path: Path) -> None:
+    """Moodle's participant id, a Canvas user id and an email map to roster ids; an unknown entry is named."""
+    subs = tmp_path / "subs"
+    write_folder(subs / "Smith, John_12345_assignsubmission_file_", {"ex_pass.py": SOLUTION})
+    write_folder(subs, {"lovelaceada_4401_90001_ex_pass.py": SOLUTION})
+    write_folder(subs / "grace@example.edu", {"ex_pass.py": STUB})
+    write_folder(subs / "stranger", {"ex_pass.py": SOLUTION})
+    csv = tmp_path / "roster.csv"
+    csv.write_text("Full name,Identifier,SIS User ID,ID,Email address,Section\n"
+                   "\"Smith, John\",Participant 12345,s001,9999,john@example.edu,A1\n"
+                   "Ada Lovelace,,s002,4401,ada@example.edu,A1\n"
+                   "Grace Hopper,,s003,4403,grace@example.edu,A2\n"
+                   "Alan Turing,,s004,4404,alan@example.edu,A2\n", encoding="utf-8")
+    intake = layouts.read_class(subs, roster=roster.load(csv))
+    assert {e.label: e.student for e in intake.entries} == {
+        "Smith, John_12345_assignsubmission_file_": "s001", "lovelaceada_4401": "s002", "grace@example.edu": "s003"}
+    assert [(b.label, "matches no student" in b.reason) for b in intake.bad] == [("stranger", True)]
+    assert intake.missing == [("s004", "Alan Turing")]
+
+
+@pytest.mark.parametrize(("text", "phrase"), [
+    ("name,section\nAda,A1\n", "no id column"),
+    ("student,name\nbad id,Ada\n", "not a usable id"),
+    ("student,name\nada,Ada\nada,Ada again\n", "appears twice"),
+    ("student,name\n", "lists no student"),
+])
+def test_a_bad_roster_is_one_sentence_naming_it(tmp_path: Path, text: str, phrase: str) -> None:
+    """A roster that cannot be used stops the run before grading, naming the file and the line."""
+    path = tmp_path / "roster.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(UsageError, match=phrase):
+        roster.load(path)
+
+
+def test_shards_split_entries_and_bad_entries_between_them(tmp_path: Path) -> None:
+    """Three shards hold every entry and every bad entry exactly once, in name order, round robin."""
+    subs = tmp_path / "subs"
+    for k in range(7):
+        write_folder(subs / f"s{k}", {"ex_pass.py": SOLUTION})
+    write_folder(subs, {"stray.txt": "x"})
+    whole = layouts.read_class(subs)
+    shards = [whole.shard(k, 3) for k in (1, 2, 3)]
+    labels = [sorted([*(e.label for e in s.entries), *(b.label for b in s.bad)]) for s in shards]
+    assert sorted(sum(labels, [])) == sorted([*(e.label for e in whole.entries), "stray.txt"])
+    assert labels[0] == ["s0", "s3", "s6"] and labels[2] == ["s2", "s5"] and "stray.txt" in labels[1]
+
+
+def test_a_damaged_zip_inside_an_entry_is_said_where_the_file_is_missing(tmp_path: Path, course) -> None:
+    """A student's own zip that cannot be read leaves their exercises not tried, with the reason."""
+    entry = layouts.read_class(write_folder(tmp_path / "subs" / "nia", {"work.zip": "PK broken"}).parent).entries[0]
+    found = entry.locate(course.exercises)["ex_pass"]
+    assert not found.tried and found.rel is None and "work.zip could not be read as a zip" in found.note
