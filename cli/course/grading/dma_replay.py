@@ -67,6 +67,7 @@ class Hang:
     wanted: int
     available: int
     in_flight: tuple[Copy, ...]
+    described: Copy | None = None  # a copy in flight elsewhere into the window the wait names
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,11 @@ def _blocks(src: Window, source: Buffer | None, rows: int) -> frozenset[int]:
     return frozenset(range(max(lo, 0) // rows, (max(hi, 1) - 1) // rows + 1))
 
 
+def _same_window(a: Window | None, b: Window | None) -> bool:
+    """Whether two windows name the same box of the same buffer."""
+    return a is not None and b is not None and a.buffer is b.buffer and a.starts == b.starts and a.sizes == b.sizes
+
+
 def _sem_key(win: Window | None) -> tuple[int, tuple[int | None, ...]] | None:
     """A semaphore's identity: its buffer and index."""
     if win is None:
@@ -185,7 +191,8 @@ class _State:
         if len(queue) != 1 or queue[0].nbytes != wanted or have:
             self.out.mismatches.append(WaitMismatch(event, wanted, tuple(queue), have))
         if have + sum(c.nbytes for c in queue) < wanted:
-            self.out.hang = Hang(event, wanted, have + sum(c.nbytes for c in queue), tuple(queue))
+            described = next((c for c in self.flying() if c not in queue and _same_window(c.dst, event.dst)), None)
+            self.out.hang = Hang(event, wanted, have + sum(c.nbytes for c in queue), tuple(queue), described)
             return False
         while have < wanted:
             copy = queue.pop(0)
