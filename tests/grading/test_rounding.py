@@ -34,4 +34,5 @@ def test_bfloat16_accumulation_is_far_off_where_float32_is_not() -> None:
         acc = (acc.astype(np.float32) + x[:, k:k + 256] @ y[k:k + 256]).astype(jnp.bfloat16)
     assert rounding_report(f32, exact, jnp.bfloat16).share < 0.01
     assert rounding_report(acc, exact, jnp.bfloat16).share > 0.2
-    assert correctly_rounded(np.array([1.0 + 2**-9]), jnp.bfloat16)[0] == 1.0  # a tie rounds to even
+    ties = correctly_rounded(np.array([1.0 + 2**-8, 1.0 + 3 * 2**-8]), jnp.bfloat16)  # halfway: to the even one
+    assert ties.tolist() == [1.0, 1.0 + 2**-6]
