@@ -132,6 +132,7 @@ def _moves(mapping: Any, grid: tuple[int, ...], prefetch: tuple[Any, ...]) -> tu
                                          for v in closed.jaxpr.invars[len(grid) + len(prefetch[:n_refs]):]]
 
     def blocks(point: tuple[int, ...]) -> tuple[Any, ...]:
+        """The block indices the index map gives at one grid point."""
         return tuple(np.asarray(v).item() if isinstance(v, np.ndarray) else None
                      for v in evaluate_jaxpr(closed, *point, *tables))
 

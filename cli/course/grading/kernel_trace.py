@@ -26,7 +26,7 @@ import numpy as np
 from course.grading.jaxprs import learner_line
 from course.grading.kernels import KernelCall
 from course.grading.scalars import apply, const_value, is_known, read_var, unknown_like
-from course.grading.trace_model import Buffer, Event, TraceUnsupported, Window
+from course.grading.trace_model import Buffer, Event, TraceUnsupported, Window, compose_window, numpy_index
 from course.grading.trace_rules import RULES
 
 __all__ = ["Buffer", "Event", "KernelTrace", "TraceUnsupported", "Window", "evaluate_jaxpr", "trace_kernel"]
@@ -213,12 +213,12 @@ class _Machine:
 
     def window(self, buf: Buffer, transforms: Any, env_values: dict[int, Any]) -> Window:
         """The concrete window that a chain of indexers selects in `buf`."""
-        return _compose(buf, transforms, env_values)
+        return compose_window(buf, transforms, env_values)
 
     def load(self, win: Window, out_var: Any) -> Any:
         """The value read through `win`: known integers where the trace knows them, else Unknown."""
         buf = win.buffer
-        index = _numpy_index(win)
+        index = numpy_index(win)
         if buf.content is None or index is None or not win.in_bounds:
             return unknown_like(out_var)
         if not buf.known[index].all():
@@ -228,7 +228,7 @@ class _Machine:
     def store(self, win: Window, value: Any, add: bool = False) -> None:
         """Write `value` through `win` into the trace's knowledge of integer buffers."""
         buf = win.buffer
-        index = _numpy_index(win)
+        index = numpy_index(win)
         if buf.content is None:
             return
         if index is None or not win.in_bounds:
@@ -256,51 +256,3 @@ def _inline_body(eqn: Any) -> Any:
         if len(inner.invars) == len(eqn.invars) and len(inner.outvars) == len(eqn.outvars):
             return sub
     return None
-
-
-def _resolve(value: Any, env_values: dict[int, Any]) -> int | None:
-    """An index as a Python int, or None when the trace does not know it."""
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, jex.core.Literal):
-        return int(np.asarray(value.val))
-    found = env_values.get(id(value), value)
-    if is_known(found) and np.size(found) == 1:
-        return int(np.asarray(found).reshape(()))
-    return None
-
-
-def _compose(buf: Buffer, transforms: Any, env_values: dict[int, Any]) -> Window:
-    """Compose a chain of `NDIndexer`s over `buf` into one window in the buffer's coordinates."""
-    from jax._src.state.indexing import NDIndexer, Slice  # no public home for these types yet
-
-    rank = len(buf.shape)
-    view = [(d, 0, n, 1) for d, n in enumerate(buf.shape)]  # (base dim, start, size, stride)
-    fixed: dict[int, int | None] = {}
-    for t in transforms or ():
-        if not isinstance(t, NDIndexer) or tuple(t.int_indexer_shape):
-            return Window(buf, (None,) * rank, tuple(buf.shape), (1,) * rank, (False,) * rank)
-        new_view = []
-        for (base, start, _size, stride), idx in zip(view, t.indices, strict=False):
-            if isinstance(idx, Slice):
-                s = _resolve(idx.start, env_values)
-                begin = None if s is None or start is None else start + s * stride
-                new_view.append((base, begin, int(idx.size), stride * int(idx.stride)))
-            else:
-                i = _resolve(idx, env_values)
-                fixed[base] = None if i is None or start is None else start + i * stride
-        view = new_view + view[len(t.indices):]
-    starts, sizes, strides, squeezed = [0] * rank, [1] * rank, [1] * rank, [False] * rank
-    for base, start, size, stride in view:
-        starts[base], sizes[base], strides[base] = start, size, stride
-    for base, index in fixed.items():
-        starts[base], squeezed[base] = index, True
-    return Window(buf, tuple(starts), tuple(sizes), tuple(strides), tuple(squeezed))
-
-
-def _numpy_index(win: Window) -> tuple[Any, ...] | None:
-    """A NumPy index for an exact window (squeezed dimensions kept as length 1), else None."""
-    if not win.exact:
-        return None
-    return tuple(slice(s, s + (n - 1) * st + 1, st) if n else slice(s, s)
-                 for s, n, st in zip(win.starts, win.sizes, win.strides, strict=True))

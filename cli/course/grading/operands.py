@@ -146,6 +146,7 @@ def work_outside(fn: Callable[..., Any], *args: Any, prims: frozenset[str],
     found: list[tuple[str, int | None]] = []
 
     def visit(jaxpr: Any, parent_line: int | None) -> None:
+        """Collect the wanted primitives of `jaxpr` and of what it nests, kernels excepted."""
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "pallas_call":
                 continue

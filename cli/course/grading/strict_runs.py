@@ -71,6 +71,7 @@ def strict_values(fn: Callable[..., Any], *args: Any, **overrides: Any) -> Any:
     copy at its start). The trace retries on an abstract TPU when it needs one.
     """
     def run() -> Any:
+        """One strict run, waited for."""
         with tpu_interpret(**overrides):
             return jax.block_until_ready(fn(*args))
 

@@ -13,7 +13,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax.extend as jex
 import numpy as np
+
+from course.grading.scalars import is_known
 
 __all__ = ["Buffer", "Event", "TraceUnsupported", "Window"]
 
@@ -166,3 +169,51 @@ class Event:
     def nbytes(self) -> int:
         """Bytes a DMA moves (a wait's count comes from its descriptor's source, as on a TPU)."""
         return self.src.nbytes if self.src is not None else 0
+
+
+def _resolve(value: Any, env_values: dict[int, Any]) -> int | None:
+    """An index as a Python int, or None when the trace does not know it."""
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, jex.core.Literal):
+        return int(np.asarray(value.val))
+    found = env_values.get(id(value), value)
+    if is_known(found) and np.size(found) == 1:
+        return int(np.asarray(found).reshape(()))
+    return None
+
+
+def compose_window(buf: Buffer, transforms: Any, env_values: dict[int, Any]) -> Window:
+    """Compose a chain of `NDIndexer`s over `buf` into one window in the buffer's coordinates."""
+    from jax._src.state.indexing import NDIndexer, Slice  # no public home for these types yet
+
+    rank = len(buf.shape)
+    view = [(d, 0, n, 1) for d, n in enumerate(buf.shape)]  # (base dim, start, size, stride)
+    fixed: dict[int, int | None] = {}
+    for t in transforms or ():
+        if not isinstance(t, NDIndexer) or tuple(t.int_indexer_shape):
+            return Window(buf, (None,) * rank, tuple(buf.shape), (1,) * rank, (False,) * rank)
+        new_view = []
+        for (base, start, _size, stride), idx in zip(view, t.indices, strict=False):
+            if isinstance(idx, Slice):
+                s = _resolve(idx.start, env_values)
+                begin = None if s is None or start is None else start + s * stride
+                new_view.append((base, begin, int(idx.size), stride * int(idx.stride)))
+            else:
+                i = _resolve(idx, env_values)
+                fixed[base] = None if i is None or start is None else start + i * stride
+        view = new_view + view[len(t.indices):]
+    starts, sizes, strides, squeezed = [0] * rank, [1] * rank, [1] * rank, [False] * rank
+    for base, start, size, stride in view:
+        starts[base], sizes[base], strides[base] = start, size, stride
+    for base, index in fixed.items():
+        starts[base], squeezed[base] = index, True
+    return Window(buf, tuple(starts), tuple(sizes), tuple(strides), tuple(squeezed))
+
+
+def numpy_index(win: Window) -> tuple[Any, ...] | None:
+    """A NumPy index for an exact window (squeezed dimensions kept as length 1), else None."""
+    if not win.exact:
+        return None
+    return tuple(slice(s, s + (n - 1) * st + 1, st) if n else slice(s, s)
+                 for s, n, st in zip(win.starts, win.sizes, win.strides, strict=True))
