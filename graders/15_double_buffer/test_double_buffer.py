@@ -96,8 +96,8 @@ def _blocks(copy: Copy) -> str:
     return f"block {blocks[0]}" if len(blocks) == 1 else f"blocks {blocks[0]} to {blocks[-1]}"
 
 
-def _hang_message(hang: Hang, path: Path) -> str:
-    """Why a wait never returns, and that the grader did not run the kernel."""
+def _hang_message(hang: Hang, path: Path, ran: bool = False) -> str:
+    """Why a wait never returns; for a value check (`ran`), also that the grader did not run the kernel."""
     sem = hang.wait.sem.text() if hang.wait.sem is not None else "its semaphore"
     at = _at(path, hang.wait.line)
     if hang.available == 0:
@@ -112,8 +112,8 @@ def _hang_message(hang: Hang, path: Path) -> str:
                 "flight there: a wait must describe the copy it waits for, with the same byte count "
                 f"(one (8, 128) float32 block is {BLOCK_BYTES} bytes)")
         advice = "Wait on the copy itself: call `.wait()` on the descriptor you started."
-    return (text + ": this wait never returns, and the TPU interpreter would spin for ever, so the grader "
-            f"did not run your kernel. {advice}")
+    tail = ", so the grader did not run your kernel" if ran else ""
+    return f"{text}: this wait never returns, and the TPU interpreter would spin for ever{tail}. {advice}"
 
 
 def _output_blocks(got: np.ndarray, x: np.ndarray, nb: int, landing: str) -> str | None:
@@ -146,7 +146,7 @@ def _values(submission: ModuleType, path: Path, rng: np.random.Generator, nb: in
     """`stream_scale` on a random x of nb blocks, copies landing at their wait or their start."""
     replay = _replay(submission, path, nb, landing)
     if replay is not None and replay.hang is not None:
-        fail(_hang_message(replay.hang, path))
+        fail(_hang_message(replay.hang, path, ran=True))
     x = rng.standard_normal((nb * ROWS, LANES)).astype(np.float32)
     fn = jitted_once(submission.stream_scale, "stream_scale")
     overrides = {} if landing == "wait" else {"dma_execution_mode": "eager"}
