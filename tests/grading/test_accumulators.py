@@ -71,6 +71,21 @@ def loop_kernel(x_ref, y_ref, o_ref, acc_ref):
     pl.run_scoped(body, pltpu.VMEM((128, 128), jnp.float32))
 
 
+def while_kernel(x_ref, y_ref, o_ref, acc_ref):
+    """Sums two sub-blocks in a while_loop, through a jitted helper."""
+    @jax.jit
+    def add_block(s):
+        acc_ref[...] += jnp.dot(x_ref[:, pl.ds(s * 128, 128)], y_ref[:, pl.ds(s * 128, 128)].T,
+                                preferred_element_type=jnp.float32)
+
+    def body(s):
+        add_block(s)
+        return s + 1
+
+    lax.while_loop(lambda s: s < 2, body, 0)
+    o_ref[:, :128] = acc_ref[...].astype(o_ref.dtype)
+
+
 def test_the_rule_finds_each_style_with_its_line() -> None:
     """Scratch +=, jnp.where, the output block, a fori_loop: each is found on the line that adds."""
     f32 = [pltpu.VMEM((128, 128), jnp.float32)]
@@ -82,6 +97,8 @@ def test_the_rule_finds_each_style_with_its_line() -> None:
     assert (acc.name, acc.space, acc.dtype.name) == ("o_ref", "default", "bfloat16")
     (acc,) = find_accumulators(_call(loop_kernel, [pltpu.VMEM((128, 128), jnp.float32)]))
     assert acc.name == "acc_ref" and acc.line == _line(loop_kernel, 3)
+    (acc,) = find_accumulators(_call(while_kernel, [pltpu.VMEM((128, 128), jnp.float32)]))
+    assert acc.name == "acc_ref" and acc.line == _line(while_kernel, 4)
 
 
 def test_a_store_of_a_loaded_sum_is_not_an_accumulator() -> None:
