@@ -139,6 +139,53 @@ CASES = {
     ("sharded_donated_step", "lazy_build"): ({"test_jit_built_once"}, r"the first call of `sgd_step` built 1 jitted"),
     ("sharded_donated_step", "lru_per_lr"): (
         {"test_no_compile_after_warmup", "test_jit_built_once"}, r"kept per learning rate \(in an lru_cache"),
+    # Part 4: subtle mistakes that only one check sees, and the messages that explain the others.
+    ("tiled_matmul", "no_preferred_type"): (
+        {"test_mxu_gets_input_dtype_and_returns_float32"},
+        r"line \d+: acc_ref\[\.\.\.\] \+= jnp\.dot\(x_ref\[\.\.\.\], y_ref\[\.\.\.\]\) returns bfloat16",
+    ),
+    ("tiled_matmul", "upcast_operands"): (
+        {"test_mxu_gets_input_dtype_and_returns_float32"}, r"multiplies float32 by float32",
+    ),
+    ("tiled_matmul", "f32_out_cast_in_wrapper"): (
+        {"test_kernel_does_the_work"},
+        r"made by `convert_element_type` \(line \d+: return out\.astype\(x\.dtype\)\) after the kernel",
+    ),
+    ("tiled_matmul", "zero_every_step"): (
+        {"test_values_float32", "test_values_bfloat16_accumulate_in_float32"},
+        r"the product of the last 256 columns of K only: the accumulator is reset at every K step",
+    ),
+    ("flash_attention", "normalize_every_step"): (
+        {"test_normalized_once_at_the_end"}, r"divides a \[128, 64\] array at KV step 0 of 8",
+    ),
+    ("flash_attention", "bf16_scratch"): (
+        {"test_softmax_state_is_float32_vmem"}, r"keeps softmax state in a bfloat16 ref",
+    ),
+    ("flash_attention", "no_max_subtraction"): (
+        {"test_values_large_logits"}, r"100% of the output is NaN or inf\. Here the logits reach 150",
+    ),
+    ("flash_attention", "no_acc_rescale"): (
+        {"test_values_float32", "test_values_large_logits", "test_values_max_in_a_later_block", "test_values_bfloat16"},
+        r"rescales l but not acc",
+    ),
+    ("double_buffer", "wait_after_start"): (
+        {"test_next_block_in_flight_during_compute"},
+        r"block 0 is used at line \d+: .* while no copy of block 1 is in flight \(its copy starts later",
+    ),
+    ("double_buffer", "swapped_semaphore"): (
+        {"test_values_when_copies_land_at_wait", "test_values_when_copies_land_at_start",
+         "test_every_copy_waited_on_its_own_semaphore", "test_slot_untouched_while_in_flight"},
+        r"waits on sems\[0\], which no copy in flight signals .*the grader did not run your kernel",
+    ),
+    ("double_buffer", "wait_whole_x"): (
+        {"test_values_when_copies_land_at_wait", "test_values_when_copies_land_at_start",
+         "test_every_copy_waited_on_its_own_semaphore", "test_slot_untouched_while_in_flight"},
+        r"waits for 20480 bytes on sems\[0\], but only 4096 are landed or in flight",
+    ),
+    ("double_buffer", "one_slot"): (
+        {"test_values_when_copies_land_at_start", "test_slot_untouched_while_in_flight"},
+        r"it holds 2 \* block 1: the slot was refilled before block 0 was computed",
+    ),
 }
 
 

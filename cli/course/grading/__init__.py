@@ -17,8 +17,9 @@ __all__ = ["SUBMODULES", "CheckFailed", "check", "fail"]
 # The light and common come first: a grader pays only for the modules up to its names' own
 # (Hypothesis, behind `properties`, costs a fifth of a second to import).
 SUBMODULES = ("arrays", "donation", "compiles", "patching", "source", "jaxprs", "kernels", "aliasing", "tpu",
-              "executions", "dataflow", "memory", "sharding", "collectives", "steps", "refs", "named", "properties",
-              "ownership")
+              "executions", "dataflow", "memory", "sharding", "collectives", "steps", "refs", "named",
+              "scalars", "kernel_trace", "grid", "accumulators", "dma_replay", "rounding", "operands", "strict_runs",
+              "quoting", "properties", "ownership")
 
 
 def __getattr__(name: str) -> Any:

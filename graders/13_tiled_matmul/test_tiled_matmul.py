@@ -1,0 +1,360 @@
+"""Grader for `tiled_matmul`: values under the strict TPU interpreter, and how the kernel tiles, streams and sums K.
+
+Values run under the strict TPU interpreter, whatever `interpret=` the learner passed, with the
+learner's function jitted once per shape. The structural checks trace `matmul` with
+`make_jaxpr` only: the grid and blocks come from evaluating the index maps over the grid
+(`grid_info`), the accumulator from a taint pass over the kernel (`accumulators`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course.grading import (
+    GridInfo,
+    KernelCall,
+    assert_dtype,
+    assert_is_array,
+    assert_shape,
+    callback_error,
+    check,
+    exact_matmul,
+    fail,
+    find_accumulators,
+    grid_info,
+    jitted_once,
+    kernel_flow,
+    learner_line,
+    pallas_calls,
+    quote_line,
+    rounding_report,
+    strict_values,
+    tile_problem,
+    tpu_fallback,
+    vmem_bytes,
+    walk_eqns,
+    work_outside,
+)
+
+F32, BF16 = np.dtype(jnp.float32), np.dtype(jnp.bfloat16)
+VALUES_F32 = (384, 512, 256)  # M = 3 x 128: tiles that assume multiples of 256 leave rows unwritten
+VALUES_BF16 = (128, 1024, 256)
+# Shapes the structural checks trace (make_jaxpr only): the largest in both dtypes, and the value shapes.
+SHAPES = ((1024, 1024, 1024, F32), (1024, 1024, 1024, BF16), (*VALUES_F32, F32), (*VALUES_BF16, BF16))
+VMEM_BUDGET = 16 * 2**20  # the default scoped VMEM limit of a v4 or v5e core
+SHARE_LIMIT = 0.02  # float32 accumulation leaves ~0.0002 of outputs off the correctly rounded product
+
+
+def _inputs(rng: np.random.Generator, m: int, k: int, n: int, dtype: np.dtype) -> tuple[jax.Array, jax.Array]:
+    """Random normal x (m, k) and y (k, n) in `dtype`."""
+    x = jnp.asarray(rng.standard_normal((m, k)), jnp.float32).astype(dtype)
+    y = jnp.asarray(rng.standard_normal((k, n)), jnp.float32).astype(dtype)
+    return x, y
+
+
+def _specs(m: int, k: int, n: int, dtype: np.dtype) -> tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct]:
+    """Abstract x and y, for tracing only."""
+    return jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype)
+
+
+def _call(submission: ModuleType, path: Path, m: int, k: int, n: int, dtype: np.dtype) -> KernelCall:
+    """The one `pallas_call` that `matmul` makes for these shapes (traced, never run)."""
+    calls = tpu_fallback(lambda: pallas_calls(submission.matmul, *_specs(m, k, n, dtype), path=path))
+    check(calls, "`matmul` makes no `pl.pallas_call`: the product belongs in a kernel.")
+    check(len(calls) == 1, f"`matmul` makes {len(calls)} `pallas_call`s for one product; make one.")
+    call = calls[0]
+    check(call.num_inputs == 2 and call.num_outputs == 1,
+          f"the `pallas_call` takes {call.num_inputs} input(s) and makes {call.num_outputs} output(s): it "
+          "takes x and y, each in blocks, and makes the product.")
+    return call
+
+
+def _name(dtype: np.dtype, m: int, k: int, n: int) -> str:
+    """How a message names a call."""
+    return f"`matmul(x, y)` for {dtype.name} ({m}, {k}) @ ({k}, {n})"
+
+
+def _k_axis(info: GridInfo) -> int | None:
+    """The grid axis that walks x's K dimension (None when none or several do)."""
+    axes = info.inputs()[0].axes_moving(1)
+    return next(iter(axes)) if len(axes) == 1 else None
+
+
+def _run(submission: ModuleType, x: jax.Array, y: jax.Array) -> Any:
+    """The learner's `matmul(x, y)` under the strict interpreter, jitted once for this shape."""
+    fn = jitted_once(submission.matmul, ("matmul", x.shape, y.shape, x.dtype))
+    try:
+        return strict_values(fn, x, y)
+    except Exception as exc:
+        inner = callback_error(exc)
+        if inner is None:
+            raise  # the learner's own error: the platform reports it with their line
+        if "Revisited block" in inner:
+            fail(f"the strict TPU interpreter refused your grid: {inner} An output block is written "
+                 "back to HBM when the grid moves to another output block, and it is not brought back "
+                 "later, so each output tile's K steps must run one after another: make K the last "
+                 "grid axis (`interpret=True` computes this grid right; a TPU does not).")
+        fail(f"the strict TPU interpreter stopped your kernel: {inner}")
+
+
+def _partials(x: jax.Array, y: jax.Array, bk: int) -> list[np.ndarray]:
+    """x @ y restricted to each K block of `bk` columns, exactly."""
+    k = x.shape[1]
+    return [exact_matmul(x[:, t:t + bk], y[t:t + bk]) for t in range(0, k, bk)]
+
+
+def _which_k_blocks(got: np.ndarray, x: jax.Array, y: jax.Array, bk: int, rtol: float) -> tuple[int, ...] | None:
+    """The K blocks whose products add up to `got`, when some but not all of them do."""
+    parts = _partials(x, y, bk)
+    scale = np.abs(exact_matmul(x, y)).max()
+    for size in range(1, len(parts)):
+        for chosen in itertools.combinations(range(len(parts)), size):
+            if np.allclose(got, sum(parts[i] for i in chosen), rtol=rtol, atol=rtol * scale):
+                return chosen
+    return None
+
+
+def _uncovered(info: GridInfo) -> str | None:
+    """Which part of the output no grid step's block reaches, when the grid falls short of it."""
+    if 0 in info.grid:
+        return (f"your grid is {info.grid}: it has no steps at all, so nothing is written (a tile "
+                "larger than its dimension gives 0 blocks). Pick tiles that divide M, N and K")
+    out = info.outputs()[0]
+    for dim, what in enumerate(("rows", "columns")):
+        steps = int(np.prod([info.grid[a] for a in out.axes_moving(dim)]))
+        covered = out.block_dims[dim] * steps
+        if covered < out.array_shape[dim]:
+            return (f"your grid reaches {what} 0 to {covered - 1} of {out.array_shape[dim]} only: a tile of "
+                    f"{out.block_dims[dim]} does not divide {out.array_shape[dim]}. Pick tiles that "
+                    "divide M, N and K (M here is 3 x 128)")
+    return None
+
+
+def _nan_text(nan: np.ndarray, info: GridInfo) -> str:
+    """Where the result is NaN and the likely reason."""
+    rows, cols = np.flatnonzero(nan.any(axis=1)), np.flatnonzero(nan.any(axis=0))
+    where = "every element" if nan.all() else f"rows {rows[0]} to {rows[-1]}, columns {cols[0]} to {cols[-1]}"
+    why = _uncovered(info) or (
+        "the output is never written: the write at the last K step never runs, or the sum is kept "
+        "somewhere that does not last from one grid step to the next (scratch_shapes does, "
+        "pl.run_scoped does not)"
+        if nan.all() else "no grid step wrote them")
+    return f"the result is NaN in {where} (memory nothing was written to reads as NaN): {why}"
+
+
+def _diagnose(got: np.ndarray, x: jax.Array, y: jax.Array, info: GridInfo, rtol: float) -> str | None:
+    """Say what a wrong result holds: NaN regions, or the product of only some K blocks."""
+    k_axis = _k_axis(info)
+    shuffled = "" if k_axis is None or info.semantic(k_axis) != "parallel" else (
+        f" Your K axis (grid axis {k_axis}) is marked 'parallel', so the strict interpreter runs its "
+        "steps in a shuffled order, as a TPU's cores may: the step that zeroes the accumulator does "
+        "not come first, nor the one that writes the output last.")
+    nan = np.isnan(got)
+    if nan.any():
+        return _nan_text(nan, info) + "." + shuffled
+    bk = info.inputs()[0].block_dims[1]
+    chosen = _which_k_blocks(got, x, y, bk, rtol)
+    if chosen is None:
+        return shuffled.strip() or None
+    n_blocks = x.shape[1] // bk
+    if chosen == (n_blocks - 1,):
+        text = (f"the result equals the product of the last {bk} columns of K only: the accumulator "
+                "is reset at every K step. Zero it only at the first K step (K index 0)")
+    elif chosen == (0,):
+        text = (f"the result equals the product of the first {bk} columns of K only: the output is "
+                "written at the first K step and the later steps never reach it")
+    else:
+        text = f"the result is the sum over K blocks {list(chosen)} of {n_blocks} (blocks of {bk}) only"
+    return text + "." + shuffled
+
+
+def _check_close(got: Any, x: jax.Array, y: jax.Array, info: GridInfo, name: str, rtol: float) -> np.ndarray:
+    """A real array of the right dtype and shape whose K-block structure is right; returns it as float64."""
+    arr = assert_is_array(got, f"the result of {name}")
+    assert_dtype(arr, x.dtype, f"the result of {name}")
+    assert_shape(arr, (x.shape[0], y.shape[1]), f"the result of {name}")
+    values = np.asarray(arr, np.float64)
+    want = exact_matmul(x, y)
+    scale = np.abs(want).max()
+    if not np.allclose(values, want, rtol=rtol, atol=rtol * scale):
+        why = _diagnose(values, x, y, info, rtol)
+        if why is None:
+            worst = np.unravel_index(np.argmax(np.abs(values - want)), want.shape)
+            why = (f"the largest error is at {tuple(map(int, worst))} (got {values[worst]:.5g}, "
+                   f"expected {want[worst]:.5g}).")
+        fail(f"{name} is wrong: {why}")
+    return values
+
+
+@pytest.mark.points(2)
+def test_values_float32(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """`matmul` gives x @ y for float32 (384, 512) @ (512, 256), under the strict TPU interpreter"""
+    m, k, n = VALUES_F32
+    x, y = _inputs(rng, m, k, n, F32)
+    info = grid_info(_call(submission, submission_path, m, k, n, F32))
+    _check_close(_run(submission, x, y), x, y, info, _name(F32, m, k, n), rtol=1e-4)
+
+
+@pytest.mark.points(2)
+def test_values_bfloat16_accumulate_in_float32(submission: ModuleType, rng: np.random.Generator,
+                                               submission_path: Path) -> None:
+    """bfloat16 (128, 1024) @ (1024, 256): at most 2% of the outputs differ from the correctly rounded product"""
+    m, k, n = VALUES_BF16
+    x, y = _inputs(rng, m, k, n, BF16)
+    info = grid_info(_call(submission, submission_path, m, k, n, BF16))
+    name = _name(BF16, m, k, n)
+    values = _check_close(_run(submission, x, y), x, y, info, name, rtol=3e-2)
+    report = rounding_report(values, exact_matmul(x, y), BF16)
+    check(report.share <= SHARE_LIMIT,
+          f"{name}: {report.percent()} of the outputs differ from the correctly rounded product "
+          "(float32 accumulation, rounded once at the end, leaves well under 1%). A bfloat16 sum "
+          "rounds at every K step: accumulate in a float32 ref and cast once, when writing the output.")
+
+
+@pytest.mark.points(2)
+def test_kernel_does_the_work(submission: ModuleType, submission_path: Path) -> None:
+    """One `pallas_call` reads x and y as given, and its output is the result"""
+    for m, k, n, dtype in SHAPES[2:]:
+        specs = _specs(m, k, n, dtype)
+        outside = tpu_fallback(lambda specs=specs: work_outside(submission.matmul, *specs, path=submission_path,
+                                                                prims=frozenset({"dot_general"})))
+        if outside:
+            fail(f"{quote_line(submission_path, outside[0][1]) or 'your wrapper'} multiplies outside the "
+                 "kernel (`dot_general`): the product must be computed by the `pallas_call`.")
+        flow = tpu_fallback(lambda specs=specs: kernel_flow(submission.matmul, *specs, path=submission_path))
+        check(len(flow.calls) == 1, f"`matmul` makes {len(flow.calls)} `pallas_call`s; make exactly one.")
+        (result,) = flow.results
+        if result.kind == "op":
+            fail(f"the result is made by `{result.op}` ({quote_line(submission_path, result.line)}) after "
+                 "the kernel: a second pass over the whole output in HBM. Give the `pallas_call` the "
+                 "output dtype and shape you return, and write it from the kernel (cast the float32 "
+                 "accumulator there, at the last K step).")
+        check(result.kind == "kernel", f"the result is {result.describe()}, not the kernel's output.")
+        call, operands = flow.calls[0], flow.operands[0][flow.calls[0].num_index:]
+        for i, src in enumerate(operands[:call.num_inputs]):
+            if src.kind == "op":
+                fail(f"operand {i} of the `pallas_call` is made by `{src.op}` "
+                     f"({quote_line(submission_path, src.line)}) before the kernel: that is a pass over "
+                     "the input in HBM. Pass x and y to the `pallas_call` as they are.")
+        args = sorted(s.index for s in operands[:call.num_inputs] if s.kind == "argument")
+        check(args == [0, 1], f"the `pallas_call` receives {', '.join(s.describe() for s in operands)}; "
+                              "give it x and y, the function's two arguments.")
+
+
+@pytest.mark.points(2)
+def test_reduction_runs_over_last_grid_axis(submission: ModuleType, submission_path: Path) -> None:
+    """A 3-D grid whose last axis walks the K blocks of x and y (never the output's), with 2 or more K steps"""
+    for m, k, n, dtype in SHAPES:
+        info = grid_info(_call(submission, submission_path, m, k, n, dtype))
+        x_block, y_block, out = info.inputs()[0], info.inputs()[1], info.outputs()[0]
+        check(len(info.grid) == 3, f"for {_name(dtype, m, k, n)} your grid is {info.grid}: make it 3-D, "
+                                   "(M // bm, N // bn, K // bk), with the K axis last.")
+        kx, ky = x_block.axes_moving(1), y_block.axes_moving(0)
+        if not kx and not ky and x_block.whole(1):  # one K step: fine for a small K only
+            check(k < 1024, f"with K = {k} the x block is {x_block.shape_text()} and the K axis has 1 "
+                            "step(s): split K into blocks of at most 512, so the grid walks them and "
+                            "each output tile sums its K steps in VMEM.")
+            continue
+        check(kx == {2} and ky == {2},
+              f"K is walked by grid axis {sorted(kx) or 'none'} for x and {sorted(ky) or 'none'} for y: "
+              "the last grid axis must walk K, for both, so that one output tile's K steps run one "
+              "after another while it stays in VMEM.")
+        check(not out.moves[2], "the last grid axis moves the output block too: the output's index map "
+                                "must not depend on the K index (it returns (i, j)).")
+        check(info.grid[2] >= 2 or k < 1024,
+              f"with K = {k} the x block is {x_block.shape_text()} and the K axis has {info.grid[2]} "
+              "step(s): split K into blocks of at most 512.")
+
+
+def test_blocks_are_tpu_tiles(submission: ModuleType, submission_path: Path) -> None:
+    """Blocks divide the arrays, and their last two dims are multiples of (8, 128) (float32) or (16, 128) (bfloat16)"""
+    for m, k, n, dtype in SHAPES:
+        info = grid_info(_call(submission, submission_path, m, k, n, dtype))
+        for block, what in zip(info.blocks, ("x", "y", "output"), strict=False):
+            problem = tile_problem(block)
+            check(problem is None, f"for {_name(dtype, m, k, n)} the {what} block {block.shape_text()} is not "
+                                   f"a TPU tile: {problem}.")
+
+
+def test_working_set_fits_vmem(submission: ModuleType, submission_path: Path) -> None:
+    """At 1024 x 1024 x 1024 float32, the blocks (twice each) and scratch fit the 16 MiB VMEM budget"""
+    call = _call(submission, submission_path, 1024, 1024, 1024, F32)
+    total, items = vmem_bytes(call)
+    check(total <= VMEM_BUDGET,
+          f"the kernel holds {total / 2**20:.1f} MiB of VMEM ({'; '.join(i.text() for i in items)}), over "
+          "the 16 MiB budget: every blocked operand is double-buffered by the pipeline. Use smaller "
+          "tiles (256 or 512 on a side is plenty).")
+
+
+def _dot_line(eqn: Any, outer: tuple[Any, ...], path: Path) -> str:
+    """The learner's line of a dot, quoted (the enclosing call's if the dot came from a library)."""
+    for e in (eqn, *reversed(outer)):
+        line = learner_line(e, path)
+        if line:
+            return quote_line(path, line)
+    return "a dot in the kernel"
+
+
+@pytest.mark.points(2)
+def test_mxu_gets_input_dtype_and_returns_float32(submission: ModuleType, submission_path: Path) -> None:
+    """For bfloat16 inputs, every kernel dot takes bfloat16 operands and returns float32"""
+    for m, k, n, dtype in (SHAPES[1], SHAPES[3]):
+        call = _call(submission, submission_path, m, k, n, dtype)
+        dots = [(e, outer) for e, outer in walk_eqns(call.jaxpr) if e.primitive.name == "dot_general"]
+        check(dots, "the kernel makes no `dot_general`: multiply the blocks with `jnp.dot` or `lax.dot_general`.")
+        for eqn, outer in dots:
+            ins = [np.dtype(v.aval.dtype) for v in eqn.invars]
+            out = np.dtype(eqn.outvars[0].aval.dtype)
+            where = _dot_line(eqn, outer, submission_path)
+            if any(d != BF16 for d in ins):
+                fail(f"{where} multiplies {ins[0].name} by {ins[1].name}: the bfloat16 blocks were converted "
+                     "first, and a float32 matmul takes several MXU passes. Feed the MXU the blocks as "
+                     "they are and ask for a float32 result with `preferred_element_type=jnp.float32`.")
+            check(out == F32, f"{where} returns {out.name}: pass `preferred_element_type=jnp.float32` so the "
+                              "MXU sums in float32 and hands back float32.")
+
+
+@pytest.mark.points(2)
+def test_accumulator_is_float32_vmem(submission: ModuleType, submission_path: Path) -> None:
+    """The ref that sums the K steps is float32 in VMEM (a scratch buffer, or a float32 output block)"""
+    for m, k, n, dtype in (SHAPES[1], SHAPES[0]):
+        call = _call(submission, submission_path, m, k, n, dtype)
+        info = grid_info(call)
+        found = find_accumulators(call)
+        k_axis = _k_axis(info)
+        check(found and k_axis is not None and info.grid[k_axis] >= 2,
+              f"for {_name(dtype, m, k, n)} no ref sums the K steps: each grid step must add its "
+              "product into a ref that keeps it (`acc_ref[...] += jnp.dot(...)`), over two or more K "
+              "steps of the last grid axis.")
+        for acc in found:
+            where = quote_line(submission_path, acc.line) or "the kernel"
+            check(acc.dtype == F32, f"{where} accumulates into a {acc.dtype.name} ref (`{acc.name}`): a "
+                                    "bfloat16 sum rounds at every K step. Accumulate in a float32 "
+                                    "`pltpu.VMEM` scratch and cast once, at the last K step.")
+            check(acc.space in ("vmem", "default"),
+                  f"{where} accumulates into `{acc.name}`, which lives in {acc.space.upper()}: keep the "
+                  "sum in VMEM (`pltpu.VMEM((bm, bn), jnp.float32)` in `scratch_shapes`).")
+            check(k_axis == len(info.grid) - 1,
+                  f"`{acc.name}` sums one output tile's K steps only if they run one after another: "
+                  f"with K on grid axis {k_axis}, the steps in between belong to other tiles, which "
+                  "overwrite it. Make K the last grid axis.")
+
+
+def test_k_axis_is_arbitrary(submission: ModuleType, submission_path: Path) -> None:
+    """If `dimension_semantics` are given, the K axis is 'arbitrary'"""
+    info = grid_info(_call(submission, submission_path, 1024, 1024, 1024, F32))
+    k_axis = _k_axis(info)
+    if k_axis is None or info.semantics is None:
+        return
+    given = info.semantic(k_axis)
+    check(given == "arbitrary",
+          f"the K axis (grid axis {k_axis}) is marked {given!r}: its steps add into one accumulator in "
+          "order, so it is a reduction and must be 'arbitrary'; only M and N may be 'parallel'.")

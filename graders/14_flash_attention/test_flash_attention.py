@@ -1,0 +1,386 @@
+"""Grader for `flash_attention`: values under the strict TPU interpreter; how the kernel streams KV and keeps state.
+
+Values run under the strict TPU interpreter with the learner's function jitted once per shape, so
+the three float32 data sets share one compile. The structural checks trace `attention` with
+`make_jaxpr` only: blocks and axes from the index maps (`grid_info`), the softmax state from a
+taint pass (`taint_pass`), and where the output is divided from a shadow run of the kernel over its
+grid (`trace_kernel`), which executes nothing but integer arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course.grading import (
+    GridInfo,
+    KernelCall,
+    TraceUnsupported,
+    assert_dtype,
+    assert_is_array,
+    assert_shape,
+    callback_error,
+    check,
+    fail,
+    grid_info,
+    jitted_once,
+    kernel_flow,
+    learner_line,
+    pallas_calls,
+    quote_line,
+    strict_values,
+    taint_pass,
+    tpu_fallback,
+    trace_kernel,
+    walk_eqns,
+    work_outside,
+)
+
+F32, BF16 = np.dtype(jnp.float32), np.dtype(jnp.bfloat16)
+VALUES_F32 = (256, 1024, 64)  # S, T, D: 8 KV blocks of 128 or 2 of 512
+VALUES_BF16 = (128, 512, 128)
+BIG = (1024, 1024)  # S = T where a score matrix would be 2**20 elements
+# Shapes the structural checks trace (make_jaxpr only).
+SHAPES = ((*BIG, 64, F32), (*BIG, 128, BF16), (*VALUES_F32, F32), (*VALUES_BF16, BF16))
+TOL_F32 = {"rtol": 1e-4, "atol": 1e-4}
+TOL_LARGE = {"rtol": 1e-3, "atol": 1e-3}  # softmax of logits near 150 is one-hot to float32 precision
+TOL_BF16 = {"rtol": 2e-2, "atol": 1e-2}
+OUTSIDE = frozenset({"dot_general", "exp", "exp2", "reduce_max", "logistic"})
+
+
+def _reference(q: jax.Array, k: jax.Array, v: jax.Array) -> np.ndarray:
+    """softmax(q k^T / sqrt(D)) v in float64, from the inputs' own values."""
+    q64, k64, v64 = (np.asarray(a, np.float64) for a in (q, k, v))
+    s = q64 @ k64.T / math.sqrt(q.shape[1])
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)) @ v64
+
+
+def _specs(s: int, t: int, d: int, dtype: np.dtype) -> tuple[jax.ShapeDtypeStruct, ...]:
+    """Abstract q, k and v, for tracing only."""
+    return (jax.ShapeDtypeStruct((s, d), dtype), jax.ShapeDtypeStruct((t, d), dtype),
+            jax.ShapeDtypeStruct((t, d), dtype))
+
+
+def _name(s: int, t: int, d: int, dtype: np.dtype) -> str:
+    """How a message names a call."""
+    return f"`attention(q, k, v)` for {dtype.name} S = {s}, T = {t}, D = {d}"
+
+
+def _call(submission: ModuleType, path: Path, s: int, t: int, d: int, dtype: np.dtype) -> KernelCall:
+    """The one `pallas_call` that `attention` makes for these shapes (traced, never run)."""
+    calls = tpu_fallback(lambda: pallas_calls(submission.attention, *_specs(s, t, d, dtype), path=path))
+    check(calls, "`attention` makes no `pl.pallas_call`: the attention belongs in a kernel.")
+    check(len(calls) == 1, f"`attention` makes {len(calls)} `pallas_call`s; make one.")
+    call = calls[0]
+    check(call.num_inputs == 3 and call.num_outputs == 1,
+          f"the `pallas_call` takes {call.num_inputs} input(s) and makes {call.num_outputs} output(s): it "
+          "takes q, k and v, each in blocks, and makes the attention output.")
+    return call
+
+
+def _kv_axis(info: GridInfo) -> int | None:
+    """The grid axis that walks k's rows (None when none or several do)."""
+    axes = info.inputs()[1].axes_moving(0)
+    return next(iter(axes)) if len(axes) == 1 else None
+
+
+def _run(submission: ModuleType, q: jax.Array, k: jax.Array, v: jax.Array) -> Any:
+    """The learner's `attention` under the strict interpreter, jitted once per shape and dtype."""
+    fn = jitted_once(submission.attention, ("attention", q.shape, k.shape, q.dtype))
+    try:
+        return strict_values(fn, q, k, v)
+    except Exception as exc:
+        inner = callback_error(exc)
+        if inner is None:
+            raise
+        if "Revisited block" in inner:
+            fail(f"the strict TPU interpreter refused your grid: {inner} An output block is written back "
+                 "when the grid moves to another one, and is not brought back: a query block's KV "
+                 "steps must run one after another, so the KV axis must be the last grid axis.")
+        fail(f"the strict TPU interpreter stopped your kernel: {inner}")
+
+
+def _draw(rng: np.random.Generator, s: int, t: int, d: int, dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    """Random normal q, k, v (as float32 NumPy arrays)."""
+    return tuple(rng.standard_normal(shape).astype(np.float32) for shape in ((s, d), (t, d), (t, d)))
+
+
+def _online(q: np.ndarray, k: np.ndarray, v: np.ndarray, bk: int, mistake: str) -> np.ndarray:
+    """The online softmax over KV blocks of `bk`, in float64, with one usual mistake built in."""
+    s_all = q @ k.T / math.sqrt(q.shape[1])
+    m = np.full((q.shape[0], 1), -np.inf)
+    total, acc = np.zeros_like(m), np.zeros((q.shape[0], v.shape[1]))
+    for start in range(0, k.shape[0], bk):
+        s = s_all[:, start:start + bk]
+        if mistake == "last_block_only":
+            m, total, acc = np.full_like(m, -np.inf), np.zeros_like(total), np.zeros_like(acc)
+        m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+        alpha, p = np.exp(m - m_new), np.exp(s - m_new)
+        total = (1 if mistake == "no_l_rescale" else alpha) * total + p.sum(axis=1, keepdims=True)
+        pv = p @ v[start:start + bk]
+        if mistake == "local_normalize":
+            pv = pv / p.sum(axis=1, keepdims=True)
+        acc = (1 if mistake == "no_acc_rescale" else alpha) * acc + pv
+        m = m_new
+    return acc if mistake == "local_normalize" else acc / total
+
+
+MISTAKES = {
+    "no_acc_rescale": "The result is what an online softmax gives that rescales l but not acc: when a block "
+                      "raises the running max from m_old to m_new, acc must shrink by alpha = exp(m_old - m_new) "
+                      "too (acc = alpha * acc + p @ v).",
+    "no_l_rescale": "The result is what an online softmax gives that rescales acc but not l: the running sum "
+                    "must shrink by alpha too (l = alpha * l + rowsum(p)).",
+    "last_block_only": "The result is the softmax over the last KV block alone: the state does not carry from "
+                       "one KV step to the next. Set m, l and acc only at the first KV step "
+                       "(`pl.when(kv == 0)`), and store m_new into m at every step.",
+    "local_normalize": "The result is what you get when each block's p @ v is divided by that block's own row "
+                       "sum: blocks are then weighted equally, however large their scores. Keep acc "
+                       "unnormalized and divide by the running l once, at the end.",
+}
+
+
+def _mistake(arrays: tuple[np.ndarray, ...], got: np.ndarray, bk: int, tol: dict[str, float]) -> str | None:
+    """The usual mistake whose result `got` matches, in words, or None."""
+    q, k, v = (np.asarray(a, np.float64) for a in arrays)
+    with np.errstate(all="ignore"):
+        for mistake, words in MISTAKES.items():
+            if np.allclose(got, _online(q, k, v, bk, mistake), **tol):
+                return words
+    return None
+
+
+def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dtype, tol: dict[str, float],
+           name: str, hint: str, path: Path) -> None:
+    """Run, then compare with the float64 reference; a mismatch names the mistake when it can."""
+    q, k, v = (jnp.asarray(a).astype(dtype) for a in arrays)
+    got = assert_is_array(_run(submission, q, k, v), f"the result of {name}")
+    assert_dtype(got, q.dtype, f"the result of {name}")
+    assert_shape(got, q.shape, f"the result of {name}")
+    values, want = np.asarray(got, np.float64), _reference(q, k, v)
+    if np.allclose(values, want, **tol):
+        return
+    info = grid_info(_call(submission, path, *q.shape, k.shape[0], dtype))
+    kv = _kv_axis(info)
+    shuffled = "" if kv is None or info.semantic(kv) != "parallel" else (
+        f" Your KV axis (grid axis {kv}) is marked 'parallel', so the strict interpreter runs its steps in a "
+        "shuffled order, as a TPU's cores may: the step that resets the state does not come first, nor "
+        "the one that writes the output last.")
+    bad = ~np.isfinite(values)
+    if bad.any():
+        fail(f"{name}: {100 * bad.mean():.0f}% of the output is NaN or inf. {hint}{shuffled}")
+    words = _mistake((q, k, v), values, info.inputs()[1].block_dims[0], tol)
+    err = np.abs(values - want)
+    at = np.unravel_index(np.argmax(err), err.shape)
+    fail(f"{name}: max error {err[at]:.3g} at {tuple(map(int, at))} (got {values[at]:.5f}, expected "
+         f"{want[at]:.5f}). " + (words or "Check the online softmax: m_new = max(m, rowmax(s)), alpha = "
+                                 "exp(m - m_new), l = alpha * l + rowsum(p), acc = alpha * acc + p @ v, and "
+                                 "acc / l once at the end.") + shuffled)
+
+
+@pytest.mark.points(2)
+def test_values_float32(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
+    """`attention` gives softmax(q k^T / sqrt(D)) v for random float32 q, k, v (S = 256, T = 1024, D = 64)"""
+    arrays = _draw(np.random.default_rng([run_seed, 1]), *VALUES_F32, F32)
+    _check(submission, arrays, F32, TOL_F32, _name(*VALUES_F32, F32),
+           "Memory nothing was written to reads as NaN under the strict interpreter, and exp of a large "
+           "logit is inf: is every output row written, and the running max subtracted?", submission_path)
+
+
+def test_values_large_logits(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
+    """Logits of 150 and more (q scaled by 50) give the right values: exp never overflows"""
+    q, k, v = _draw(np.random.default_rng([run_seed, 2]), *VALUES_F32, F32)
+    _check(submission, (q * 50, k, v), F32, TOL_LARGE, _name(*VALUES_F32, F32) + " with q scaled by 50",
+           "Here the logits reach 150 and more, and exp(150) overflows float32: subtract the running max "
+           "before exponentiating (p = exp(s - m_new), alpha = exp(m_old - m_new)), which keeps every "
+           "exponent at or below 0.", submission_path)
+
+
+@pytest.mark.points(2)
+def test_values_max_in_a_later_block(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
+    """When every query's largest logits sit in the last KV block, the earlier blocks are rescaled right"""
+    q, k, v = _draw(np.random.default_rng([run_seed, 3]), *VALUES_F32, F32)
+    q[:, 0] = np.abs(q[:, 0]) + 1
+    k[-128:, 0] = 40.0
+    _check(submission, (q, k, v), F32, TOL_F32, _name(*VALUES_F32, F32) + " with the largest logits in the last keys",
+           "Memory nothing was written to reads as NaN under the strict interpreter: is every output row "
+           "written?", submission_path)
+
+
+def test_values_bfloat16(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
+    """bfloat16 q, k, v (S = 128, T = 512, D = 128) within 2% (rtol) / 0.01 (atol)"""
+    arrays = _draw(np.random.default_rng([run_seed, 4]), *VALUES_BF16, BF16)
+    _check(submission, arrays, BF16, TOL_BF16, _name(*VALUES_BF16, BF16),
+           "Memory nothing was written to reads as NaN under the strict interpreter: is every output row "
+           "written, and the running max subtracted?", submission_path)
+
+
+@pytest.mark.points(2)
+def test_kernel_does_the_work(submission: ModuleType, submission_path: Path) -> None:
+    """One `pallas_call` reads q, k and v as given, and its output is the result"""
+    for s, t, d, dtype in SHAPES[2:]:
+        specs = _specs(s, t, d, dtype)
+        outside = tpu_fallback(lambda specs=specs: work_outside(submission.attention, *specs, prims=OUTSIDE,
+                                                                path=submission_path))
+        if outside:
+            prim, line = outside[0]
+            verb = "multiplies" if prim == "dot_general" else f"computes `{prim}`"
+            fail(f"{quote_line(submission_path, line) or 'your wrapper'} {verb} outside the kernel: scores, "
+                 "softmax and the product with v all belong in the `pallas_call`, block by block.")
+        flow = tpu_fallback(lambda specs=specs: kernel_flow(submission.attention, *specs, path=submission_path))
+        check(len(flow.calls) == 1, f"`attention` makes {len(flow.calls)} `pallas_call`s; make exactly one.")
+        (result,) = flow.results
+        if result.kind == "op":
+            fail(f"the result is made by `{result.op}` ({quote_line(submission_path, result.line)}) after "
+                 "the kernel: a second pass over the output in HBM. Write the final, normalized output "
+                 "in its dtype from the kernel.")
+        check(result.kind == "kernel", f"the result is {result.describe()}, not the kernel's output.")
+        call = flow.calls[0]
+        operands = flow.operands[0][call.num_index:call.num_index + call.num_inputs]
+        for i, src in enumerate(operands):
+            if src.kind == "op":
+                fail(f"operand {i} of the `pallas_call` is made by `{src.op}` "
+                     f"({quote_line(submission_path, src.line)}) before the kernel: a pass over it in HBM. "
+                     "Pass q, k and v as they are, and scale inside the kernel.")
+        check(sorted(s.index for s in operands if s.kind == "argument") == [0, 1, 2],
+              f"the `pallas_call` receives {', '.join(s.describe() for s in operands)}; give it q, k and v.")
+
+
+def _where(eqn: Any, outer: tuple[Any, ...], path: Path) -> str:
+    """The learner's line of an equation (or of the nearest enclosing one), quoted; '' when unknown."""
+    for e in (eqn, *reversed(outer)):
+        line = learner_line(e, path)
+        if line:
+            return quote_line(path, line)
+    return ""
+
+
+@pytest.mark.points(2)
+def test_no_score_matrix(submission: ModuleType, submission_path: Path) -> None:
+    """At S = T = 1024 no array or ref of S x T elements exists, in the wrapper or the kernel"""
+    s, t, d = *BIG, 64
+    closed = tpu_fallback(lambda: jax.make_jaxpr(submission.attention)(*_specs(s, t, d, F32)))
+    for eqn, outer in walk_eqns(closed.jaxpr):
+        in_kernel = any(o.primitive.name == "pallas_call" for o in outer)
+        avals = [v.aval for v in eqn.outvars]
+        if eqn.primitive.name == "pallas_call":
+            avals = [v.aval for v in eqn.params["jaxpr"].invars]
+        elif eqn.primitive.name == "run_scoped":
+            avals += [v.aval for v in eqn.params["jaxpr"].invars]
+        for aval in avals:
+            shape = tuple(getattr(aval, "shape", ()))
+            if math.prod(shape) >= s * t:
+                where = _where(eqn, outer, submission_path)
+                place = "the kernel" if in_kernel or eqn.primitive.name == "pallas_call" else "the wrapper"
+                what = "ref" if hasattr(aval, "inner_aval") else "array"
+                fail(f"{where + ' ' if where else ''}makes a {list(shape)} {what} "
+                     f"in {place}: that is the size of the S x T score matrix (S = T = {s}). Flash attention "
+                     "meets the keys one (bk, D) block at a time, so scores exist only as a (bq, bk) tile.")
+
+
+@pytest.mark.points(2)
+def test_kv_streamed_over_last_grid_axis(submission: ModuleType, submission_path: Path) -> None:
+    """A 2-D grid: k and v in (bk, D) blocks walked by the last axis only; q and the output follow the first"""
+    for s, t, d, dtype in SHAPES:
+        info = grid_info(_call(submission, submission_path, s, t, d, dtype))
+        q_block, k_block, v_block = info.inputs()
+        out = info.outputs()[0]
+        check(len(info.grid) == 2, f"for {_name(s, t, d, dtype)} your grid is {info.grid}: make it "
+                                   "(S // bq, T // bk), the KV axis last.")
+        for block, what in ((k_block, "k"), (v_block, "v")):
+            if block.whole(0) and t >= 1024:
+                fail(f"the {what} block is {block.shape_text()}, the whole of {what}: stream it in blocks of "
+                     "at most 512 rows along the last grid axis, so that a query block meets the keys one "
+                     "block at a time and never holds all T of them.")
+            check(block.axes_moving(0) <= {1} and not block.moves[0],
+                  f"the {what} block is moved by grid axis {sorted(block.moved())}: only the last axis (the "
+                  "KV axis) may walk k and v.")
+            check(block.whole(1), f"the {what} block {block.shape_text()} must span all of D ({d}).")
+        for block, what in ((q_block, "q"), (out, "output")):
+            check(not block.moves[1] and block.whole(1),
+                  f"the {what} block {block.shape_text()} is moved by grid axes {sorted(block.moved())}: it "
+                  "must follow the first grid axis only and span all of D, staying put while the KV "
+                  "axis walks the keys.")
+        check(info.grid[1] >= 2 or t < 1024, f"with T = {t} the KV axis has {info.grid[1]} step(s): use "
+                                             "blocks of at most 512 keys.")
+
+
+@pytest.mark.points(2)
+def test_softmax_state_is_float32_vmem(submission: ModuleType, submission_path: Path) -> None:
+    """Every ref carried across KV steps (m, l, acc) is float32 in VMEM, and a (bq, D) accumulator exists"""
+    for s, t, d, dtype in (SHAPES[1], SHAPES[3]):
+        call = _call(submission, submission_path, s, t, d, dtype)
+        out = grid_info(call).outputs()[0]
+        found = taint_pass(call).accumulators()
+        for acc in found:
+            where = quote_line(submission_path, acc.line) or "the kernel"
+            check(acc.dtype == F32, f"{where} keeps softmax state in a {acc.dtype.name} ref (`{acc.name}`): "
+                                    "it rounds at every KV step. Keep m, l and acc in float32 VMEM scratch.")
+            check(acc.space in ("vmem", "default"),
+                  f"{where} keeps softmax state in `{acc.name}`, in {acc.space.upper()}: keep it in VMEM.")
+        check(any(a.shape == out.block_dims for a in found),
+              f"for {_name(s, t, d, dtype)} no ref of the output block's shape {list(out.block_dims)} sums "
+              "p @ v across KV steps: keep an unnormalized accumulator acc (bq, D) in float32 VMEM "
+              "scratch, rescale it by alpha and add p @ v at every step.")
+
+
+@pytest.mark.points(1)
+def test_matmuls_take_input_dtype_and_return_float32(submission: ModuleType, submission_path: Path) -> None:
+    """For bfloat16 inputs, both kernel matmuls take bfloat16 operands and return float32"""
+    for s, t, d, dtype in (SHAPES[1], SHAPES[3]):
+        call = _call(submission, submission_path, s, t, d, dtype)
+        dots = [(e, outer) for e, outer in walk_eqns(call.jaxpr) if e.primitive.name == "dot_general"]
+        check(len(dots) >= 2, f"the kernel makes {len(dots)} matmul(s): it needs two, q k^T and p v.")
+        for eqn, outer in dots:
+            ins = [np.dtype(v.aval.dtype) for v in eqn.invars]
+            res = np.dtype(eqn.outvars[0].aval.dtype)
+            where = _where(eqn, outer, submission_path) or "a matmul in the kernel"
+            if any(i != BF16 for i in ins):
+                fail(f"{where} multiplies {ins[0].name} by {ins[1].name}: feed the MXU bfloat16 (cast p to "
+                     "v's dtype) and ask for float32 with `preferred_element_type=jnp.float32`.")
+            check(res == F32, f"{where} returns {res.name}: pass `preferred_element_type=jnp.float32`.")
+
+
+@pytest.mark.points(1)
+def test_normalized_once_at_the_end(submission: ModuleType, submission_path: Path) -> None:
+    """The (bq, D) output is divided by l only at the last KV step"""
+    s, t, d = VALUES_F32
+    call = _call(submission, submission_path, s, t, d, F32)
+    info = grid_info(call)
+    kv = _kv_axis(info)
+    if kv is None:
+        return  # the grid check says what is wrong with the axes
+    try:
+        trace = trace_kernel(call)
+    except TraceUnsupported as exc:
+        fail(f"the grader could not follow your kernel: {exc}.")
+    taints = taint_pass(call)
+    v_name = call.arg_names[call.num_index + 2]
+    shape = info.outputs()[0].block_dims
+    last = info.grid[kv] - 1
+    for event in trace.ops("div"):
+        if event.shape == shape and event.step[kv] < last and taints.depends_on(event.eqn.invars[0], v_name):
+            where = quote_line(submission_path, event.line) or "the kernel"
+            fail(f"{where} divides a {list(shape)} array at KV step {event.step[kv]} of {last + 1}: normalize "
+                 "once, at the last KV step (acc / l), and keep acc unnormalized until then. Each earlier "
+                 "divide is a (bq, D) pass the result does not need.")
+
+
+def test_kv_axis_is_arbitrary(submission: ModuleType, submission_path: Path) -> None:
+    """If `dimension_semantics` are given, the KV axis is 'arbitrary'"""
+    info = grid_info(_call(submission, submission_path, *BIG, 64, F32))
+    kv = _kv_axis(info)
+    if kv is None or info.semantics is None:
+        return
+    given = info.semantic(kv)
+    check(given == "arbitrary",
+          f"the KV axis (grid axis {kv}) is marked {given!r}: its steps update one running softmax in "
+          "order, so it must be 'arbitrary'; only the query axis may be 'parallel'.")

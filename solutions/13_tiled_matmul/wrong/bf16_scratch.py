@@ -1,0 +1,37 @@
+"""Keeps the accumulator scratch in the input dtype, so a bfloat16 sum rounds at every K step; must fail test_accumulator_is_float32_vmem."""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
+    """Right in shape, wrong in precision for bfloat16 inputs."""
+    @pl.when(pl.program_id(2) == 0)
+    def _():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(acc_ref.dtype)
+
+    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+    def _():
+        o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+
+@jax.jit
+def matmul(x, y):
+    """The scratch takes x.dtype instead of float32."""
+    m, k = x.shape
+    n = y.shape[1]
+    bm, bn, bk = 128, 128, 256
+    return pl.pallas_call(
+        matmul_kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+                  pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), x.dtype)],
+        interpret=pltpu.InterpretParams(),
+    )(x, y)

@@ -1,0 +1,49 @@
+"""Keeps three copies in flight in two slots: block i + 2 is started into the slot block i is still filling; must fail test_slot_untouched_while_in_flight."""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+ROWS = 8  # rows per block: one (8, 128) float32 tile
+
+
+def stream_scale_kernel(x_hbm_ref, o_ref, bufs, sems):
+    """o = 2 * x, block by block: block i + 1 is in flight while block i is computed."""
+    n_blocks = x_hbm_ref.shape[0] // ROWS
+
+    def copy(block, slot):
+        """The DMA of one block of x into one slot, signalling that slot's semaphore."""
+        return pltpu.make_async_copy(x_hbm_ref.at[pl.ds(block * ROWS, ROWS)], bufs.at[slot], sems.at[slot])
+
+    copy(0, 0).start()
+
+    @pl.when(n_blocks > 1)
+    def _second():
+        copy(1, 1).start()
+
+    def step(i, carry):
+        slot = i % 2
+
+        @pl.when(i + 2 < n_blocks)  # wrong: slot i % 2 is still filling with block i
+        def _prefetch():
+            copy(i + 2, slot).start()
+
+        copy(i, slot).wait()
+        o_ref[pl.ds(pl.multiple_of(i * ROWS, ROWS), ROWS), :] = 2 * bufs[slot]
+        return carry
+
+    lax.fori_loop(0, n_blocks, step, 0)
+
+
+@jax.jit
+def stream_scale(x: jax.Array) -> jax.Array:
+    """2 * x for x float32 (nb * 8, 128), x left in HBM and streamed by hand."""
+    return pl.pallas_call(
+        stream_scale_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        scratch_shapes=[pltpu.VMEM((2, ROWS, 128), x.dtype), pltpu.SemaphoreType.DMA((2,))],
+        interpret=pltpu.InterpretParams(),
+    )(x)
