@@ -167,6 +167,30 @@ def init(
     ui.line(f"Next: cd {directory} && course check")
 
 
+@app.command("inspect")
+def inspect_(
+    name: Annotated[str | None, typer.Argument(help="The exercise (default: the current one).", show_default=False)]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout and nothing else.")] = False,
+    course: CourseOpt = None,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Show what your code does, as the graders see it: compiles, donation, kernels, shardings."""
+    from course import inspection  # imported here: only this command needs it
+    from course.ui import inspection as drawing
+
+    session = open_session(course, workspace)
+    exercise = inspection.choose(session, name)
+    if not as_json and ui.err.is_terminal:
+        ui.info(f"inspecting {exercise.name}...")
+    found = inspection.run(session, exercise)
+    if as_json:
+        ui.emit_json(inspection.as_json(session, found))
+    else:
+        drawing.inspection(found, str(session.submission(exercise)))
+    raise typer.Exit(found.exit_code)
+
+
 @app.command()
 def watch(course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
     """Re-grade the current exercise each time you save its file; keys for next, hint, list, reset, quit."""

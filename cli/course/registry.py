@@ -52,6 +52,7 @@ class ExerciseMeta:
     timeout_s: float = 60
     devices: int = 1
     memory_mb: int = 4096
+    inspect: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

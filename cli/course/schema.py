@@ -45,6 +45,65 @@ class CourseFile(BaseModel):
         return names
 
 
+class InspectSection(BaseModel):
+    """One section of `course inspect`: what to observe, and the example calls to observe it on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    show: Literal["compiles", "donation", "kernels", "refs", "distributed"]
+    """What the section shows (`course.grading.observe.SECTIONS` says what each does)."""
+    calls: list[str] = Field(min_length=1)
+    """Example calls, one line of Python each, e.g. `update_with_donate(f32(1024), f32(1024))`."""
+    setup: str = ""
+    """Python run afresh before each call, after the table's own `setup`."""
+    note: str = ""
+    """One sentence shown above the section: what to look for."""
+
+    @field_validator("calls")
+    @classmethod
+    def _one_line_each(cls, calls: list[str]) -> list[str]:
+        """Each call is one statement of valid Python."""
+        for call in calls:
+            _python(call, single=True)
+        return calls
+
+    @field_validator("setup")
+    @classmethod
+    def _setup_parses(cls, setup: str) -> str:
+        """The setup is valid Python."""
+        _python(setup, single=False)
+        return setup
+
+
+class InspectTable(BaseModel):
+    """`[inspect]` of an exercise.toml: the sections `course inspect` shows, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    setup: str = ""
+    """Python run afresh before every call of every section (make a mesh, place inputs)."""
+    sections: list[InspectSection] = []
+
+    @field_validator("setup")
+    @classmethod
+    def _setup_parses(cls, setup: str) -> str:
+        """The setup is valid Python."""
+        _python(setup, single=False)
+        return setup
+
+
+def _python(text: str, *, single: bool) -> None:
+    """Raise ValueError naming the problem when `text` is not valid Python (one statement if `single`)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise ValueError(f"`{text.strip()[:60]}` is not valid Python ({exc.msg})") from None
+    if single and len(tree.body) != 1:
+        raise ValueError(f"`{text.strip()[:60]}` should be one statement")
+
+
 class ExerciseFile(BaseModel):
     """`exercises/NN_name/exercise.toml`: what the learner sees and how the grader runs."""
 
@@ -62,6 +121,8 @@ class ExerciseFile(BaseModel):
     """CPU devices the grader needs (`--xla_force_host_platform_device_count`)."""
     memory_mb: Annotated[int, Field(ge=256, le=65536)] = 4096
     """Limit on the grading process's resident memory, in MiB."""
+    inspect: InspectTable | None = None
+    """What `course inspect` shows of the learner's code (docs/authoring.md)."""
 
 
 class EntryFile(BaseModel):

@@ -263,3 +263,17 @@ def start_worker(cache_dir: Path | None = None) -> Worker | None:
     from course.engine.worker import Worker
 
     return Worker(base_environment(cache_dir))
+
+
+def command_for(exercise: Exercise, submission: Path, workdir: Path, report_path: Path, seed: int, *,
+                tests: list[str], options: list[str]) -> list[str]:
+    """The grading command of `exercise`, running the platform's `tests` in place of its graders, with
+    `options` added: other checks of a learner's file in a grading's isolation (`course inspect`)."""
+    command = _command(exercise, submission, workdir, report_path, seed, False)
+    at = command.index(str(exercise.grader_path))
+    return [*command[:at], *tests, *command[at + 1:], *options]
+
+
+def grading_environment(exercise: Exercise, cache_dir: Path | None) -> dict[str, str]:
+    """The environment a grading of `exercise` runs in, for other runs in the same isolation."""
+    return _environment(exercise, cache_dir)

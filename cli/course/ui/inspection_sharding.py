@@ -1,0 +1,121 @@
+"""`course inspect`'s drawing of a distributed call: the mesh, each layout with JAX's picture, the collectives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from course import ui
+from course.ui.inspection_kernels import source
+
+
+def distributed(call: dict[str, Any]) -> None:
+    """Mesh, inputs and outputs with their layouts, then the collectives of the jaxpr and of the HLO."""
+    mesh = call.get("mesh")
+    if mesh:
+        axes = " × ".join(f"{k}={v}" for k, v in mesh["axes"].items())
+        ui.block(f"mesh {axes} ({', '.join(mesh['types'])}), devices {mesh['devices']}", indent=4, style="bold")
+    else:
+        ui.block("no mesh: every input sits on one device", indent=4, style="yellow")
+    for word, layouts in (("in", call.get("inputs", [])), ("out", call.get("outputs", []))):
+        for layout in layouts:
+            _layout(word, layout)
+    if call.get("more_inputs"):
+        ui.block(f"... and {call['more_inputs']} more input leaves", indent=4, style="dim")
+    jaxpr = call.get("jaxpr", [])
+    ui.block("collectives in the jaxpr (who wrote them):" if jaxpr else "no collective in the jaxpr", indent=4,
+             style="bold")
+    for c, lines in _grouped(jaxpr, ("line",)):
+        ui.block(_jaxpr_collective(c, lines), indent=6)
+    if len(jaxpr) > 1:
+        ui.block(_jaxpr_total(jaxpr), indent=6, style="dim")
+    hlo = call.get("hlo", [])
+    ui.block("collectives in the compiled HLO (what the devices exchange):" if hlo else
+             "no collective in the compiled HLO: the devices exchange nothing", indent=4, style="bold")
+    for c, same in _grouped(hlo, ()):
+        ui.block(_hlo_collective(c, len(same)), indent=6)
+    source(call.get("source", {}), indent=4)
+
+
+def _layout(word: str, layout: dict[str, Any]) -> None:
+    """One array's layout in words, then JAX's picture of it."""
+    text = f"{word:<4}{layout['name']}: {layout['type']} {layout['spec']}"
+    if "block" in layout:
+        size = f"{layout['bytes_per_device']} bytes"
+        if layout["devices"] == 1:
+            text += f" ({size})"
+        elif layout["block"] == _dims(layout["type"]):
+            text += f"; replicated: each of {layout['devices']} devices holds the whole array ({size})"
+        else:
+            copies = f", each block on {layout['copies']} devices" if layout.get("copies", 1) > 1 else ""
+            text += f"; each of {layout['devices']} devices holds a {tuple(layout['block'])} block ({size}){copies}"
+    ui.block(text, indent=4)
+    for line in (layout.get("picture") or "").splitlines():
+        ui.out.print(Text(" " * 8 + line), soft_wrap=True)
+
+
+def _dims(type_text: str) -> list[int]:
+    """[8, 16] from `float32[8, 16]`."""
+    inside = type_text.split("[", 1)[-1].rstrip("]")
+    return [int(d) for d in inside.split(",") if d.strip()]
+
+
+def _grouped(items: list[dict[str, Any]], apart: tuple[str, ...]) -> list[tuple[dict[str, Any], list[Any]]]:
+    """Consecutive equal items (ignoring the keys in `apart`) as (first, [each one's `apart` values])."""
+    groups: list[tuple[dict[str, Any], list[Any]]] = []
+    for item in items:
+        key = {k: v for k, v in item.items() if k not in apart}
+        if groups and {k: v for k, v in groups[-1][0].items() if k not in apart} == key:
+            groups[-1][1].append(tuple(item.get(k) for k in apart))
+        else:
+            groups.append((item, [tuple(item.get(k) for k in apart)]))
+    return groups
+
+
+def _jaxpr_collective(c: dict[str, Any], lines: list[tuple[Any, ...]]) -> str:
+    """`psum over ('x', 'y') of () (1 element per device), 1 time, line 27`, or `7 × ppermute ...`."""
+    shapes = ", ".join(str(tuple(s)) if s else "a scalar" for s in c["shapes"])
+    times = (f"{c['times']} time{'s' if c['times'] != 1 else ''}" if c.get("times") is not None
+             else f"an unknown number of times (inside a {c['enclosing']})")
+    known = [str(n) for (n,) in lines if n]
+    where = f", line{'s' if len(set(known)) > 1 else ''} {', '.join(dict.fromkeys(known))}" if known else ""
+    perm = f", pairs {[tuple(p) for p in c['perm'][:8]]}" if c.get("perm") else ""
+    count = f"{len(lines)} × " if len(lines) > 1 else ""
+    element = "element" if c["elements"] == 1 else "elements"
+    return (f"{count}{c['lax']} over {tuple(c['axes'])} of {shapes} ({c['elements']} {element} per device), "
+            f"{times} each{perm}{where}" if count else
+            f"{c['lax']} over {tuple(c['axes'])} of {shapes} ({c['elements']} {element} per device), "
+            f"{times}{perm}{where}")
+
+
+def _jaxpr_total(found: list[dict[str, Any]]) -> str:
+    """How many times the collectives run in all, and how much they move per device."""
+    if any(c.get("times") is None for c in found):
+        return "in all: an unknown number of runs (a collective sits inside a while or a cond)"
+    runs = sum(c["times"] for c in found)
+    moved = sum(c["times"] * c["elements"] for c in found)
+    return f"in all: {runs} runs, moving {moved} elements per device"
+
+
+def _hlo_collective(c: dict[str, Any], count: int) -> str:
+    """`all-reduce of f32[] (4 bytes per device) among {{0,4},{1,5}} (from psum), in a loop`."""
+    operands = ", ".join(c["operands"]) or c["result"]
+    among = f" among {_groups(c['groups'], c['op'])}" if c.get("groups") else ""
+    made = f" (from {c['from']})" if c.get("from") else ""
+    loop = ", inside a loop" if c.get("in_loop") else ""
+    times = f"{count} × " if count > 1 else ""
+    return f"{times}{c['op']} of {operands} ({c['bytes']} bytes per device){among}{made}{loop}"
+
+
+def _groups(text: str, op: str) -> str:
+    """`4 groups of 2 devices {{0,4},...}`, or `8 sends {{0,1},...}` for a permute: who talks to whom, counted."""
+    if not text.startswith("{{"):
+        return text  # JAX's compact form, `[2,4]<=[8]`, as printed
+    groups = [g for g in text.strip("{}").split("},{") if g]
+    sizes = {len(g.split(",")) for g in groups}
+    if op == "collective-permute":
+        return f"{len(groups)} sends (source, target) {text}"
+    if len(sizes) != 1:
+        return text
+    return f"{len(groups)} group{'s' if len(groups) != 1 else ''} of {sizes.pop()} devices {text}"

@@ -1,0 +1,262 @@
+"""`course inspect` on every exercise of the course: the reference solution and one known-wrong variant each.
+
+Each file is inspected as a learner's would be, in the isolated grading process (forked by one warm
+worker, so the module pays for importing JAX once), and the test asserts what the inspection says:
+the facts a learner should be able to read off it, and the mistake the variant makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from course.engine.inspection import Inspection, inspect
+from course.engine.runner import map_jobs, start_worker
+from course.inspection import sections_of
+from course.registry import Course, load_course
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def section(found: Inspection, show: str) -> dict[str, Any]:
+    """The first section of the inspection that shows `show`."""
+    assert found.status == "inspected", found.message or found.output[-2000:]
+    return next(s for s in found.sections if s["show"] == show)
+
+
+def call(found: Inspection, show: str, index: int = 0) -> dict[str, Any]:
+    """The report of one call of a section, which must have been observed without an error."""
+    report = section(found, show)["calls"][index]
+    assert "error" not in report, report["error"]
+    return report
+
+
+def kernel(found: Inspection, index: int = 0) -> dict[str, Any]:
+    """The only kernel of the `index`-th call of the kernels section."""
+    (only,) = call(found, "kernels", index)["kernels"]
+    return only
+
+
+def accesses(k: dict[str, Any], ref: str, kind: str) -> list[dict[str, Any]]:
+    """The listing rows that `kind` (load, store, ...) the ref `ref`."""
+    return [r for r in k["listing"]["rows"] if r.get("ref") == ref and r["kind"] == kind]
+
+
+def own_compiles(found: Inspection) -> list[list[dict[str, Any]]]:
+    """Per call of the compiles section, the compiles of the learner's own code."""
+    return [[c for c in report["compiles"] if c["own"]] for report in section(found, "compiles")["calls"]]
+
+
+def update_with_donate(found: Inspection, wrong: bool) -> None:
+    """The solution donates `state` and aliases its 4096 bytes; a copy leaves `state` alive."""
+    report = call(found, "donation")
+    (jit,) = report["jits"]
+    consumed = {arg["name"]: arg["consumed"] for arg in report["inputs"]}
+    if wrong:  # copies_state: `jnp.array(state)` is donated instead of `state`
+        assert jit["donated"] == [{"of": "state", "via": "copy", "line": 11}]
+        assert consumed == {"state": [], "delta": []}
+        return
+    assert [d["of"] for d in jit["donated"]] == ["state"] and jit["alias_bytes"] == 4096
+    assert consumed == {"state": ["state"], "delta": []}
+    compiles = own_compiles(found)
+    assert [len(c) for c in compiles] == [1, 0, 1]
+    assert compiles[2][0]["diffs"][0] == {"what": "shape", "at": "state", "now": "f32[64]", "before": "f32[1024]"}
+
+
+def ref_reads_writes(found: Inspection, wrong: bool) -> None:
+    """square_plus loads `x_ref` once (three times in the variant); row_sum accumulates into a new ref."""
+    k = kernel(found, 1)
+    loads = accesses(k, "x_ref", "load")
+    assert len(loads) == (3 if wrong else 1)
+    if wrong:  # three_loads: `x_ref[...] * x_ref[...] + x_ref[...]`
+        assert {r["line"] for r in loads} == {25} and "x_ref[...] * x_ref[...]" in k["source"]["25"]
+    report = call(found, "refs")
+    assert [r["name"] for r in report["refs"]] == ["acc"]
+    assert {a["kind"] for a in report["accesses"]["acc"]} == {"load", "store", "freeze"}
+    assert "reduce_sum" not in report["primitives"]
+
+
+def aliasing_order(found: Inspection, wrong: bool) -> None:
+    """swap_halves aliases x onto the output; the naive order reads a half it has just overwritten."""
+    k = kernel(found, 0)
+    assert k["aliases"] == [{"input": 0, "output": 0, "input_ref": "x_ref", "output_ref": "o_ref"}]
+    if wrong:  # naive_swap_order
+        (hazard,) = k["hazards"]
+        assert hazard.startswith("line 14 reads `x_ref[:, :128]` after line 13 wrote `o_ref[:, :128]`")
+    else:
+        assert k["hazards"] == []
+    donated = call(found, "donation")
+    assert donated["inputs"] == [{"name": "x", "leaves": 1, "consumed": ["x"], "shapes": ["float32[8, 256]"]}]
+
+
+def any_sync_copy(found: Inspection, wrong: bool) -> None:
+    """x stays in ANY; the solution copies it into VMEM by a waited DMA, the variant indexes it directly."""
+    k = kernel(found, 0)
+    spaces = {r["name"]: r["space"] for r in k["refs"]}
+    assert spaces["x_hbm_ref"] == "ANY"
+    if wrong:  # index_any_ref
+        assert k["dmas"] == [] and len(accesses(k, "x_hbm_ref", "load")) == 1
+        assert "line 11 loads from `x_hbm_ref`" in k["hbm_accesses"][0]
+        return
+    assert spaces["x_vmem"] == "VMEM" and k["hbm_accesses"] == []
+    (dma,) = k["dmas"]
+    assert (dma["from"], dma["to"], dma["waited"], dma["line"]) == ("x_hbm_ref", "x_vmem", True, 12)
+    assert [r["kind"] for r in k["listing"]["rows"] if r["n"]] == ["DMA start", "DMA wait", "load", "store"]
+
+
+def smem_scalar(found: Inspection, wrong: bool) -> None:
+    """Lengths are read from SMEM one scalar at a time; without a jit every call compiles the kernel."""
+    k = kernel(found, 0)
+    assert {r["name"]: r["space"] for r in k["refs"]}["lengths_ref"] == "SMEM" and k["steps"] == 4
+    assert [r["shape"] for r in accesses(k, "lengths_ref", "load")] == [[]]
+    compiles = own_compiles(found)
+    if wrong:  # no_jit: an un-jitted pallas_call compiles on every call
+        assert [[c["why"] for c in calls] for calls in compiles] == [["unjitted kernel"]] * 3
+    else:
+        assert [len(c) for c in compiles] == [1, 0, 0]
+
+
+def alias_zero_init(found: Inspection, wrong: bool) -> None:
+    """Two listed blocks: two grid steps and the zeros aliased onto the output; the variant runs the full grid."""
+    k = kernel(found, 0)
+    if wrong:  # full_grid_when
+        assert (k["grid"], k["steps"], k["aliases"]) == ([4, 2], 8, [])
+        return
+    assert (k["grid"], k["steps"]) == ([2], 2)
+    assert k["aliases"] == [{"input": 2, "output": 0, "input_ref": "zeros_ref", "output_ref": "o_ref"}]
+
+
+def compile_budget(found: Inspection, wrong: bool) -> None:
+    """Buckets compile once per power of two; a static temperature compiles again for every value."""
+    compiles = own_compiles(found)
+    if not wrong:
+        assert [len(c) for c in compiles] == [1, 0, 1, 0, 0, 0]
+        assert compiles[2][0]["diffs"] == [{"what": "shape", "at": "x", "now": "f32[32,64]", "before": "f32[16,64]"}]
+        return
+    # static_temperature: the second temperature compiles again, and says why
+    assert [len(c) for c in compiles] == [1, 0, 1, 1, 1, 1]
+    assert compiles[3][0]["diffs"] == [{"what": "static value", "at": "temperature", "now": "2.0", "before": "1.0"}]
+
+
+def named_ref(found: Inspection, wrong: bool) -> None:
+    """A read is one load of just the selection (the variant loads the whole buffer); a write one store."""
+    read, write, freeze = (call(found, "refs", i)["accesses"]["r" if i < 2 else "ref"] for i in range(3))
+    assert [(a["kind"], a["shape"]) for a in read] == [("load", [4, 3, 5] if wrong else [3, 3])]
+    assert [(a["kind"], a["shape"]) for a in write] == [("store", [4, 5])]
+    assert [a["kind"] for a in freeze] == ["freeze"]
+
+
+def slice_ref(found: Inspection, wrong: bool) -> None:
+    """A read through two views is one load of the view (the variant loads the parent view and slices it)."""
+    read = call(found, "refs", 0)
+    assert [(a["kind"], a["shape"]) for a in read["accesses"]["r"]] == [("load", [3, 5] if wrong else [3, 3])]
+    assert ("slice" in read["primitives"]) == wrong
+    assert [a["kind"] for a in call(found, "refs", 1)["accesses"]["r"]] == ["store"]
+
+
+def shard_and_reduce(found: Inspection, wrong: bool) -> None:
+    """One all-reduce of a scalar over both axes; the variant's psum covers only x, so devices pair up."""
+    placed, mean = call(found, "distributed", 0), call(found, "distributed", 1)
+    assert placed["outputs"][0]["spec"] == "P('x', 'y')" and placed["outputs"][0]["block"] == [4, 4]
+    assert "CPU 7" in placed["outputs"][0]["picture"]
+    assert mean["mesh"]["axes"] == {"x": 2, "y": 4} and mean["inputs"][0]["spec"] == "P('x', 'y')"
+    (psum,) = mean["jaxpr"]
+    (reduce,) = mean["hlo"]
+    assert psum["lax"] == "psum" and reduce["op"] == "all-reduce" and reduce["result"] == "f32[]"
+    if wrong:  # psum_one_axis
+        assert psum["axes"] == ["x"] and reduce["groups"] == "{{0,4},{1,5},{2,6},{3,7}}"
+    else:
+        assert psum["axes"] == ["x", "y"] and reduce["groups"] == "{{0,1,2,3,4,5,6,7}}"
+
+
+def ring_allreduce(found: Inspection, wrong: bool) -> None:
+    """14 one-step permutes of n/8 floats; the variant's psum is one all-reduce."""
+    report = call(found, "distributed")
+    ops = {c["op"] for c in report["hlo"]}
+    if wrong:  # psum
+        assert [c["lax"] for c in report["jaxpr"]] == ["psum"] and ops == {"all-reduce"}
+        return
+    assert ops == {"collective-permute"}
+    steps = report["jaxpr"]
+    assert sum(c["times"] for c in steps) == 14 and {c["elements"] for c in steps} == {8}
+    assert all(sorted(map(tuple, c["perm"])) == [(i, (i + 1) % 8) for i in range(8)] for c in steps)
+
+
+def sharded_donated_step(found: Inspection, wrong: bool) -> None:
+    """Params donated leaf by leaf with their shards aliased; a replicated output breaks both."""
+    report = call(found, "donation")
+    (jit,) = report["jits"]
+    consumed = {arg["name"]: arg["consumed"] for arg in report["inputs"]}
+    layouts = call(found, "distributed")
+    out_specs = {o["name"]: o["spec"] for o in layouts["outputs"]}
+    if wrong:  # replicated_output: outputs forced to P(), so only the scalar can take its param's buffer
+        assert jit["alias_bytes"] == 4 and jit["not_usable"]
+        assert consumed["params"] == ["params['scale']"]
+        assert out_specs["result['w1']"] == "P(None, None)"
+        return
+    assert jit["alias_bytes"] == 548 and not jit["not_usable"]
+    assert len(consumed["params"]) == 4 and consumed["grads"] == []
+    assert out_specs == {f"result['{k}']": s for k, s in
+                         (("b1", "P('y')"), ("scale", "P()"), ("w1", "P('x', 'y')"), ("w2", "P('y', None)"))}
+    assert [len(c) for c in own_compiles(found)] == [1, 0, 0]
+
+
+CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
+    "update_with_donate": ("copies_state", update_with_donate),
+    "ref_reads_writes": ("three_loads", ref_reads_writes),
+    "aliasing_order": ("naive_swap_order", aliasing_order),
+    "any_sync_copy": ("index_any_ref", any_sync_copy),
+    "smem_scalar": ("no_jit", smem_scalar),
+    "alias_zero_init": ("full_grid_when", alias_zero_init),
+    "compile_budget": ("static_temperature", compile_budget),
+    "named_ref": ("read_whole_then_slice", named_ref),
+    "slice_ref": ("reads_parent_then_slices", slice_ref),
+    "shard_and_reduce": ("psum_one_axis", shard_and_reduce),
+    "ring_allreduce": ("psum", ring_allreduce),
+    "sharded_donated_step": ("replicated_output", sharded_donated_step),
+}
+FILES = [(name, variant) for name in CASES for variant in (None, CASES[name][0])]
+
+
+@pytest.fixture(scope="module")
+def course() -> Course:
+    """The real course."""
+    return load_course(REPO)
+
+
+@pytest.fixture(scope="module")
+def inspected(course: Course, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple, Inspection]]:
+    """Every file of FILES inspected once, two at a time, through one warm worker."""
+    cache = tmp_path_factory.mktemp("xla-cache")
+    worker = start_worker(cache)
+
+    def one(case: tuple[str, str | None]) -> Inspection:
+        exercise = course.get(case[0])
+        path = exercise.solution_path if case[1] is None else exercise.wrong_dir / f"{case[1]}.py"
+        return inspect(exercise, path, sections_of(exercise), cache_dir=cache, worker=worker)
+
+    try:
+        yield dict(zip(FILES, map_jobs(one, FILES, 2), strict=True))
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+def test_every_exercise_chooses_sections(course: Course) -> None:
+    """Each exercise of the course lists what `course inspect` shows, and every case here covers one."""
+    assert {e.name for e in course.exercises} == set(CASES)
+    assert all(sections_of(e) for e in course.exercises)
+
+
+@pytest.mark.parametrize(("name", "variant"), FILES, ids=[f"{n}-{v or 'solution'}" for n, v in FILES])
+def test_inspection_reports_what_the_code_does(inspected: dict[tuple, Inspection], name: str,
+                                               variant: str | None) -> None:
+    """The inspection of each file says what that file's code does, and it ran without a learner error."""
+    found = inspected[(name, variant)]
+    CASES[name][1](found, variant is not None)
+    assert found.exit_code == 0, found.errors()

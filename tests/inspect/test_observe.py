@@ -1,0 +1,182 @@
+"""The parts of an observation that read JAX's own words: cache-miss explanations, HLO text, example calls, listings."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course.errors import RegistryError
+from course.grading.observe import SECTIONS, calls, compiles, hlo
+from course.grading.observe.listing import listing
+from course.grading.observe.report import describe_error
+
+STATIC_MISS = """TRACING CACHE MISS at /ws/compile_budget.py:25 (scaled_softmax):
+  for _softmax defined at /ws/compile_budget.py:14
+  all previously seen cache keys differ. For the closest previous key:
+  different input pytree:
+  * at input path [1]['temperature'], now <class 'jax._src.tree_util.Static'> with pytree metadata Static(val=2.0) \
+and before <class 'jax._src.tree_util.Static'> with pytree metadata Static(val=1.0), so the pytree node metadata does \
+not match"""
+WEAK_MISS = """TRACING CACHE MISS at /ws/compile_budget.py:21 (scaled_softmax):
+  for _softmax defined at /ws/compile_budget.py:12
+  all previously seen cache keys differ. For the closest previous key:
+  different input types:
+  * at t, now f32[]{weak_type=False} and before f32[]{weak_type=True}https://docs.jax.dev/en/latest/type_promotion.html"""
+NEW_MISS = """TRACING CACHE MISS at /ws/f.py:16 (scaled_softmax):
+  never seen function:
+    <lambda> id=140 defined at /ws/f.py:16
+  but seen another function defined on the same line; maybe the function is
+  being re-defined repeatedly, preventing caching?"""
+
+
+def test_a_static_value_miss_names_the_argument_and_both_values() -> None:
+    """A static argument's new value reads as such, under the argument's own name."""
+    miss = compiles.parse_miss(STATIC_MISS)
+    assert miss is not None and (miss.function, miss.defined_line, miss.kind) == ("_softmax", 14, "tree")
+    assert miss.diffs == [{"what": "static value", "at": "temperature", "now": "2.0", "before": "1.0"}]
+
+
+def test_a_weak_type_miss_is_told_apart_from_a_dtype_change() -> None:
+    """Weak and strong float32 differ only in their weak-type flag; JAX's link is dropped."""
+    miss = compiles.parse_miss(WEAK_MISS)
+    assert miss is not None and miss.diffs == [
+        {"what": "weak type", "at": "t", "now": "f32[]{weak_type=False}", "before": "f32[]{weak_type=True}"}]
+    dtype = compiles.parse_miss(WEAK_MISS.replace("f32[]{weak_type=False}", "i32[]").replace("{weak_type=True}", ""))
+    assert dtype is not None and dtype.diffs[0]["what"] == "dtype"
+
+
+def test_a_function_made_again_on_every_call_is_a_rebuilt_jit() -> None:
+    """A second "never seen" of a function defined on the same line means a jit built per call."""
+    first = compiles.parse_miss(NEW_MISS.split("\n  but seen")[0])
+    again = compiles.parse_miss(NEW_MISS)
+    assert first is not None and again is not None and again.redefined
+    seen: set = set()
+    assert compiles.reasons(["jit(<lambda>)"], [first], seen)[0]["why"] == "new"
+    assert compiles.reasons(["jit(<lambda>)"], [again], seen)[0]["why"] == "rebuilt"
+    assert compiles.reasons(["jit(other)"], [], seen)[0]["why"] == "unexplained"
+    assert compiles.parse_miss("a warning about something else") is None
+
+
+HLO = """HloModule jit_f, entry_computation_layout={(f32[4,4]{1,0})->f32[]}
+
+%region_0.2 (a: f32[], b: f32[]) -> f32[] {
+  ROOT %add.1 = f32[] add(%a, %b)
+}
+
+%body.3 (p: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %gte = f32[8]{0} get-tuple-element(%p), index=1
+  %collective-permute.1 = f32[8]{0} collective-permute(%gte), channel_id=2, source_target_pairs={{0,1},{1,0}}
+}
+
+ENTRY %main.4 (x: f32[4,4]) -> f32[] {
+  %x = f32[4,4]{1,0} parameter(0)
+  %wrapped_reduce = f32[] fusion(%x), kind=kLoop, calls=%fused
+  %psum.7 = f32[] all-reduce(%wrapped_reduce), channel_id=1, replica_groups={{0,4},{1,5}}, to_apply=%region_0.2, \
+metadata={op_name="jit(f)/shard_map/psum" stack_frame_id=8}
+  %w = (s32[], f32[8]{0}) while(%t), condition=%cond.5, body=%body.3
+  ROOT %ag = (f32[16,32]{1,0}, f32[32]{0}) all-gather(%x, %x), dimensions={0}, replica_groups=[2,4]<=[8]
+}"""
+
+
+def test_hlo_collectives_carry_sizes_groups_origin_and_loops() -> None:
+    """Each collective: operand types and bytes, who exchanges with whom, the jaxpr primitive, a loop around it."""
+    found = hlo.collectives(HLO)
+    assert [c["op"] for c in found] == ["collective-permute", "all-reduce", "all-gather"]
+    permute, reduce, gather = found
+    assert permute["in_loop"] and permute["groups"] == "{{0,1},{1,0}}" and permute["bytes"] == 32
+    assert (reduce["operands"], reduce["bytes"], reduce["groups"], reduce["from"]) == (["f32[]"], 4, "{{0,4},{1,5}}",
+                                                                                       "psum")
+    assert gather["result"] == "(f32[16,32], f32[32])" and gather["bytes"] == 128 and not gather["in_loop"]
+    assert hlo.type_bytes("(bf16[2,3]{1,0}, pred[4])") == 16
+
+
+def learner(tmp_path, source: str) -> types.ModuleType:
+    """A learner's module made from `source`, with its file on disk."""
+    path = tmp_path / "mine.py"
+    path.write_text(source)
+    module = types.ModuleType("mine")
+    module.__file__ = str(path)
+    exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 - a learner's file
+    return module
+
+
+def test_a_call_binds_its_arguments_to_the_parameters_names(tmp_path) -> None:
+    """`f(a, b, k=c)` calls the learner's f on the values, named after f's own parameters."""
+    module = learner(tmp_path, "def step(state, delta, *, scale=1.0):\n    return state * scale + delta\n")
+    (made,) = calls.make_calls(["step(f32(4), jnp.ones(4), scale=2.0)"], "", module)
+    assert isinstance(made, calls.Call) and made.names == ("state", "delta", "scale")
+    fn, arrays, names = made.traced()
+    assert names == ["state", "delta"] and len(arrays) == 2
+    np.testing.assert_allclose(fn(*arrays), made.run())
+
+
+def test_any_other_line_is_a_function_of_the_setups_names(tmp_path) -> None:
+    """A read or a write of a setup's value traces as a function of that value."""
+    module = learner(tmp_path, "X = 1\n")
+    read, write = calls.make_calls(["r[1:3]", "r[0] = 5.0"], "r = jax.new_ref(jnp.zeros(4))", module)
+    assert isinstance(read, calls.Call) and read.names == ("r",) and calls.is_data(read.args[0])
+    assert read.run().shape == (2,)
+    assert isinstance(write, calls.Call) and write.run() is None and float(write.args[0][0]) == 5.0
+
+
+def test_a_setup_the_learners_code_breaks_names_their_line(tmp_path) -> None:
+    """The learner's exception in the setup becomes the call's error, with their line."""
+    module = learner(tmp_path, "def place(x):\n    raise ValueError('no mesh')\n")
+    (made,) = calls.make_calls(["f(x)"], "x = place(f32(2))", module)
+    assert isinstance(made, calls.CallError)
+    error = describe_error(made, tmp_path / "mine.py")
+    assert error["yours"] and error["line"] == 2 and "ValueError: no mesh" in error["message"]
+    assert error["where"].startswith("mine.py line 2")
+
+
+def test_the_same_file_gets_the_same_inputs(tmp_path) -> None:
+    """Inputs are random but seeded, so two inspections of one file read alike."""
+    module = learner(tmp_path, "def ident(x):\n    return x\n")
+    first, second = (calls.make_calls(["ident(f32(3))"], "", module)[0] for _ in range(2))
+    np.testing.assert_array_equal(first.args[0], second.args[0])
+
+
+def test_a_listing_numbers_accesses_and_names_refs_as_the_learner_did(tmp_path) -> None:
+    """Each load and store is numbered in program order; a ref made by `jax.new_ref` keeps its variable's name."""
+    module = learner(tmp_path, "import jax\nimport jax.numpy as jnp\n\n\ndef total(x):\n"
+                     "    acc = jax.new_ref(jnp.zeros(()))\n    acc[...] += x.sum()\n    return jax.freeze(acc)\n")
+    closed = jax.make_jaxpr(module.total)(jnp.ones(3))
+    rows = listing(closed, {closed.jaxpr.invars[0]: "x"}, tmp_path / "mine.py")["rows"]
+    numbered = [(r["n"], r["kind"], r.get("ref"), r["line"]) for r in rows if r["n"]]
+    assert numbered == [(1, "new ref", "acc", 6), (2, "load", "acc", 7), (3, "store", "acc", 7),
+                        (4, "freeze", "acc", 8)]
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("show", "donations", "show"),
+    ("calls", ["f(x"], "calls"),
+    ("calls", ["a = 1; b = 2"], "calls"),
+])
+def test_a_bad_inspect_table_names_the_field(tmp_path, field: str, value: object, problem: str) -> None:
+    """exercise.toml's [inspect] is validated like the rest: one sentence naming the file and field."""
+    from course import schema
+
+    section: dict[str, object] = {"show": "compiles", "calls": ["f(x)"], field: value}
+    with pytest.raises(RegistryError, match=f"field `inspect.sections.0.{problem}"):
+        schema.validate(schema.ExerciseFile, {"title": "t", "topic": "t", "inspect": {"sections": [section]}},
+                        "exercise.toml")
+
+
+def test_every_section_has_an_observer_a_schema_name_and_a_drawing() -> None:
+    """A section name is one of SECTIONS everywhere: the schema accepts it and the UI draws it."""
+    import importlib
+    import typing
+
+    from course import schema
+    from course.ui import inspection
+
+    assert set(typing.get_args(schema.InspectSection.model_fields["show"].annotation)) == set(SECTIONS)
+    assert set(inspection.DRAW) | {"compiles"} == set(SECTIONS) == set(inspection.TITLES)
+    for name in SECTIONS:
+        observer: Callable = importlib.import_module(f"course.grading.observe.{name}").observe
+        assert callable(observer)
