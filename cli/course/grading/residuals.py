@@ -31,8 +31,8 @@ from course.grading.loops import line_text, type_text
 __all__ = ["Residual", "describe_residuals", "residuals_of", "scan_residuals"]
 
 # Primitives that pass a value through unchanged for our purpose: the dot output autodiff saves sits
-# behind a `reduce_precision`, and `checkpoint_name(x, "z")` is a `name` equation.
-_SEE_THROUGH = frozenset({"reduce_precision", "name", "copy", "copy_p", "optimization_barrier"})
+# behind a `reduce_precision`, `checkpoint_name(x, "z")` is a `name` equation, an offloaded one a `device_put`.
+_SEE_THROUGH = frozenset({"reduce_precision", "name", "copy", "copy_p", "optimization_barrier", "device_put"})
 
 
 @dataclass(frozen=True)
