@@ -75,3 +75,12 @@ def test_residuals_are_found_inside_a_jit_and_described_for_a_message(learner_mo
     text = describe_residuals(found, module.__file__)
     assert text == ("float32[2, 4] (a loop input: the carry, each step's input); float32[2, 8] x2 (outputs of sub, "
                     'tanh; line 10: return x + jnp.tanh(z) @ p["w2"])')
+
+
+def test_a_jit_split_in_two_by_autodiff_still_shows_what_its_forward_half_saves() -> None:
+    """grad of a jitted forward: the forward scan's saved values leave its jit and reach the backward one."""
+    forward = jax.jit(lambda w, x: lax.scan(lambda h, wl: (jnp.tanh(h @ wl), None), x, w)[0])
+    found = residuals_of(jax.grad(lambda w, x: jnp.sum(forward(w, x))), jnp.ones((5, 4, 4)) / 8, jnp.ones((2, 4)))
+    assert {(r.type, r.source, r.primitive) for r in found} >= {("float32[2, 4]", "carry", None),
+                                                                 ("float32[2, 4]", "op", "tanh")}
+    assert {r.length for r in found} == {5}

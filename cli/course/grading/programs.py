@@ -24,7 +24,7 @@ from typing import Any
 
 import jax
 
-__all__ = ["Memory", "Program", "compile_program", "hlo_size", "mib", "over_budget", "size_text"]
+__all__ = ["Memory", "Program", "compile_lowered", "compile_program", "hlo_size", "mib", "over_budget", "size_text"]
 
 # One instruction of HLO text: `  %add.3 = f32[8]{0} add(...)` or `  ROOT %tuple = (...) tuple(...)`.
 _INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?[\w.\-]+\s=\s", re.MULTILINE)
@@ -101,7 +101,11 @@ def compile_program(fn: Callable[..., Any], *args: Any) -> Program:
     Nothing runs and no argument is consumed. A program whose lowered text was compiled before in
     this process is not compiled again. Errors of the learner's code (tracing) pass through.
     """
-    lowered = jax.jit(fn).lower(*args)
+    return compile_lowered(jax.jit(fn).lower(*args), str(getattr(fn, "__name__", type(fn).__name__)))
+
+
+def compile_lowered(lowered: Any, name: str = "") -> Program:
+    """The `Program` of a `jax.stages.Lowered` (from `jax.jit(f).trace(...).lower()`, say), compiled once."""
     key = (lowered.as_text(), str(lowered.in_tree))
     compiled = _programs.get(key)
     if compiled is None:
@@ -111,7 +115,7 @@ def compile_program(fn: Callable[..., Any], *args: Any) -> Program:
             _programs.popitem(last=False)
     else:
         _programs.move_to_end(key)
-    return Program(str(getattr(fn, "__name__", type(fn).__name__)), compiled)
+    return Program(name, compiled)
 
 
 def hlo_size(hlo: Any) -> int:

@@ -79,14 +79,12 @@ class Residual:
 def scan_residuals(jaxpr: Any, *, path: Path | None = None) -> list[Residual]:
     """The residuals of every differentiated scan in a (closed) jaxpr and its nested jaxprs, in program order."""
     found = []
-    for inner in _all_jaxprs(getattr(jaxpr, "jaxpr", jaxpr)):
-        for i, eqn in enumerate(inner.eqns):
-            if eqn.primitive.name != "scan":
-                continue
-            n_carry = int(eqn.params["num_carry"])
-            for k, y in enumerate(eqn.outvars[n_carry:]):
-                if _dropped(y) or not _scanned_back(inner, i, y, not eqn.params["reverse"]):
-                    continue
+    for inner, i, eqn, frames in _walk(getattr(jaxpr, "jaxpr", jaxpr), ()):
+        if eqn.primitive.name != "scan":
+            continue
+        n_carry = int(eqn.params["num_carry"])
+        for k, y in enumerate(eqn.outvars[n_carry:]):
+            if not _dropped(y) and _scanned_back(inner, i, y, not eqn.params["reverse"], frames):
                 found.append(_trace(eqn, n_carry + k, path))
     return found
 
@@ -119,12 +117,16 @@ def describe_residuals(found: list[Residual], path: Path | None = None) -> str:
     return "; ".join(parts)
 
 
-def _all_jaxprs(jaxpr: Any) -> Iterator[Any]:
-    """`jaxpr` and every jaxpr nested in its equations' parameters (open jaxprs)."""
-    yield jaxpr
-    for eqn in jaxpr.eqns:
+# Where an equation sits: (the jaxpr holding the enclosing equation, its index there, that equation), outermost first.
+Frames = tuple[tuple[Any, int, Any], ...]
+
+
+def _walk(jaxpr: Any, frames: Frames) -> Iterator[tuple[Any, int, Any, Frames]]:
+    """Every equation of an open jaxpr and its nested jaxprs: (its jaxpr, its index, itself, its frames)."""
+    for i, eqn in enumerate(jaxpr.eqns):
+        yield jaxpr, i, eqn, frames
         for sub in jex.core.jaxprs_in_params(eqn.params):
-            yield from _all_jaxprs(getattr(sub, "jaxpr", sub))
+            yield from _walk(getattr(sub, "jaxpr", sub), (*frames, (jaxpr, i, eqn)))
 
 
 def _dropped(var: Any) -> bool:
@@ -132,8 +134,16 @@ def _dropped(var: Any) -> bool:
     return type(var).__name__ == "DropVar"
 
 
-def _scanned_back(jaxpr: Any, start: int, var: Any, reverse: bool) -> bool:
-    """Whether an equation after `start` is a scan of direction `reverse` that takes `var`, or holds one that does."""
+def _scanned_back(jaxpr: Any, start: int, var: Any, reverse: bool, frames: Frames = ()) -> bool:
+    """Whether a scan of direction `reverse` after equation `start` takes `var`, here, inside a later equation,
+    or, when `var` leaves its jaxpr as an output of a call (a `jit` whose forward and backward halves autodiff
+    split in two), after the call in the enclosing jaxpr."""
+    if frames and any(v is var for v in jaxpr.outvars):
+        outer, index, call = frames[-1]
+        if call.primitive.name not in ("scan", "while", "cond") and len(jaxpr.outvars) == len(call.outvars):
+            for pos, v in enumerate(jaxpr.outvars):
+                if v is var and _scanned_back(outer, index, call.outvars[pos], reverse, frames[:-1]):
+                    return True
     for eqn in jaxpr.eqns[start + 1:]:
         positions = [j for j, v in enumerate(eqn.invars) if v is var]
         if not positions:
