@@ -121,26 +121,28 @@ def test_values_min_memory(submission: ModuleType, rng: np.random.Generator) -> 
     _check_values(submission, rng, "loss_and_grads_min_memory")
 
 
-def _checkpoints(closed: Any, path: Path) -> tuple[int, list[tuple[int | None, bool]]]:
-    """(how many checkpoints, [(line, differentiated)] of each checkpoint that holds a scan).
+def _checkpoints(closed: Any, path: Path) -> tuple[bool, list[tuple[int | None, bool]]]:
+    """(whether a checkpoint recomputes inside a backward scan, [(line, differentiated)] of each that holds a scan).
 
-    A checkpoint that autodiff went through is `differentiated`: around a scan, it is a checkpoint of the
-    whole scan. One that was never differentiated wraps the gradient computation itself.
+    A checkpointed scan body shows in a gradient's jaxpr as a `remat2` inside the backward (reverse) scan. A
+    checkpoint that autodiff went through is `differentiated`: around a scan, it is a checkpoint of the whole
+    scan. One that was never differentiated wraps the gradient computation itself.
     """
-    count, around = 0, {}
+    in_backward, around = False, {}
     for eqn, outer in walk_eqns(closed):
-        count += eqn.primitive.name == "remat2"
+        if eqn.primitive.name == "remat2":
+            in_backward |= any(e.primitive.name == "scan" and e.params["reverse"] for e in outer)
         if eqn.primitive.name == "scan":
             for e in outer:
                 if e.primitive.name == "remat2":
                     around[id(e)] = (learner_line(e, path), bool(e.params.get("differentiated")))
-    return count, list(around.values())
+    return in_backward, list(around.values())
 
 
 def _explain_memory(closed: Any, path: Path, min_memory: bool) -> str:
     """Why the program keeps so much: the saved residuals with their lines, and what to change."""
     residuals = [r for r in scan_residuals(closed, path=path) if r.length == L]
-    count, around = _checkpoints(closed, path)
+    in_backward, around = _checkpoints(closed, path)
     want = ("Save only each layer's input: `jax.checkpoint` on the scan's body with the default policy "
             "(`jax.checkpoint_policies.nothing_saveable`), so everything inside the layer is recomputed."
             if min_memory else
@@ -160,8 +162,9 @@ def _explain_memory(closed: Any, path: Path, min_memory: bool) -> str:
                             "nothing outside it to differentiate and it changes nothing. " + want)
         return saved + (f" Your `jax.checkpoint`{where} wraps the whole scan: a policy does not reach inside "
                         "a scan, so the backward pass runs the scan again and saves everything. " + want)
-    if not count:
-        return saved + " Nothing is checkpointed, so autodiff keeps every intermediate of every layer. " + want
+    if not in_backward:
+        return saved + (" No checkpoint reaches the scan that computes the gradient, so autodiff keeps every "
+                        "intermediate of every layer. " + want)
     return saved + " Your checkpoint policy keeps more than that. " + want
 
 

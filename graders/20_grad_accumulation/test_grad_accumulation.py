@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -16,7 +17,7 @@ from course.grading.arrays import assert_array, assert_is_array, describe_value
 from course.grading.compiles import CompileRecorder, own_function_names
 from course.grading.executions import RunRecorder
 from course.grading.feedback import check, fail
-from course.grading.loops import line_text, loops_in
+from course.grading.loops import EqnRuns, eqn_runs, line_text, loops_in, type_text
 from course.grading.matmuls import Matmul, matmuls_of
 from course.grading.patching import count_jit_builds
 from course.grading.programs import compile_program, size_text
@@ -152,17 +153,41 @@ def test_accumulator_float32(submission: ModuleType, submission_path: Path) -> N
                  "lose their low bits. Keep the sums in float32 (cast each gradient up before adding).")
 
 
+# Equations that never copy data (views, bitcasts) or only hold other equations.
+_NO_COPY = frozenset({"reshape", "squeeze", "expand_dims", "jit", "pjit", "closed_call", "remat2", "custom_jvp_call",
+                      "custom_vjp_call", "scan", "while"})
+
+
+def _batch_copies(fn: Callable[[Any, Any], Any], rows: int, path: Path) -> list[EqnRuns]:
+    """Equations outside any loop that make an array as large as the whole batch's x: a copy of the batch."""
+    found = []
+    for run in eqn_runs(jax.make_jaxpr(fn)(*_spec(rows)), path=path):
+        if run.primitive in _NO_COPY or any(e.primitive.name in ("scan", "while") for e in run.outer):
+            continue
+        if any(math.prod(getattr(v.aval, "shape", ())) >= rows * D for v in run.eqn.outvars):
+            found.append(run)
+    return found
+
+
 @pytest.mark.points(2)
-def test_memory_scales_with_microbatch(submission: ModuleType) -> None:
+def test_memory_scales_with_microbatch(submission: ModuleType, submission_path: Path) -> None:
     """Temporary memory depends on the microbatch, not the batch: 8192 rows in 16 need at most 1.1x 2048 in 4"""
     small = compile_program(_with(submission, 4), *_spec(2048)).temp_bytes
     large = compile_program(_with(submission, 16), *_spec(8192)).temp_bytes
     if large <= GROWTH * small:
         return
-    fail(f"temporary memory grows with the batch: {size_text(small)} for batch 2048 in 4 microbatches, "
-         f"{size_text(large)} for batch 8192 in 16, though each microbatch has 512 rows both times. Something of "
-         "every microbatch stays alive together: per-microbatch gradients stacked (`lax.map`, or the scan's `ys`) "
-         "instead of summed in the carry, or all microbatches computed at once. Keep only a running sum.")
+    head = (f"temporary memory grows with the batch: {size_text(small)} for batch 2048 in 4 microbatches, "
+            f"{size_text(large)} for batch 8192 in 16, though B / num_micro = 512 rows both times. ")
+    copies = _batch_copies(_with(submission, 16), 8192, submission_path)
+    if copies:
+        first = copies[0]
+        fail(head + f"At {line_text(first.line, submission_path)}, `{first.primitive}` makes "
+             f"{', '.join(type_text(v.aval) for v in first.eqn.outvars[:1])}, a copy of the whole batch, before the "
+             "loop. `x.reshape(num_micro, -1, ...)` gives the same microbatches without copying anything (or "
+             "slice each microbatch inside the loop).")
+    fail(head + "Something of every microbatch stays alive together: per-microbatch gradients stacked (`lax.map`, "
+         "or the scan's `ys`) instead of summed in the carry, or all microbatches computed at once. Keep only a "
+         "running sum.")
 
 
 @pytest.mark.points(1)
