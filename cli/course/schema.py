@@ -76,7 +76,7 @@ class InspectSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    show: Literal["compiles", "donation", "kernels", "refs", "distributed"]
+    show: Literal["compiles", "donation", "kernels", "refs", "distributed", "compiler"]
     """What the section shows (`course.grading.observe.SECTIONS` says what each does)."""
     calls: list[str] = Field(min_length=1)
     """Example calls, one line of Python each, e.g. `update_with_donate(f32(1024), f32(1024))`."""

@@ -186,6 +186,29 @@ CASES = {
         {"test_values_when_copies_land_at_start", "test_slot_untouched_while_in_flight"},
         r"it holds 2 \* block 1: the slot was refilled before block 0 was computed",
     ),
+    # Part 5: mistakes only the compiler or the jaxpr can see, each named for what it is.
+    ("scan_layers", "scan_batch"): (
+        {"test_one_loop_over_layers", "test_jaxpr_size_constant", "test_compiled_size_constant"},
+        r"runs 16 times, over the 16 rows of x",
+    ),
+    ("scan_layers", "unroll_full"): ({"test_compiled_size_constant"}, r"is fully unrolled \(`unroll=True`"),
+    ("remat_policy", "misspelt_name"): ({"test_no_matmul_recomputed"}, r"recomputes 1 matmul\(s\).*names 'hiden'"),
+    ("remat_policy", "whole_loss"): (
+        {"test_memory_budget_loss_and_grads", "test_memory_budget_min_memory"},
+        r"61\.3 MiB.*wraps the whole scan: a policy does not reach inside a scan",
+    ),
+    ("remat_policy", "grads_elsewhere"): (
+        {"test_memory_budget_loss_and_grads", "test_memory_budget_min_memory", "test_no_matmul_recomputed"},
+        r"No checkpoint reaches the scan that computes the gradient",
+    ),
+    ("grad_accumulation", "micro_size_swapped"): (
+        {"test_loop_over_microbatches", "test_memory_scales_with_microbatch"},
+        r"runs 512 times for a batch of 2048 rows; it should run num_micro=4 times",
+    ),
+    ("grad_accumulation", "split_stack_copy"): (
+        {"test_memory_scales_with_microbatch"}, r"makes float32\[16, 512, 64\], a copy of the whole batch",
+    ),
+    ("grad_accumulation", "no_divide"): ({"test_values"}, r"It is num_micro=4 times the mean"),
 }
 
 

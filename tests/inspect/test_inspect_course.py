@@ -206,6 +206,51 @@ def sharded_donated_step(found: Inspection, wrong: bool) -> None:
     assert [len(c) for c in own_compiles(found)] == [1, 0, 0]
 
 
+def scan_layers(found: Inspection, wrong: bool) -> None:
+    """A scan's program is the same at L=2 and 8, its matmul runs L times; a Python loop writes every layer out."""
+    shallow, deep, grad = (call(found, "compiler", i) for i in range(3))
+    if wrong:  # python_loop: no loop, one matmul per layer, a program that grows
+        assert shallow["loops"] == deep["loops"] == []
+        assert deep["hlo_instructions"] > 3 * shallow["hlo_instructions"]
+        assert [(m["count"], m["times"]) for m in deep["matmuls"]] == [(8, 1)]
+        return
+    assert (shallow["hlo_instructions"], shallow["jaxpr_equations"]) == (deep["hlo_instructions"],
+                                                                         deep["jaxpr_equations"])
+    assert [(lp["kind"], lp["length"]) for lp in deep["loops"]] == [("scan", 8)]
+    assert [(m["count"], m["times"], m["line"]) for m in deep["matmuls"]] == [(1, 8, 15)]
+    assert deep["matmul_flops"] == 8 * 2 * 16 * 64 * 64 and deep["residuals"] == []
+    assert {r["length"] for r in grad["residuals"]} == {8} and grad["residual_bytes"] > 0
+    assert [len(c) for c in own_compiles(found)] == [1, 0, 1]
+
+
+def remat_policy(found: Inspection, wrong: bool) -> None:
+    """dots_saveable keeps a matmul output and the input per layer; without a checkpoint six gelu arrays more."""
+    dots, least = call(found, "compiler", 0), call(found, "compiler", 1)
+    saved = {(r["type"], r["origin"]): r["count"] for r in dots["residuals"]}
+    if wrong:  # plain: no checkpoint
+        assert dots["memory"]["temp"] > 50 * 2**20
+        assert sum(n for (t, _), n in saved.items() if t == "float32[512, 256]") == 6
+        return
+    assert dots["memory"]["temp"] < 20 * 2**20 and least["memory"]["temp"] < 8 * 2**20
+    assert saved == {("float32[512, 256]", "output of dot_general"): 1,
+                     ("float32[512, 64]", "a loop input: the carry, each step's input"): 1}
+    assert [r["type"] for r in least["residuals"]] == ["float32[512, 64]"]
+    assert (dots["matmul_flops"], least["matmul_flops"]) == (1_610_612_736, 1_879_048_192)
+
+
+def grad_accumulation(found: Inspection, wrong: bool) -> None:
+    """A running sum keeps the temp memory of one microbatch at both sizes; a stack of gradients grows."""
+    small, large = call(found, "compiler", 0), call(found, "compiler", 1)
+    if wrong:  # lax_map_stack
+        assert large["memory"]["temp"] > 1.2 * small["memory"]["temp"]
+        return
+    assert small["memory"]["temp"] == large["memory"]["temp"]
+    assert [(lp["kind"], lp["length"], set(lp["carry"]) <= {"float32[]", "float32[256]", "float32[64, 256]"})
+            for lp in large["loops"]] == [("scan", 16, True)]
+    assert {m["times"] for m in small["matmuls"]} == {4} and {m["times"] for m in large["matmuls"]} == {16}
+    assert [len(c) for c in own_compiles(found)] == [1, 0, 1]
+
+
 CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "update_with_donate": ("copies_state", update_with_donate),
     "ref_reads_writes": ("three_loads", ref_reads_writes),
@@ -219,6 +264,9 @@ CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "shard_and_reduce": ("psum_one_axis", shard_and_reduce),
     "ring_allreduce": ("psum", ring_allreduce),
     "sharded_donated_step": ("replicated_output", sharded_donated_step),
+    "scan_layers": ("python_loop", scan_layers),
+    "remat_policy": ("plain", remat_policy),
+    "grad_accumulation": ("lax_map_stack", grad_accumulation),
 }
 FILES = [(name, variant) for name in CASES for variant in (None, CASES[name][0])]
 

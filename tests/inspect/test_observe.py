@@ -180,3 +180,52 @@ def test_every_section_has_an_observer_a_schema_name_and_a_drawing() -> None:
     for name in SECTIONS:
         observer: Callable = importlib.import_module(f"course.grading.observe.{name}").observe
         assert callable(observer)
+
+
+SCANNED = """
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+@jax.jit
+def forward(w, x):
+    return lax.scan(lambda h, wl: (jnp.tanh(h @ wl), None), x, w)[0]
+
+
+@jax.jit
+def unrolled(w, x):
+    for i in range(w.shape[0]):
+        x = jnp.tanh(x @ w[i])
+    return x
+"""
+
+
+def test_the_compiler_section_reads_one_program_per_call(tmp_path, monkeypatch) -> None:
+    """Memory, sizes, loops, matmuls with their runs, and saved residuals; equal matmuls of a Python loop group."""
+    import io
+
+    from rich.console import Console
+
+    from course import ui
+    from course.grading.observe import compiler
+    from course.ui.inspection import draw_section
+
+    module = learner(tmp_path, SCANNED)
+    texts = ["forward(w, x)", "unrolled(w, x)", "jax.grad(lambda v: forward(v, x).sum())(w)"]
+    made = calls.make_calls(texts, "w = f32(4, 8, 8) / 4\nx = f32(2, 8)", module)
+    scan, loop, grad = compiler.observe(made, module, tmp_path / "mine.py")
+    assert [(lp["kind"], lp["length"], lp["carry"]) for lp in scan["loops"]] == [("scan", 4, ["float32[2, 8]"])]
+    assert [(m["times"], m["count"], m["line"]) for m in scan["matmuls"]] == [(4, 1, 9)]
+    assert scan["matmul_flops"] == 4 * 2 * 2 * 8 * 8 == sum(m["total_flops"] * m["count"] for m in loop["matmuls"])
+    assert loop["loops"] == [] and [(m["times"], m["count"]) for m in loop["matmuls"]] == [(1, 4)]
+    assert loop["jaxpr_equations"] > 2 * scan["jaxpr_equations"] and loop["hlo_instructions"] > scan["hlo_instructions"]
+    assert scan["residuals"] == [] and {r["length"] for r in grad["residuals"]} == {4}
+    assert grad["residual_bytes"] == sum(r["bytes"] * r["count"] * r["length"] for r in grad["residuals"])
+    buffer = io.StringIO()
+    monkeypatch.setattr(ui, "out", Console(file=buffer, width=200, color_system=None))
+    draw_section({"show": "compiler", "note": "", "calls": [scan, loop, grad]})
+    text = buffer.getvalue()
+    assert "scan of 4 trips at line 9; carries float32[2, 8]" in text
+    assert "float32[2, 8] @ float32[8, 8] -> float32[2, 8], 4 of them: 1 run each" in text
+    assert "saved for the backward pass:" in text and "line 9: return lax.scan" in text

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from course import ui
+from course.ui import inspection_compiler as compiler
 from course.ui import inspection_kernels as kernels
 from course.ui import inspection_sharding as sharding
 from course.ui.inspection_kernels import source
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from course.engine.inspection import Inspection
 
 TITLES = {"compiles": "Compiles", "donation": "Donation", "kernels": "Kernels", "refs": "Refs",
-          "distributed": "Distributed"}
+          "distributed": "Distributed", "compiler": "Compiler"}
 
 
 def inspection(found: Inspection, file_hint: str) -> None:
@@ -178,5 +179,6 @@ DRAW: dict[str, Callable[[dict[str, Any]], None]] = {
     "kernels": kernels.kernels,
     "refs": kernels.refs,
     "distributed": sharding.distributed,
+    "compiler": compiler.compiler,
 }
 """How each section draws one call (compiles draws all its calls as one table)."""

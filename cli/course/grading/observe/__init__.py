@@ -22,6 +22,7 @@ SECTIONS = {
     "kernels": "each pallas_call: grid, blocks, memory spaces, loads, stores and DMAs by line",
     "refs": "the jax.Refs a function is given or makes, and each load, store and freeze",
     "distributed": "the mesh, each input's and output's layout, the collectives of the jaxpr and the HLO",
+    "compiler": "the compiled program's temp memory and size, its loops, matmuls (dtypes, work) and saved residuals",
 }
 """The sections an exercise may list, each with what it shows."""
 

@@ -1,0 +1,96 @@
+"""The compiler section: what a call's program costs, read from XLA and from the jaxpr.
+
+Each call is traced once and compiled once (`jax.jit(...).trace(...)`, then `compile_lowered`), so
+every number describes one program: `memory_analysis()` (temp, arguments, outputs), the compiled
+HLO's size, the jaxpr's size, its loops with their trip counts and carries, every matmul with its
+dtypes, learner line and how many times it runs (`course.grading.matmuls`), and, for a call that
+differentiates a scan, what the forward pass saves for the backward pass (`course.grading.residuals`).
+Nothing is run. The numbers are those the Part 5 graders compare, so a learner sees them move
+when a fix lands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from course.grading.loops import jaxpr_size, loops_in
+from course.grading.matmuls import Matmul, matmul_flops, matmuls_in
+from course.grading.observe.calls import Call, CallError
+from course.grading.observe.report import describe_error, guarded, source_lines
+from course.grading.programs import compile_lowered
+from course.grading.residuals import Residual, scan_residuals
+
+__all__ = ["observe"]
+
+MAX_ROWS = 12
+"""Matmul and residual rows shown one by one (after grouping equal ones); the rest are counted."""
+
+
+def observe(calls: list[Call | CallError], module: Any, path: Path | None) -> list[dict[str, Any]]:
+    """For each call: memory, program sizes, loops, matmuls and saved residuals of its one compiled program."""
+    out = []
+    for call in calls:
+        if isinstance(call, CallError):
+            out.append({"call": "", "error": describe_error(call, path)})
+        else:
+            out.append({"call": call.text, **guarded(lambda call=call: _one(call, path), path)})
+    return out
+
+
+def _one(call: Call, path: Path | None) -> dict[str, Any]:
+    """The compiler report of one call, from one trace and one compile."""
+    fn, arrays, _ = call.traced()
+    traced = jax.jit(fn).trace(*arrays)
+    program = compile_lowered(traced.lower(), "call")
+    memory = program.memory
+    found = matmuls_in(traced.jaxpr, path=path)
+    residuals = scan_residuals(traced.jaxpr, path=path)
+    loops = [{"kind": lp.kind, "length": lp.length, "reverse": lp.reverse, "unroll": lp.unroll,
+              "carry": list(lp.carry), "times": lp.times, "line": lp.line} for lp in loops_in(traced.jaxpr, path=path)]
+    matmuls = _grouped([_matmul(m) for m in found])
+    saved = _grouped([_residual(r) for r in residuals])
+    lines = {r["line"] for r in matmuls + saved + loops if r.get("line")}
+    return {
+        "memory": {"temp": memory.temp, "argument": memory.argument, "output": memory.output,
+                   "alias": memory.alias, "peak": memory.peak},
+        "hlo_instructions": program.hlo_size,
+        "jaxpr_equations": jaxpr_size(traced.jaxpr),
+        "cost_flops": program.flops,
+        "loops": loops,
+        "matmul_flops": matmul_flops(found),
+        "matmuls": matmuls[:MAX_ROWS],
+        "more_matmuls": max(0, len(matmuls) - MAX_ROWS),
+        "residuals": saved[:MAX_ROWS],
+        "more_residuals": max(0, len(saved) - MAX_ROWS),
+        "residual_bytes": sum(r.total_bytes for r in residuals),
+        "source": source_lines(path, lines),
+    }
+
+
+def _matmul(m: Matmul) -> dict[str, Any]:
+    """One matmul, as plain data."""
+    return {"lhs": m.lhs, "rhs": m.rhs, "out": m.out, "preferred": m.preferred, "flops": m.flops,
+            "times": m.times, "total_flops": m.total_flops, "unknown": m.unknown, "line": m.line,
+            "loops": [list(lp) for lp in m.loops], "dims": m.dims,
+            "mixed": m.preferred is not None and not m.lhs_dtype == m.rhs_dtype == m.preferred}
+
+
+def _residual(r: Residual) -> dict[str, Any]:
+    """One saved residual, as plain data."""
+    return {"type": r.type, "origin": r.origin(), "name": r.name, "line": r.line, "length": r.length,
+            "bytes": r.nbytes, "scan_line": r.scan_line}
+
+
+def _grouped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Equal rows once each, in first-seen order, with a `count` (a Python loop's 16 equal matmuls: one row)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        key = repr(sorted(row.items()))
+        if key in groups:
+            groups[key]["count"] += 1
+        else:
+            groups[key] = {**row, "count": 1}
+    return list(groups.values())

@@ -1,0 +1,208 @@
+"""Grader of `grad_accumulation`: values, a loop of num_micro trips, float32 sums, memory per microbatch, compiles."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course.grading.arrays import assert_array, assert_is_array, describe_value
+from course.grading.compiles import CompileRecorder, own_function_names
+from course.grading.executions import RunRecorder
+from course.grading.feedback import check, fail
+from course.grading.loops import EqnRuns, eqn_runs, line_text, loops_in, type_text
+from course.grading.matmuls import Matmul, matmuls_of
+from course.grading.patching import count_jit_builds
+from course.grading.programs import compile_program, size_text
+
+D, H = 64, 256
+TOL = 2e-4  # of the largest entry; float32 sums of four to eight microbatches stay near 1e-6
+GROWTH = 1.1  # temp memory may grow by 10% from 4 to 16 microbatches of the same size
+
+
+def _inputs(rng: np.random.Generator, rows: int) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
+    """Random params and a batch of `rows` rows whose targets the model misses by about one."""
+    params = {"w1": rng.standard_normal((D, H)) / np.sqrt(D), "b1": rng.standard_normal(H) * 0.1,
+              "w2": rng.standard_normal(H) / np.sqrt(H)}
+    batch = {"x": rng.standard_normal((rows, D)), "y": rng.standard_normal(rows)}
+    f32 = jnp.float32
+    return ({k: jnp.asarray(v, f32) for k, v in params.items()}, {k: jnp.asarray(v, f32) for k, v in batch.items()})
+
+
+def _spec(rows: int) -> tuple[dict[str, jax.ShapeDtypeStruct], dict[str, jax.ShapeDtypeStruct]]:
+    """The shapes of params and of a batch of `rows` rows, for tracing and compiling."""
+    s, f32 = jax.ShapeDtypeStruct, jnp.float32
+    return ({"w1": s((D, H), f32), "b1": s((H,), f32), "w2": s((H,), f32)},
+            {"x": s((rows, D), f32), "y": s((rows,), f32)})
+
+
+def _with(submission: ModuleType, num_micro: int) -> Callable[[Any, Any], Any]:
+    """`accumulated_grads` with num_micro fixed, as one function of the arrays (the same text for every check)."""
+    return lambda params, batch: submission.accumulated_grads(params, batch, num_micro)
+
+
+_C = np.sqrt(2 / np.pi)
+
+
+def _numpy(params: dict[str, jax.Array], batch: dict[str, jax.Array]) -> tuple[float, dict[str, np.ndarray]]:
+    """The full batch's loss and gradients by hand, in float64."""
+    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    x, y = (np.asarray(batch[k], np.float64) for k in ("x", "y"))
+    z = x @ p["w1"] + p["b1"]
+    t = np.tanh(_C * (z + 0.044715 * z**3))
+    a = 0.5 * z * (1 + t)
+    slope = 0.5 * (1 + t) + 0.5 * z * (1 - t**2) * _C * (1 + 3 * 0.044715 * z**2)
+    r = a @ p["w2"] - y
+    g = 2 * r / r.size
+    dz = np.outer(g, p["w2"]) * slope
+    return float(np.mean(r**2)), {"w1": x.T @ dz, "b1": dz.sum(axis=0), "w2": a.T @ g}
+
+
+def _off(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest error, as a fraction of the largest expected entry."""
+    return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
+
+
+def _why(got: np.ndarray, want: np.ndarray, num_micro: int) -> str:
+    """A usual cause, when the error has one's shape."""
+    if num_micro > 1 and _off(got, want * num_micro) < TOL:
+        return (f" It is num_micro={num_micro} times the mean: the sum of the microbatch values. Divide the sums by "
+                "num_micro once, after the loop.")
+    return ""
+
+
+@pytest.mark.points(2)
+def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`accumulated_grads` returns the full batch's float32 loss and gradients"""
+    for rows, num_micro in ((2048, 4), (512, 1), (512, 8)):
+        params, batch = _inputs(rng, rows)
+        out = compile_program(_with(submission, num_micro), params, batch)(params, batch)
+        head = f"num_micro={num_micro}, batch of {rows}: "
+        check(isinstance(out, tuple | list) and len(out) == 2,
+              f"{head}accumulated_grads returned {describe_value(out)}; it returns a pair (loss, grads).")
+        loss, grads = out
+        want_loss, want_grads = _numpy(params, batch)
+        got = assert_is_array(loss, f"{head}the loss")
+        check(got.shape == () and got.dtype == jnp.float32, f"{head}the loss is {describe_value(got)}; it is a "
+                                                            "float32 scalar.")
+        value = np.asarray(got, np.float64)
+        if abs(value - want_loss) > TOL * abs(want_loss):
+            fail(f"{head}the loss is {float(value):.6g}, expected {want_loss:.6g} (the mean over all {rows} rows)."
+                 f"{_why(value, np.float64(want_loss), num_micro)}")
+        check(isinstance(grads, dict) and set(grads) == set(want_grads),
+              f"{head}grads are {describe_value(grads)}; they are a dict with the keys of params.")
+        for key, want in want_grads.items():
+            g = assert_is_array(grads[key], f"{head}grads[{key!r}]")
+            if g.shape == want.shape and g.dtype == jnp.float32 and _off(np.asarray(g, np.float64), want) > TOL:
+                fail(f"{head}grads[{key!r}] is off by {_off(np.asarray(g, np.float64), want):.1e} of its largest "
+                     f"entry (allowed {TOL:g}).{_why(np.asarray(g, np.float64), want, num_micro)}")
+            assert_array(g, want.astype(np.float32), name=f"{head}grads[{key!r}]", rtol=TOL,
+                         atol=TOL * float(np.max(np.abs(want))))
+
+
+def _all_at_once(m: Matmul, num_micro: int) -> bool:
+    """A matmul over every microbatch at once: vmap's batched operands, of num_micro in front."""
+    return m.batch == num_micro or m.lhs.split("[")[1].startswith(f"{num_micro}, ") or \
+        m.out.split("[")[1].startswith(f"{num_micro}, ")
+
+
+@pytest.mark.points(2)
+def test_loop_over_microbatches(submission: ModuleType, submission_path: Path) -> None:
+    """Every matmul of the gradient runs inside one loop of num_micro trips (batch 2048, num_micro = 4)"""
+    rows, num_micro = 2048, 4
+    found = matmuls_of(_with(submission, num_micro), *_spec(rows), path=submission_path)
+    check(found, "accumulated_grads runs no matmul (no `dot_general` in its jaxpr): compute the model's x @ w1.")
+    unknown = [m for m in found if m.times is None]
+    if unknown:
+        fail(f"accumulated_grads runs matmuls {unknown[0].unknown}, whose trip count is data: loop over the "
+             "microbatches with `lax.scan` (or a `fori_loop` with Python-int bounds), whose trips JAX knows.")
+    outside = [m for m in found if not m.loops]
+    batched = [m for m in outside if _all_at_once(m, num_micro)]
+    if batched:
+        fail(f"{len(batched)} matmul(s) of the gradient work on all {num_micro} microbatches at once "
+             f"({batched[0].describe()}, {line_text(batched[0].line, submission_path)}): that is `vmap` over the "
+             "microbatches, which keeps all of them alive together. Loop over them, one microbatch per trip.")
+    if outside:
+        fail(f"{len(outside)} matmul(s) of the gradient run outside any loop "
+             f"({line_text(outside[0].line, submission_path)}): each microbatch is written out (or the whole batch "
+             f"is done in one go). Loop over the {num_micro} microbatches with one `lax.scan`.")
+    for m in found:
+        if m.times != num_micro:
+            _, length, line = m.innermost_loop() or ("scan", None, None)
+            fail(f"the loop at {line_text(line, submission_path)} runs {m.times} times for a batch of {rows} rows; "
+                 f"it should run num_micro={num_micro} times, one microbatch of {rows // num_micro} consecutive rows "
+                 f"per trip. Split the batch as `x.reshape(num_micro, -1, ...)`, not `x.reshape(-1, num_micro, ...)`.")
+
+
+@pytest.mark.points(1)
+def test_accumulator_float32(submission: ModuleType, submission_path: Path) -> None:
+    """The running sums the loop carries are float32"""
+    closed = jax.make_jaxpr(_with(submission, 4))(*_spec(512))
+    for loop in loops_in(closed, path=submission_path):
+        narrow = [t for t in loop.carry if t.split("[")[0] in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")]
+        if narrow:
+            fail(f"the loop at {line_text(loop.line, submission_path)} carries {', '.join(narrow)}: a running sum in "
+                 "a 16-bit float keeps about 3 significant digits, so the small gradients of later microbatches "
+                 "lose their low bits. Keep the sums in float32 (cast each gradient up before adding).")
+
+
+# Equations that never copy data (views, bitcasts) or only hold other equations.
+_NO_COPY = frozenset({"reshape", "squeeze", "expand_dims", "jit", "pjit", "closed_call", "remat2", "custom_jvp_call",
+                      "custom_vjp_call", "scan", "while"})
+
+
+def _batch_copies(fn: Callable[[Any, Any], Any], rows: int, path: Path) -> list[EqnRuns]:
+    """Equations outside any loop that make an array as large as the whole batch's x: a copy of the batch."""
+    found = []
+    for run in eqn_runs(jax.make_jaxpr(fn)(*_spec(rows)), path=path):
+        if run.primitive in _NO_COPY or any(e.primitive.name in ("scan", "while") for e in run.outer):
+            continue
+        if any(math.prod(getattr(v.aval, "shape", ())) >= rows * D for v in run.eqn.outvars):
+            found.append(run)
+    return found
+
+
+@pytest.mark.points(2)
+def test_memory_scales_with_microbatch(submission: ModuleType, submission_path: Path) -> None:
+    """Temporary memory depends on the microbatch, not the batch: 8192 rows in 16 need at most 1.1x 2048 in 4"""
+    small = compile_program(_with(submission, 4), *_spec(2048)).temp_bytes
+    large = compile_program(_with(submission, 16), *_spec(8192)).temp_bytes
+    if large <= GROWTH * small:
+        return
+    head = (f"temporary memory grows with the batch: {size_text(small)} for batch 2048 in 4 microbatches, "
+            f"{size_text(large)} for batch 8192 in 16, though B / num_micro = 512 rows both times. ")
+    copies = _batch_copies(_with(submission, 16), 8192, submission_path)
+    if copies:
+        first = copies[0]
+        fail(head + f"At {line_text(first.line, submission_path)}, `{first.primitive}` makes "
+             f"{', '.join(type_text(v.aval) for v in first.eqn.outvars[:1])}, a copy of the whole batch, before the "
+             "loop. `x.reshape(num_micro, -1, ...)` gives the same microbatches without copying anything (or "
+             "slice each microbatch inside the loop).")
+    fail(head + "Something of every microbatch stays alive together: per-microbatch gradients stacked (`lax.map`, "
+         "or the scan's `ys`) instead of summed in the carry, or all microbatches computed at once. Keep only a "
+         "running sum.")
+
+
+@pytest.mark.points(1)
+def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """`accumulated_grads` is jitted once: 3 new batches of the same shape compile nothing"""
+    names = own_function_names(submission)
+    cases = [_inputs(rng, 512) for _ in range(4)]
+    jax.block_until_ready(submission.accumulated_grads(*cases[0], 4))  # the warm-up compiles
+    with CompileRecorder(names) as rec, RunRecorder(names) as runs, count_jit_builds(submission_path) as built:
+        for params, batch in cases[1:]:
+            jax.block_until_ready(submission.accumulated_grads(params, batch, 4))
+    if rec.count():
+        why = f"; each call builds {max(built[0] // 3, 1)} new jax.jit wrapper(s)" if built[0] else ""
+        fail(f"3 more calls with new batches compiled {rec.count()} time(s) "
+             f"({', '.join(dict.fromkeys(rec.fun_names()))}){why}: build the jit once, at module scope, with "
+             "num_micro static (`static_argnames=\"num_micro\"`), and call it.")
+    check(runs.runs, "accumulated_grads ran no jitted program of yours: its loop ran op by op. Jit it once at module "
+                     "scope, with num_micro static (`functools.partial(jax.jit, static_argnames=\"num_micro\")`).")
