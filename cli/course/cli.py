@@ -242,7 +242,7 @@ def inspect_(
     course: CourseOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Show what your code does, as the graders see it: compiles, donation, kernels, shardings."""
+    """What your code compiles, donates and runs, as the graders see it."""
     from course import inspection  # imported here: only this command needs it
     from course.ui import inspection as drawing
 

@@ -105,9 +105,9 @@ class CheckReport(_Report):
 
     def _draw(self) -> None:
         """The verdicts, as `course check` prints them."""
-        from course.ui import views
+        from course.ui import verdicts
 
-        views.results(self.session, self.results)
+        verdicts.results(self.session, self.results)
 
     def _title(self) -> str:
         """`course check NAME: passed`."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from course.engine import inspect_sections, isolation, limits, runner
+from course.engine import inspect_sections, isolation, limits, report, runner
 from course.engine.inspector import read_observation
 from course.engine.isolation import Launcher
 from course.engine.verdict import ExerciseResult, verdict
@@ -89,9 +89,11 @@ def inspect(exercise: Exercise, submission: Path, sections: list[dict[str, Any]]
         outcome = isolation.run_isolated(command, key=key, cwd=workdir,
                                          env=runner.grading_environment(exercise, cache_dir),
                                          timeout_s=budget.cpu_s, wall_s=budget.wall_s,
-                                         memory_mb=exercise.meta.memory_mb,
-                                         launcher=worker)
-        found = _read(exercise, verdict(exercise, report_path, key, outcome), out, sections)
+                                         memory_mb=exercise.meta.memory_mb, launcher=worker,
+                                         stack_path=report.stack_path(report_path))
+        source = submission.read_text(encoding="utf-8", errors="replace")  # where a stopped run was
+        result = verdict(exercise, report_path, key, outcome, submission.resolve(), source)
+        found = _read(exercise, result, out, sections)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     found.duration_s, found.output = time.monotonic() - started, outcome.output

@@ -33,6 +33,8 @@ class ExerciseReport:
     solution: Verdict | None = None
     wrong: Verdict | None = None
     problems: list[str] = field(default_factory=list)
+    gradings: list[tuple[Job, ExerciseResult]] = field(default_factory=list, repr=False)
+    """Each grading behind the verdicts, with its file: for a caller that reads the messages too."""
 
     @property
     def sound(self) -> bool:
@@ -106,8 +108,8 @@ def validate(
         if worker is not None:
             worker.close()
     for exercise, report in zip(exercises, reports, strict=True):
-        graded = [(j, r) for j, r in zip(todo, results, strict=True) if j.exercise.name == exercise.name]
-        _judge(report, exercise, graded)
+        report.gradings = [(j, r) for j, r in zip(todo, results, strict=True) if j.exercise.name == exercise.name]
+        _judge(report, exercise, report.gradings)
     problems = [] if names else checks.folder_problems(course)
     return ValidationReport(title=course.meta.title, exercises=reports, problems=problems)
 
