@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import textwrap
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from typer.testing import CliRunner
 
 from course import ui
+from support import FIXTURES, git_commit
+
+if TYPE_CHECKING:
+    from course.instructor.validate import ValidationReport
 
 pytest_plugins = ["pytester"]
 
-FIXTURES = Path(__file__).parent / "fixtures"
 # Fixture courses and attack files are data: their graders run only under `course check`.
 collect_ignore = ["fixtures", "adversarial/course", "adversarial/attacks"]
 # The browser test of the class report needs a headless Chromium; CI has none, so there it is not collected.
@@ -33,19 +35,6 @@ def mini_course(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURES / "mini_course", dest, ignore=shutil.ignore_patterns("__pycache__", ".course"))
     git_commit(dest)
     return dest
-
-
-def git_commit(folder: Path) -> None:
-    """Make `folder` a git checkout with one commit, as a cloned course is."""
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "course"]):
-        subprocess.run(["git", "-C", str(folder), *args], check=True, env=env, capture_output=True)
 
 
 @pytest.fixture
@@ -79,3 +68,13 @@ def learner_module(tmp_path: Path) -> Callable[[str], types.ModuleType]:
         return module
 
     return load
+
+
+@pytest.fixture(scope="session")
+def validation() -> ValidationReport:
+    """`course validate` over the real course, run once for the content tests that read it: its
+    verdicts, and the gradings behind them, graded two at a time."""
+    from course.instructor.validate import validate
+    from course.registry import load_course
+
+    return validate(load_course(REPO), [], jobs=2)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_commit
 from course.engine.runner import start_worker
 from course.engine.worker import Worker
 from course.progress import ProgressStore
 from course.session import Session, init_workspace
 from course.ui.watching import NO_TERMINAL
 from course.watch import Grading, Watcher, _digest
+from support import git_commit
 from terminal import Terminal
 
 MINI = Path(__file__).parent / "fixtures" / "mini_course"

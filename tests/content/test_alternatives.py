@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine.runner import grade_many
+from course.engine.runner import grade_many, start_worker
 from course.registry import load_course
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,13 @@ def test_alternatives_pass_every_check(tmp_path: Path) -> None:
         dest.parent.mkdir(parents=True)
         dest.write_bytes(path.read_bytes())
         pairs.append((exercise, dest))
-    results = grade_many(pairs, jobs=2)
+    # One warm worker for all of them, as `course check --all` grades: each cold start would import JAX anew.
+    worker = start_worker()
+    try:
+        results = grade_many(pairs, jobs=2, worker=worker)
+    finally:
+        if worker is not None:
+            worker.close()
     failures = {
         f"{r.name}/{p.parent.parent.parent.name}": [(c.id, c.message) for c in r.checks if c.status != "passed"]
         or r.message

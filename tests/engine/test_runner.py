@@ -20,7 +20,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Grade every mini-course exercise once, two at a time."""
     import shutil
 
-    from conftest import FIXTURES
+    from support import FIXTURES
 
     root = tmp_path_factory.mktemp("runner") / "mini"
     shutil.copytree(FIXTURES / "mini_course", root)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_commit
 from course.engine import isolation, runner, stub
 from course.instructor.validate import validate
 from course.registry import Course, load_course
+from support import git_commit
 
 ADVERSARIAL = Path(__file__).parents[1] / "adversarial" / "course"
 STUB = "exercises/01_double/double.py"
