@@ -266,6 +266,15 @@ def mixed_precision(found: Inspection, wrong: bool) -> None:
     assert {m["out"].split("[")[0] for m in step["matmuls"]} == {"float32"}
 
 
+def no_host_sync(found: Inspection, wrong: bool) -> None:
+    """A step jitted at module scope compiles on the first call only; one built inside train, on every call."""
+    own = own_compiles(found)
+    if wrong:  # jit_inside
+        assert [len(c) for c in own] == [1, 1, 1] and own[1][0]["why"] == "rebuilt"
+        return
+    assert [[c["function"] for c in calls] for calls in own] == [["jit(_step)"], [], []]
+
+
 CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "update_with_donate": ("copies_state", update_with_donate),
     "ref_reads_writes": ("three_loads", ref_reads_writes),
@@ -282,6 +291,7 @@ CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "scan_layers": ("python_loop", scan_layers),
     "remat_policy": ("plain", remat_policy),
     "mixed_precision": ("emulated_f32_dot", mixed_precision),
+    "no_host_sync": ("jit_inside", no_host_sync),
     "grad_accumulation": ("lax_map_stack", grad_accumulation),
 }
 FILES = [(name, variant) for name in CASES for variant in (None, CASES[name][0])]
