@@ -1,4 +1,4 @@
-"""Tests of `course.grading.waits`: the gate holds arrays back, waits are noted on their line, clock readings see calls."""
+"""Tests of `course.grading.waits`: the gate holds arrays back, waits are noted on their line, the clock sees calls."""
 
 from __future__ import annotations
 
