@@ -58,6 +58,14 @@ CASES = {
         {"test_master_weights_float32", "test_small_updates_kept", "test_train_step_loss"},
         r"moved in whole bfloat16 steps",
     ),
+    ("no_host_sync", "float_append"): (
+        {"test_no_wait_inside_train"}, r"waiting at line 26: losses\.append\(float\(loss\)\) \(`reads its value`\)",
+    ),
+    ("no_host_sync", "early_stop"): ({"test_no_wait_inside_train"}, r"waiting at line 27: if jnp\.isnan\(loss\)"),
+    ("no_host_sync", "poll_ready"): ({"test_no_wait_inside_train"}, r"line 26: while not loss\.is_ready\(\): \(poll"),
+    ("no_host_sync", "time_no_block"): (
+        {"test_time_step_waits_for_result"}, r"clock reading 2 of 2 was taken while 3 call\(s\) of step_fn",
+    ),
 }
 
 

@@ -79,7 +79,7 @@ class HostWait:
     """One Python-level wait made from the learner's file: what it was, where, and on a pending value or not."""
 
     what: str
-    """`reads a value`, `block_until_ready`, `jax.device_get`, `np.asarray`, `is_ready`, ..."""
+    """`reads its value` (float, print, bool, ...), `block_until_ready`, `jax.device_get`, `np.asarray`, ..."""
     line: int
     pending: bool
     """Whether the array waited on was still being computed: then the call really waited."""
