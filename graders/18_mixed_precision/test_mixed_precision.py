@@ -20,6 +20,7 @@ from course.grading.matmuls import Matmul, float32_matmuls, matmuls_of
 B, K, N, D_OUT = 256, 64, 128, 8
 DENSE_TOL = 1e-5  # of the largest |entry|: the right product is off by ~1e-7, a bf16 output by ~3e-3
 LOSS_TOL = 1e-5  # relative: ~1e-7 when right; f32 operands 1e-4, a bf16 prediction 1e-3
+STEP_LOSS_TOL = 1e-2  # relative: at lr=0.5 the loss after the update is 14-19% away; values are loss_values' job
 MOVE_TOL = 0.05  # of the expected change after 5 steps: ~0.3% when right, 100% or more in bfloat16
 STEPS, LR = 5, 1e-3
 _BF16 = ml_dtypes.bfloat16
@@ -256,7 +257,7 @@ def test_train_step_matmuls(submission: ModuleType, submission_path: Path) -> No
 
 @pytest.mark.points(1)
 def test_train_step_loss(submission: ModuleType, rng: np.random.Generator) -> None:
-    """`train_step` returns loss_fn of the params it was given, before the update"""
+    """`train_step` returns the loss of the params it was given, before the update (within 1%)"""
     params, batch = _params(rng), _batch(rng)
     lr = 0.5  # a large step, so that the loss after it differs clearly from the loss before
     want = _spec_loss(params, batch)
@@ -264,9 +265,9 @@ def test_train_step_loss(submission: ModuleType, rng: np.random.Generator) -> No
     got = assert_is_array(loss, "the loss train_step returned")
     check(got.shape == () and got.dtype == jnp.float32, f"train_step returned loss {describe_value(got)}; it is a "
                                                        "float32 scalar.")
-    if abs(float(got) - want) > LOSS_TOL * abs(want):
+    if abs(float(got) - want) > STEP_LOSS_TOL * abs(want):
         after = _spec_loss(_spec_sgd(params, batch, 1, lr), batch)
         why = (" That is the loss after the update: return the loss computed with the params the step was given."
-               if abs(float(got) - after) <= 1e-3 * abs(after) else "")
-        fail(f"train_step returned loss {float(got):.7g}; expected float32 {want:.7g} (loss_fn of the params it was "
-             f"given, lr={lr:g}).{why}")
+               if abs(float(got) - after) <= STEP_LOSS_TOL * abs(after) else "")
+        fail(f"train_step returned loss {float(got):.7g}; expected float32 {want:.7g} within 1% (loss_fn of the "
+             f"params it was given, lr={lr:g}).{why}")
