@@ -44,7 +44,7 @@ CASES = {
     ),
     ("grad_accumulation", "no_divide"): ({"test_values"}, r"It is num_micro=4 times the mean"),
     ("mixed_precision", "highest_precision"): (
-        {"test_dense_values", "test_dense_dtypes", "test_loss_matmuls_in_bf16"},
+        {"test_dense_values", "test_dense_dtypes", "test_loss_values", "test_loss_matmuls_in_bf16"},
         r"into bfloat16 \(precision=HIGHEST does not change it\)",
     ),
     ("mixed_precision", "emulated_f32_dot"): (
