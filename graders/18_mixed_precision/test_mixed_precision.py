@@ -1,14 +1,273 @@
-"""Grader of `mixed_precision`: TODO(course new) say what the checks prove (one rule per check)."""
+"""Grader of `mixed_precision`: bf16 operands with f32 results, matmul dtypes from the jaxpr, f32 master weights."""
 
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
 import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
 import pytest
 
-from course.grading import assert_array
+from course.grading.arrays import assert_is_array, describe_value
+from course.grading.feedback import check, fail
+from course.grading.loops import line_text
+from course.grading.matmuls import Matmul, float32_matmuls, matmuls_of
+
+B, K, N, D_OUT = 256, 64, 128, 8
+DENSE_TOL = 1e-5  # of the largest |entry|: the right product is off by ~1e-7, a bf16 output by ~3e-3
+LOSS_TOL = 1e-5  # relative: ~1e-7 when right; f32 operands 1e-4, a bf16 prediction 1e-3
+STEP_LOSS_TOL = 1e-2  # relative: at lr=0.5 the loss after the update is 14-19% away; values are loss_values' job
+MOVE_TOL = 0.05  # of the expected change after 5 steps: ~0.3% when right, 100% or more in bfloat16
+STEPS, LR = 5, 1e-3
+_BF16 = ml_dtypes.bfloat16
+
+
+def _bf(a: Any) -> np.ndarray:
+    """An array rounded to bfloat16 (through float32, as JAX rounds it), back in float64."""
+    return np.asarray(a, np.float32).astype(_BF16).astype(np.float64)
+
+
+def _params(rng: np.random.Generator) -> dict[str, jax.Array]:
+    """Master weights near 0.1, where a bfloat16 step (2^-11) dwarfs one SGD update at lr=1e-3."""
+    raw = {"w1": rng.standard_normal((K, N)) / 8, "b1": rng.standard_normal(N) * 0.1,
+           "w2": rng.standard_normal((N, D_OUT)) / 11, "b2": rng.standard_normal(D_OUT) * 0.1}
+    return {k: jnp.asarray(v, jnp.float32) for k, v in raw.items()}
+
+
+def _batch(rng: np.random.Generator) -> dict[str, jax.Array]:
+    """256 rows of 64 features and 8 targets."""
+    return {"x": jnp.asarray(rng.standard_normal((B, K)), jnp.float32),
+            "y": jnp.asarray(rng.standard_normal((B, D_OUT)), jnp.float32)}
+
+
+def _forward(p: dict[str, Any], batch: dict[str, Any]) -> tuple[float, dict[str, np.ndarray]]:
+    """The spec's loss in float64, rounding only the matmul operands, and what its gradient needs."""
+    p = {k: np.asarray(v, np.float64) for k, v in p.items()}
+    x, y = (np.asarray(batch[k], np.float64) for k in ("x", "y"))
+    h = np.tanh(_bf(x) @ _bf(p["w1"]) + p["b1"])
+    r = _bf(h) @ _bf(p["w2"]) + p["b2"] - y
+    return float(np.mean(r**2)), {"x": x, "h": h, "r": r, **p}
+
+
+def _spec_loss(p: dict[str, Any], batch: dict[str, Any]) -> float:
+    """The loss of the spec, in float64."""
+    return _forward(p, batch)[0]
+
+
+def _spec_grads(p: dict[str, Any], batch: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Its gradient, in float64, letting each rounding pass the gradient through unchanged."""
+    _, v = _forward(p, batch)
+    dpred = 2 * v["r"] / v["r"].size
+    dz = (dpred @ _bf(v["w2"]).T) * (1 - v["h"] ** 2)
+    return {"w1": _bf(v["x"]).T @ dz, "b1": dz.sum(axis=0), "w2": _bf(v["h"]).T @ dpred, "b2": dpred.sum(axis=0)}
+
+
+def _spec_sgd(p: dict[str, Any], batch: dict[str, Any], steps: int, lr: float) -> dict[str, np.ndarray]:
+    """`steps` SGD steps in float64: what float32 master weights follow, to within their rounding."""
+    p = {k: np.asarray(v, np.float64) for k, v in p.items()}
+    for _ in range(steps):
+        g = _spec_grads(p, batch)
+        p = {k: p[k] - lr * g[k] for k in p}
+    return p
+
+
+def _off(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest error as a fraction of the largest expected |entry|."""
+    return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-30))
+
+
+def _dense_cause(got: np.ndarray, x: np.ndarray, w: np.ndarray) -> str:
+    """The usual mistake whose result `got` matches, in words; empty when none does."""
+    x64, w64 = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    if np.array_equal(got, _bf(got)):
+        return (". Every entry is a bfloat16 number: the product was rounded to bfloat16 on the way out. A "
+                "bfloat16 x bfloat16 matmul keeps its float32 result only when you ask for it: "
+                "preferred_element_type=jnp.float32.")
+    causes = ((x64 @ w64, "it equals the float32 product of the unrounded inputs: x and w were never cast to bfloat16"),
+              (_bf(x64) @ w64, "it equals the product of bfloat16 x and unrounded w: cast w to bfloat16 too (a "
+                               "bfloat16 x float32 matmul is promoted to float32)"),
+              (x64 @ _bf(w64), "it equals the product of unrounded x and bfloat16 w: cast x to bfloat16 too"))
+    for want, cause in causes:
+        if _off(got, want) <= 10 * DENSE_TOL:
+            return f": {cause}."
+    return "."
+
+
+@pytest.mark.points(2)
+def test_dense_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`dense(x, w)` is the exact product of x and w rounded to bfloat16, kept in float32"""
+    for rows, k, n in ((B, K, N), (5, 3, 7)):
+        x = jnp.asarray(rng.standard_normal((rows, k)), jnp.float32)
+        w = jnp.asarray(rng.standard_normal((k, n)) / np.sqrt(k), jnp.float32)
+        out = assert_is_array(submission.dense(x, w), f"dense(x, w) for x float32[{rows}, {k}]")
+        check(out.shape == (rows, n) and out.dtype == jnp.float32,
+              f"dense(x, w) for x float32[{rows}, {k}] and w float32[{k}, {n}] is {describe_value(out)}; expected "
+              f"float32[{rows}, {n}]: keep the product in float32.")
+        got, want = np.asarray(out, np.float64), _bf(x) @ _bf(w)
+        if _off(got, want) > DENSE_TOL:
+            fail(f"dense(x, w) for x float32[{rows}, {k}] is off by {_off(got, want):.1e} of its largest value "
+                 f"(allowed {DENSE_TOL:g}) from the exact product of x and w rounded to bfloat16"
+                 f"{_dense_cause(got, x, w)}")
+
+
+def _spec(tree: dict[str, tuple[int, ...]]) -> dict[str, jax.ShapeDtypeStruct]:
+    """float32 shapes for tracing."""
+    return {k: jax.ShapeDtypeStruct(s, jnp.float32) for k, s in tree.items()}
+
+
+_PARAMS = {"w1": (K, N), "b1": (N,), "w2": (N, D_OUT), "b2": (D_OUT,)}
+_BATCH = {"x": (B, K), "y": (B, D_OUT)}
+
+
+def _fault(m: Matmul, path: Path) -> str:
+    """What is wrong with one matmul of bfloat16 intent, and what to write instead."""
+    head = f"{line_text(m.line, path)} {m.dtype_text()}"
+    if m.out_dtype != "float32" and "float32" not in (m.lhs_dtype, m.rhs_dtype):
+        why = f" (precision={m.precision} does not change it)" if m.precision else ""
+        return (f"{head}{why}: a bfloat16 x bfloat16 matmul rounds its result to bfloat16 unless you ask for a "
+                "float32 result: preferred_element_type=jnp.float32")
+    if m.lhs_dtype in ("float32", "float64") and m.rhs_dtype in ("float32", "float64"):
+        return (f"{head}: a float32 x float32 matmul does the full-precision work even when its inputs were rounded "
+                "through bfloat16 (or when `jax.default_matmul_precision` is set). Hand the matmul the bfloat16 arrays "
+                "themselves: `jnp.dot(x.astype(jnp.bfloat16), w.astype(jnp.bfloat16), "
+                "preferred_element_type=jnp.float32)`")
+    return f"{head}: cast both operands to bfloat16 (a bfloat16 x float32 product is promoted to float32)"
+
+
+def _bf16_matmul(m: Matmul) -> bool:
+    """bfloat16 x bfloat16 -> float32: the matmul the lesson asks for."""
+    return m.lhs_dtype == m.rhs_dtype == "bfloat16" and m.out_dtype == "float32"
 
 
 @pytest.mark.points(1)
-def test_values(submission, rng):
-    """mixed_precision returns the right values."""
-    x = jnp.asarray(rng.standard_normal(16), dtype=jnp.float32)
-    expected = x  # TODO(course new): compute the expected value without the submission.
-    assert_array(submission.mixed_precision(x), expected, name="the result of `mixed_precision(x)`")
+def test_dense_dtypes(submission: ModuleType, submission_path: Path) -> None:
+    """`dense` multiplies bfloat16 by bfloat16 into float32 (the `dot_general` of its jaxpr)"""
+    found = matmuls_of(submission.dense, *_spec({"x": (B, K), "w": (K, N)}).values(), path=submission_path)
+    check(found, "dense(x, w) runs no matmul (no `dot_general` in its jaxpr): compute it with `jnp.dot` or `@`.")
+    bad = [m for m in found if not _bf16_matmul(m)]
+    if bad:
+        fail(f"dense: {_fault(bad[0], submission_path)}.")
+
+
+@pytest.mark.points(2)
+def test_loss_values(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`loss_fn` is the spec's float32 loss, with only the matmul operands rounded to bfloat16"""
+    params = _params(rng)
+    for rows in (B, 4):  # a few rows average out less of a rounding that should not be there
+        full = _batch(rng)
+        batch = {k: v[:rows] for k, v in full.items()}
+        loss = assert_is_array(submission.loss_fn(params, batch), "loss_fn(params, batch)")
+        check(loss.shape == () and loss.dtype == jnp.float32,
+              f"loss_fn(params, batch) is {describe_value(loss)}; it is a float32 scalar.")
+        got, want = float(loss), _spec_loss(params, batch)
+        rel = abs(got - want) / abs(want)
+        if rel > LOSS_TOL:
+            fail(f"loss_fn gives {got:.7g} for a batch of {rows} rows, expected {want:.7g} (relative error {rel:.1e}, "
+                 f"allowed {LOSS_TOL:g}): round only the operands of the two matmuls to bfloat16 (through `dense`); "
+                 "the biases, tanh, the prediction and the mean stay float32.")
+
+
+def _matmul_list(found: list[Matmul], path: Path) -> str:
+    """The first offending matmul, and how many more."""
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return f"{_fault(found[0], path)}{more}"
+
+
+@pytest.mark.points(1)
+def test_loss_matmuls_in_bf16(submission: ModuleType, submission_path: Path) -> None:
+    """Every matmul of `loss_fn` multiplies bfloat16 by bfloat16 into float32"""
+    found = matmuls_of(submission.loss_fn, _spec(_PARAMS), _spec(_BATCH), path=submission_path)
+    check(found, "loss_fn runs no matmul (no `dot_general` in its jaxpr): the two layers are matmuls.")
+    bad = [m for m in found if not _bf16_matmul(m)]
+    if bad:
+        fail(f"loss_fn has {len(bad)} matmul(s) of {len(found)} that are not bfloat16 x bfloat16 -> float32: "
+             f"{_matmul_list(bad, submission_path)}.")
+
+
+def _step(submission: ModuleType, params: Any, batch: Any, lr: float) -> tuple[dict[str, jax.Array], jax.Array]:
+    """One call of train_step, its result checked to be (params dict, loss)."""
+    out = submission.train_step(params, batch, lr)
+    check(isinstance(out, tuple | list) and len(out) == 2,
+          f"train_step returned {describe_value(out)}; it returns a pair (params, loss).")
+    new, loss = out
+    check(isinstance(new, dict) and set(new) == set(_PARAMS),
+          f"train_step returned params {describe_value(new)}; they are a dict with the keys {sorted(_PARAMS)}.")
+    return new, loss
+
+
+@pytest.mark.points(1)
+def test_master_weights_float32(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`train_step` returns float32 master weights of the shapes it was given"""
+    params, batch = _params(rng), _batch(rng)
+    new, _ = _step(submission, params, batch, LR)
+    wrong = []
+    for key, shape in _PARAMS.items():
+        leaf = assert_is_array(new[key], f"the params['{key}'] train_step returned")
+        if leaf.dtype != jnp.float32 or leaf.shape != shape:
+            wrong.append(f"{key}: {leaf.dtype}{list(leaf.shape)}")
+    if wrong:
+        fail(f"train_step returned {', '.join(wrong)}; expected float32 of the shapes given: the master weights "
+             "stay float32, and only the matmul operands are cast to bfloat16, inside the step.")
+
+
+@pytest.mark.points(2)
+def test_small_updates_kept(submission: ModuleType, rng: np.random.Generator) -> None:
+    """After 5 steps at lr=1e-3, every parameter moved as float32 arithmetic says (within 5%)"""
+    params, batch = _params(rng), _batch(rng)
+    want = _spec_sgd(params, batch, STEPS, LR)
+    start = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    current: Any = params
+    for _ in range(STEPS):
+        current, _ = _step(submission, current, batch, LR)
+    for key in _PARAMS:
+        got = np.asarray(assert_is_array(current[key], f"params['{key}'] after {STEPS} steps"), np.float64)
+        check(got.shape == start[key].shape, f"params['{key}'] has shape {got.shape} after {STEPS} steps, expected "
+                                             f"{start[key].shape}.")
+        moved, expected = got - start[key], want[key] - start[key]
+        off = _off(moved, expected)
+        if off <= MOVE_TOL:
+            continue
+        how = ""
+        if not moved.any():
+            how = " it did not move at all, so every update was lost to rounding;"
+        elif np.array_equal(got, _bf(got)):
+            how = " its entries moved in whole bfloat16 steps (2^-11 near 0.1, four times the update);"
+        fail(f"params['{key}'] moved wrongly after {STEPS} steps at lr={LR:g}: off by {off:.0%} of the expected "
+             f"change;{how} an update of 1e-4 is below half a bfloat16 step of a weight near 0.1. Keep the master "
+             "weights float32 and apply `p - lr * g` in float32.")
+
+
+@pytest.mark.points(1)
+def test_train_step_matmuls(submission: ModuleType, submission_path: Path) -> None:
+    """`train_step` runs no float32 x float32 matmul, forward or backward"""
+    found = matmuls_of(lambda p, b: submission.train_step(p, b, LR), _spec(_PARAMS), _spec(_BATCH),
+                       path=submission_path)
+    check(found, "train_step runs no matmul (no `dot_general` in its jaxpr): it computes loss_fn and its gradient.")
+    wide = float32_matmuls(found)
+    if wide:
+        fail(f"train_step has {len(wide)} float32 x float32 matmul(s) of {len(found)}: "
+             f"{line_text(wide[0].line, submission_path)} {wide[0].dtype_text()}. Differentiate loss_fn itself "
+             "(`jax.value_and_grad(loss_fn)`): the backward matmuls then multiply float32 gradients by the bfloat16 "
+             "operands the forward pass kept.")
+
+
+@pytest.mark.points(1)
+def test_train_step_loss(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`train_step` returns the loss of the params it was given, before the update (within 1%)"""
+    params, batch = _params(rng), _batch(rng)
+    lr = 0.5  # a large step, so that the loss after it differs clearly from the loss before
+    want = _spec_loss(params, batch)
+    _, loss = _step(submission, params, batch, lr)
+    got = assert_is_array(loss, "the loss train_step returned")
+    check(got.shape == () and got.dtype == jnp.float32, f"train_step returned loss {describe_value(got)}; it is a "
+                                                       "float32 scalar.")
+    if abs(float(got) - want) > STEP_LOSS_TOL * abs(want):
+        after = _spec_loss(_spec_sgd(params, batch, 1, lr), batch)
+        why = (" That is the loss after the update: return the loss computed with the params the step was given."
+               if abs(float(got) - after) <= STEP_LOSS_TOL * abs(after) else "")
+        fail(f"train_step returned loss {float(got):.7g}; expected float32 {want:.7g} within 1% (loss_fn of the "
+             f"params it was given, lr={lr:g}).{why}")

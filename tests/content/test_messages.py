@@ -206,6 +206,29 @@ CASES = {
         {"test_memory_scales_with_microbatch"}, r"makes float32\[16, 512, 64\], a copy of the whole batch",
     ),
     ("grad_accumulation", "no_divide"): ({"test_values"}, r"It is num_micro=4 times the mean"),
+    ("mixed_precision", "highest_precision"): (
+        {"test_dense_values", "test_dense_dtypes", "test_loss_values", "test_loss_matmuls_in_bf16"},
+        r"into bfloat16 \(precision=HIGHEST does not change it\)",
+    ),
+    ("mixed_precision", "emulated_f32_dot"): (
+        {"test_dense_dtypes", "test_loss_matmuls_in_bf16", "test_train_step_matmuls"},
+        r"line 14: return _round\(x\) @ _round\(w\) multiplies float32\[256, 64\] by float32\[64, 128\]",
+    ),
+    ("mixed_precision", "grads_from_f32_loss"): (
+        {"test_train_step_matmuls"}, r"5 float32 x float32 matmul\(s\) of 7: line 20",
+    ),
+    ("mixed_precision", "bf16_master"): (
+        {"test_master_weights_float32", "test_small_updates_kept", "test_train_step_loss"},
+        r"moved in whole bfloat16 steps",
+    ),
+    ("no_host_sync", "float_append"): (
+        {"test_no_wait_inside_train"}, r"waiting at line 26: losses\.append\(float\(loss\)\) \(`reads its value`\)",
+    ),
+    ("no_host_sync", "early_stop"): ({"test_no_wait_inside_train"}, r"waiting at line 27: if jnp\.isnan\(loss\)"),
+    ("no_host_sync", "poll_ready"): ({"test_no_wait_inside_train"}, r"line 26: while not loss\.is_ready\(\): \(poll"),
+    ("no_host_sync", "time_no_block"): (
+        {"test_time_step_waits_for_result"}, r"clock reading 2 of 2 was taken while 3 call\(s\) of step_fn",
+    ),
 }
 
 

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from course.grading.matmuls import matmul_flops, matmuls_of, mflop, repeated_matmuls
+from course.grading.matmuls import float32_matmuls, matmul_flops, matmuls_of, mflop, repeated_matmuls
 
 
 def test_every_spelling_of_a_matmul_is_one_dot_general_with_its_flops() -> None:
@@ -61,3 +61,23 @@ def test_a_backward_pass_holds_the_operand_gradients_and_recomputation_repeats_a
 def test_mflop_rounds_to_millions() -> None:
     """Messages quote work in MFLOP."""
     assert mflop(1_610_612_736) == "1611 MFLOP"
+
+
+def test_dtypes_of_a_mixed_precision_step_and_its_float32_matmuls() -> None:
+    """The forward matmul is bf16 x bf16 -> f32, the backward ones f32 x bf16; only an f32 copy is f32 x f32."""
+    def loss(w, x):
+        return jnp.sum(jnp.dot(x.astype(jnp.bfloat16), w.astype(jnp.bfloat16), preferred_element_type=jnp.float32))
+
+    found = matmuls_of(jax.grad(loss), jnp.ones((16, 8)), jnp.ones((4, 16)))
+    assert found[0].dtype_text() == "multiplies bfloat16[4, 16] by bfloat16[16, 8] into float32"
+    assert [m.lhs_dtype for m in found[1:]] == ["float32"] and float32_matmuls(found) == []
+    (emulated,) = matmuls_of(lambda a, b: a.astype(jnp.bfloat16).astype(jnp.float32) @ b, jnp.ones((4, 16)),
+                             jnp.ones((16, 8)))
+    assert float32_matmuls([emulated]) == [emulated] and emulated.precision is None
+
+
+def test_precision_is_reported_only_when_asked_for() -> None:
+    """precision=HIGHEST is kept on the Matmul; it does not change the result's dtype."""
+    a = jnp.ones((4, 8), jnp.bfloat16)
+    (m,) = matmuls_of(lambda p, q: lax.dot(p, q, precision=lax.Precision.HIGHEST), a, a.T)
+    assert (m.precision, m.out_dtype) == ("HIGHEST", "bfloat16")

@@ -251,6 +251,30 @@ def grad_accumulation(found: Inspection, wrong: bool) -> None:
     assert [len(c) for c in own_compiles(found)] == [1, 0, 1]
 
 
+def mixed_precision(found: Inspection, wrong: bool) -> None:
+    """dense multiplies bf16 by bf16 into f32; the step's backward matmuls are f32 x bf16, none f32 x f32."""
+    dense, step = call(found, "compiler", 0), call(found, "compiler", 1)
+    operands = [(m["lhs"].split("[")[0], m["rhs"].split("[")[0]) for m in step["matmuls"]]
+    if wrong:  # emulated_f32_dot: rounded through bf16, multiplied as f32 copies
+        assert [(m["lhs"], m["rhs"], m["out"]) for m in dense["matmuls"]] == [
+            ("float32[256, 64]", "float32[64, 128]", "float32[256, 128]")]
+        assert ("float32", "float32") in operands
+        return
+    assert [(m["lhs"], m["rhs"], m["out"], m["preferred"]) for m in dense["matmuls"]] == [
+        ("bfloat16[256, 64]", "bfloat16[64, 128]", "float32[256, 128]", "float32")]
+    assert sum(m["count"] for m in step["matmuls"]) == 5 and ("float32", "float32") not in operands
+    assert {m["out"].split("[")[0] for m in step["matmuls"]} == {"float32"}
+
+
+def no_host_sync(found: Inspection, wrong: bool) -> None:
+    """A step jitted at module scope compiles on the first call only; one built inside train, on every call."""
+    own = own_compiles(found)
+    if wrong:  # jit_inside
+        assert [len(c) for c in own] == [1, 1, 1] and own[1][0]["why"] == "rebuilt"
+        return
+    assert [[c["function"] for c in calls] for calls in own] == [["jit(_step)"], [], []]
+
+
 CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "update_with_donate": ("copies_state", update_with_donate),
     "ref_reads_writes": ("three_loads", ref_reads_writes),
@@ -266,6 +290,8 @@ CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "sharded_donated_step": ("replicated_output", sharded_donated_step),
     "scan_layers": ("python_loop", scan_layers),
     "remat_policy": ("plain", remat_policy),
+    "mixed_precision": ("emulated_f32_dot", mixed_precision),
+    "no_host_sync": ("jit_inside", no_host_sync),
     "grad_accumulation": ("lax_map_stack", grad_accumulation),
 }
 FILES = [(name, variant) for name in CASES for variant in (None, CASES[name][0])]

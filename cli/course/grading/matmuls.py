@@ -21,7 +21,7 @@ import jax
 from course.grading.jaxprs import learner_line
 from course.grading.loops import eqn_runs, type_text
 
-__all__ = ["Matmul", "matmul_flops", "matmuls_in", "matmuls_of", "mflop", "repeated_matmuls"]
+__all__ = ["Matmul", "float32_matmuls", "matmul_flops", "matmuls_in", "matmuls_of", "mflop", "repeated_matmuls"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,8 @@ class Matmul:
     """The dimension numbers, `((contracted lhs, rhs), (batch lhs, rhs))`, as text."""
     loops: tuple[tuple[str, int | None, int | None], ...] = ()
     """The loops around it, outermost first: (`scan` or `while`, trips or None, the learner's line)."""
+    precision: str | None = None
+    """The `precision=` asked for (`HIGHEST`, or `HIGHEST, DEFAULT` when the operands differ), None by default."""
 
     def innermost_loop(self) -> tuple[str, int | None, int | None] | None:
         """(kind, trips, line) of the loop closest around it, or None outside any loop."""
@@ -72,6 +74,10 @@ class Matmul:
     def describe(self) -> str:
         """`float32[512, 64] @ float32[64, 256] -> float32[512, 256]`."""
         return f"{self.lhs} @ {self.rhs} -> {self.out}"
+
+    def dtype_text(self) -> str:
+        """`multiplies bfloat16[256, 64] by bfloat16[64, 128] into float32`: the operands and the result's dtype."""
+        return f"multiplies {self.lhs} by {self.rhs} into {self.out_dtype}"
 
     def signature(self) -> tuple[str, str, str, str]:
         """What makes two matmuls the same computation on other data: operand and result types, dimensions."""
@@ -100,8 +106,18 @@ def matmuls_in(jaxpr: Any, *, path: Path | None = None) -> list[Matmul]:
             in_loop=any(e.primitive.name in ("scan", "while", "pallas_call") for e in run.outer),
             dims=str(((tuple(lc), tuple(rc)), (tuple(lb), tuple(eqn.params["dimension_numbers"][1][1])))),
             loops=tuple(_loop(e, path) for e in run.outer if e.primitive.name in ("scan", "while")),
+            precision=_precision(eqn.params.get("precision")),
         ))
     return found
+
+
+def _precision(value: Any) -> str | None:
+    """`HIGHEST` for `precision=(HIGHEST, HIGHEST)`, None when neither operand asks for more than DEFAULT."""
+    names = [getattr(p, "name", str(p)) for p in (value if isinstance(value, tuple | list) else (value,))
+             if p is not None]
+    if not names or all(n == "DEFAULT" for n in names):
+        return None
+    return names[0] if len(set(names)) == 1 else ", ".join(names)
 
 
 def _loop(eqn: Any, path: Path | None) -> tuple[str, int | None, int | None]:
@@ -123,6 +139,17 @@ def matmul_flops(found: Iterable[Matmul]) -> int | None:
             return None
         total += m.total_flops
     return total
+
+
+def float32_matmuls(found: Iterable[Matmul]) -> list[Matmul]:
+    """The matmuls whose two operands are both float32 (or float64): full-precision work in a mixed-precision step.
+
+    The backward pass of a bfloat16 matmul multiplies a float32 cotangent by a saved bfloat16
+    operand, so "no float32 x float32 matmul" is the rule a mixed-precision step keeps, not
+    "every matmul is bfloat16 x bfloat16".
+    """
+    wide = ("float32", "float64")
+    return [m for m in found if m.lhs_dtype in wide and m.rhs_dtype in wide]
 
 
 def repeated_matmuls(found: Iterable[Matmul]) -> list[tuple[Matmul, int]]:
