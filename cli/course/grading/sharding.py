@@ -3,12 +3,18 @@
 Two shardings that place every element on the same devices can still differ under `==` (a mesh
 with Explicit axes against the same devices with Auto axes, `P('x')` against `P('x', None)`), so
 a check compares them with `is_equivalent_to(other, ndim)` and prints them as `P(...)`.
+
+`np.asarray` of a sharded result reads one copy of each block, so a result that claims to be
+replicated while its devices hold different values looks right there; `shard_mismatches` compares
+the block every device holds. `traced_once` traces, lowers and compiles a learner's function once
+and runs that executable, so the values, the jaxpr and the HLO a grader reads come from one program.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +26,17 @@ from course.grading.feedback import fail
 from course.grading.source import describe_exception, learner_location
 
 __all__ = [
+    "ShardMismatch",
+    "Traced",
     "assert_mesh",
     "call_traced",
     "assert_sharding",
     "per_device_bytes",
+    "shard_mismatches",
     "shard_shapes",
     "sharding_text",
     "spec_text",
+    "traced_once",
 ]
 
 
@@ -121,14 +131,19 @@ def call_traced(fn: Callable[..., Any], *args: Any, name: str, path: Path | None
     """
     try:
         return jax.make_jaxpr(fn)(*args) if jaxpr else jax.jit(fn)(*args)
-    except _NO_VALUE as exc:
+    except (*_NO_VALUE, ValueError) as exc:
+        _explain_tracing(exc, name, path)
+        raise  # the platform reports it with the learner's line
+
+
+def _explain_tracing(exc: Exception, name: str, path: Path | None) -> None:
+    """Fail the check with the course's words for a tracing mistake; return for any other error."""
+    if isinstance(exc, _NO_VALUE):
         fail(f"{name} must work under `jax.jit`, where values are traced and have no number yet; "
              f"your code asked for one{learner_location(exc.__traceback__, path)} (`float(...)`, "
              "`.item()`, `np.asarray(...)` or an `if` on a value). Keep the result a jax.Array and return it.")
-    except ValueError as exc:
-        why = _spec_mistake(exc, name, learner_location(exc.__traceback__, path))
-        if not why:
-            raise  # the platform reports it with the learner's line
+    why = _spec_mistake(exc, name, learner_location(exc.__traceback__, path)) if isinstance(exc, ValueError) else ""
+    if why:
         fail(why)
 
 
@@ -149,3 +164,65 @@ def _spec_mistake(exc: ValueError, name: str, where: str) -> str:
                 f"JAX said: {describe_exception(exc)}")
     return ""
 
+
+
+@dataclass(frozen=True)
+class ShardMismatch:
+    """One device whose block of a result differs from the expected values there."""
+
+    device: int
+    block: str
+    """The block's place in the whole array, as indexing text: `[0:6, :]`."""
+    worst: float
+    """The largest absolute difference inside the block."""
+
+
+def shard_mismatches(got: jax.Array, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-5) -> list[ShardMismatch]:
+    """The devices whose own block of `got` differs from `expected` at that block's place, in device order."""
+    want = np.asarray(expected)
+    found = []
+    for shard in sorted(got.addressable_shards, key=lambda s: s.device.id):
+        block, target = np.asarray(shard.data), want[shard.index]
+        if block.shape != target.shape or not np.allclose(block, target, rtol=rtol, atol=atol, equal_nan=True):
+            worst = float(np.max(np.abs(block - target))) if block.shape == target.shape else float("inf")
+            found.append(ShardMismatch(int(shard.device.id), _index_text(shard.index, want.shape), worst))
+    return found
+
+
+def _index_text(index: tuple[slice, ...], shape: tuple[int, ...]) -> str:
+    """`[0:6, :]` for a shard's index into an array of `shape` (`[]` for a scalar)."""
+    parts = []
+    for sl, size in zip(index, shape, strict=False):
+        start, stop, _ = sl.indices(size) if isinstance(sl, slice) else (sl, sl + 1, 1)
+        parts.append(":" if (start, stop) == (0, size) else f"{start}:{stop}")
+    return f"[{', '.join(parts)}]"
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A learner's function traced, lowered and compiled once for one case, and that executable's result."""
+
+    jaxpr: Any
+    """The closed jaxpr of the traced function (walk it with `jaxprs.walk_eqns`)."""
+    program: Any
+    """The `course.grading.programs.Program` compiled from it: `.hlo_text`, `.memory`, a call runs it."""
+    out: Any
+    """What the compiled program returned for the traced arguments."""
+
+    @property
+    def hlo(self) -> str:
+        """The optimized HLO text of the compiled program."""
+        return str(self.program.hlo_text)
+
+
+def traced_once(fn: Callable[..., Any], *args: Any, name: str, path: Path | None = None) -> Traced:
+    """`jax.jit(fn)` traced, lowered and compiled once for `args`, then run; tracing mistakes as in `call_traced`."""
+    from course.grading.programs import compile_lowered
+
+    try:
+        traced = jax.jit(fn).trace(*args)
+    except (*_NO_VALUE, ValueError) as exc:
+        _explain_tracing(exc, name, path)
+        raise
+    program = compile_lowered(traced.lower(), name)
+    return Traced(traced.jaxpr, program, program(*args))
