@@ -234,7 +234,7 @@ def test_batch_stays_sharded(submission: ModuleType, submission_path: Path, rng:
     wanted = {tuple(sorted(s)) for s in shapes.values()}
     for op in hlo_collective_shapes(case.hlo):
         if op.op in ("all-to-all", "collective-permute"):
-            fail(f"the compiled `loss_and_grads` runs a {op.op} ({op.text()}): FSDP needs only all-gathers of "
+            fail(f"the compiled `loss_and_grads` runs an {op.op} ({op.text()}): FSDP needs only all-gathers of "
                  "the weights and reductions of the gradients; the batch stays where it is.")
         if op.op == "all-gather" and tuple(sorted(op.shape)) not in wanted:
             what = next((f"the whole batch {k}" for k, s in batch.items() if sorted(s) == sorted(op.shape)),
