@@ -252,9 +252,10 @@ def test_grads_reduce_scattered(submission: ModuleType, submission_path: Path, r
     for c in jaxpr_collectives(case.jaxpr, path=submission_path):
         hits = [whole[tuple(sorted(s))] for s in c.shapes if tuple(sorted(s)) in whole]
         if c.primitive in REDUCING and hits:
-            fail(f"`loss_and_grads` makes a {c.lax_name} of whole {', '.join(sorted(hits))}-shaped gradients "
-                 f"at {line_text(c.line, submission_path)}: every device receives the full sums, 8 times what "
-                 "it keeps. Reduce-scatter them instead: `lax.psum_scatter(g, 'fsdp', scatter_dimension=0, "
+            plural = "s" if len(hits) > 1 else ""
+            fail(f"`loss_and_grads` makes a {c.lax_name} of the whole {', '.join(sorted(hits))} gradient{plural} "
+                 f"at {line_text(c.line, submission_path)}: every device receives the full sum, 8 times what "
+                 "it keeps. Reduce-scatter instead: `lax.psum_scatter(g, 'fsdp', scatter_dimension=0, "
                  "tiled=True)`, which `jax.grad` writes for you as the transpose of a tiled all_gather.")
     total = sum(int(np.prod(s)) for s in shapes.values())
     reduced = [op for op in hlo_collective_shapes(case.hlo) if op.op == "all-reduce"]

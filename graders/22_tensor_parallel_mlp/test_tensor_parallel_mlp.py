@@ -3,6 +3,7 @@ the (B, D) partial sums, in float32, as the only communication."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from types import ModuleType
 
@@ -57,11 +58,14 @@ def _placed(mesh: jax.sharding.Mesh, host: dict[str, np.ndarray]) -> tuple[jax.A
     return tuple(jax.device_put(host[k], NamedSharding(mesh, SPECS[k])) for k in SPECS)
 
 
-def _reference(h: dict[str, np.ndarray]) -> np.ndarray:
-    """gelu(x @ w1 + b1) @ w2 + b2 in float64, with `jax.nn.gelu`'s default tanh approximation."""
+def _reference(h: dict[str, np.ndarray], *, exact: bool = False) -> np.ndarray:
+    """gelu(x @ w1 + b1) @ w2 + b2 in float64: `jax.nn.gelu`'s default tanh approximation, or the exact erf form."""
     p = {k: v.astype(np.float64) for k, v in h.items()}
     z = p["x"] @ p["w1"] + p["b1"]
-    gelu = 0.5 * z * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (z + 0.044715 * z**3)))
+    if exact:
+        gelu = 0.5 * z * (1.0 + np.vectorize(math.erf)(z / math.sqrt(2.0)))
+    else:
+        gelu = 0.5 * z * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (z + 0.044715 * z**3)))
     return gelu @ p["w2"] + p["b2"]
 
 
@@ -116,6 +120,8 @@ def _why(got: jax.Array, host: dict[str, np.ndarray], want: np.ndarray) -> str:
                                      "the matmul. The 8 devices each hold a different part of the sum; psum it."),
         ((want - b2) / DEVICES, " It is 1/8 of the answer without b2: the partial sums were averaged, not added."),
     ]
+    guesses.append((_reference(host, exact=True), " It is the MLP with the exact (erf) gelu: `jax.nn.gelu`'s "
+                                                  "default is the tanh approximation (approximate=True)."))
     for value, why in guesses:
         if np.allclose(first, value, rtol=1e-4, atol=1e-4 * float(np.abs(value).max())):
             return why

@@ -43,6 +43,22 @@ CASES = {
         {"test_memory_scales_with_microbatch"}, r"makes float32\[16, 512, 64\], a copy of the whole batch",
     ),
     ("grad_accumulation", "no_divide"): ({"test_values"}, r"It is num_micro=4 times the mean"),
+    # Part 6: what the devices exchange, read from the compiled HLO and the learner's jaxpr.
+    ("fsdp_step", "columns"): ({"test_shard_params"}, r"is sharded P\(None, 'fsdp'\), expected P\('fsdp'\)"),
+    ("fsdp_step", "sum_of_local_means"): (
+        {"test_loss_values", "test_grads_values"}, r"8 times the right loss: each device took the mean of its own rows",
+    ),
+    ("fsdp_step", "psum_then_slice"): (
+        {"test_grads_reduce_scattered"}, r"makes a psum of the whole b1 gradient at line \d+: mine = ",
+    ),
+    ("fsdp_step", "gathers_batch"): ({"test_batch_stays_sharded"}, r"all-gathers f32\[48,24\], the whole batch x"),
+    ("tensor_parallel_mlp", "b2_in_psum"): ({"test_values"}, r"plus 7 more copies of b2"),
+    ("tensor_parallel_mlp", "pmean"): ({"test_values"}, r"averaged \(pmean\), not added"),
+    ("tensor_parallel_mlp", "w1_rows"): (
+        {"test_one_all_reduce", "test_no_other_collectives"},
+        r"runs 2 all-reduces: f32\[12,64\] \(the \(B, F\) hidden activations\)",
+    ),
+    ("tensor_parallel_mlp", "bfloat16_psum"): ({"test_values", "test_float32_sum"}, r"psum of bfloat16 values at line"),
 }
 
 
