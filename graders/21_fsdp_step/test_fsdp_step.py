@@ -55,12 +55,20 @@ def _sizes(run_seed: int) -> list[tuple[int, int, int, int]]:
 
 
 def _host(rng: np.random.Generator, d: int, h: int, o: int, b: int) -> tuple[dict[str, np.ndarray], tuple]:
-    """float32 parameters scaled so about half the hidden units are active, and a batch (x, y)."""
+    """float32 parameters scaled so about half the hidden units are active, and a batch (x, y).
+
+    Each b1 entry is nudged until no pre-activation lies within 1e-3 of relu's kink, so float32 and
+    float64 always agree on which units are on and the gradients compare for every seed.
+    """
     params = {"w1": rng.standard_normal((d, h)) / np.sqrt(d), "b1": rng.normal(0.1, 0.5, h),
               "w2": rng.standard_normal((h, o)) / np.sqrt(h), "b2": rng.normal(0.0, 0.5, o)}
-    batch = (rng.standard_normal((b, d)), rng.standard_normal((b, o)))
-    return ({k: v.astype(np.float32) for k, v in params.items()},
-            tuple(v.astype(np.float32) for v in batch))
+    params = {k: v.astype(np.float32) for k, v in params.items()}
+    x, y = (rng.standard_normal(s).astype(np.float32) for s in ((b, d), (b, o)))
+    pre = x.astype(np.float64) @ params["w1"]
+    for j in range(h):
+        while np.abs(pre[:, j] + params["b1"][j]).min() < 1e-3:
+            params["b1"][j] += np.float32(2e-3)
+    return params, (x, y)
 
 
 def _placed(mesh: jax.sharding.Mesh, params: dict[str, np.ndarray], batch: tuple) -> tuple[dict, tuple]:
@@ -157,12 +165,31 @@ def test_loss_values(submission: ModuleType, submission_path: Path, rng: np.rand
         want, _ = _reference(params, batch)
         _, loss, _ = _run(submission, submission_path, mesh, *_placed(mesh, params, batch))
         name = f"the loss for D, H, O, B = {d}, {h}, {o}, {b}"
+        _loss_agrees(loss, params, batch, name)
         if loss.shape == () and not np.isclose(float(loss), want, rtol=1e-4):
             why = _ratio_why(float(loss), want, "loss") or (
                 " Every device must use the whole w1, b1, w2 and b2 (each gathered with all_gather(..., "
                 "tiled=True), in the order of its shards) on its own rows of the batch.")
             fail(f"{name} is {float(loss):.6g}, expected {want:.6g}.{why}")
         assert_array(loss, np.float32(want), name=name, rtol=1e-4, atol=1e-6)
+        if shard_mismatches(loss, np.float32(want), rtol=1e-4, atol=1e-6):
+            fail(f"{name} is right on some devices and not on others, though it claims to be replicated.")
+
+
+def _loss_agrees(loss: jax.Array, params: dict[str, np.ndarray], batch: tuple, name: str) -> None:
+    """Fail when the devices hold different losses, saying whether each holds the mean of its own rows only."""
+    if loss.shape != ():
+        return
+    held = [float(np.asarray(s.data)) for s in sorted(loss.addressable_shards, key=lambda s: s.device.id)]
+    if np.allclose(held, held[0], rtol=1e-6, atol=0.0):
+        return
+    x, y = batch
+    rows = x.shape[0] // DEVICES
+    own = [_reference(params, (x[i * rows:(i + 1) * rows], y[i * rows:(i + 1) * rows]))[0] for i in range(DEVICES)]
+    mine = " (each the mean of that device's own rows)" if np.allclose(held, own, rtol=1e-4) else ""
+    fail(f"{name} is not one number: the 8 devices hold {', '.join(f'{v:.4g}' for v in held[:4])}, ...{mine}, "
+         "while the result claims to be replicated. Only a psum (or pmean) over 'fsdp' combines the devices' "
+         "partial results into one loss.")
 
 
 @pytest.mark.points(3)

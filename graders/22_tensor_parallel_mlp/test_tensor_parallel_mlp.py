@@ -108,9 +108,14 @@ def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Ge
 
 def _why(got: jax.Array, host: dict[str, np.ndarray], want: np.ndarray) -> str:
     """What the wrong values look like: 8 copies of b2, a mean instead of a sum, bfloat16 rounding, or devices apart."""
-    first = np.asarray(got.addressable_shards[0].data).astype(np.float64)
+    blocks = [np.asarray(s.data).astype(np.float64) for s in sorted(got.addressable_shards, key=lambda s: s.device.id)]
+    first = blocks[0]
     if first.shape != want.shape:
         return " Each device holds only a piece of it; every device should hold the whole (B, D) result."
+    if not all(np.allclose(blk, first, rtol=1e-6, atol=1e-6) for blk in blocks[1:]):
+        return (" The devices hold different (B, D) arrays while the result claims to be replicated (P()): each "
+                "kept its own partial sum. A psum over 'tp' adds the 8 partial sums and leaves the total on every "
+                "device.")
     b2 = host["b2"].astype(np.float64)
     guesses = [
         (want + (DEVICES - 1) * b2, " It is the answer plus 7 more copies of b2: b2 was added to each device's "
