@@ -123,3 +123,14 @@ def test_traced_once_explains_tracing_mistakes() -> None:
         traced_once(lambda a: float(a.sum()), x, name="`fn`")
     with pytest.raises(ZeroDivisionError):
         traced_once(lambda a: 1 / 0, x, name="`fn`")
+
+
+@on_eight_devices
+def test_traced_once_explains_an_illegal_sharding() -> None:
+    """Explicit mode refusing a result sharded twice over one axis fails the check in the course's words."""
+    mesh = _mesh()
+    rows = NamedSharding(mesh, P("d"))
+    x = jax.device_put(np.ones((16, 8), np.float32), rows)
+    b = jax.device_put(np.ones(8, np.float32), rows)
+    with pytest.raises(CheckFailed, match=r"shardings do not fit together.*JAX said: add operation with inputs"):
+        traced_once(lambda x, b: x + b, x, b, name="`fn`")

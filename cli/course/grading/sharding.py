@@ -224,5 +224,19 @@ def traced_once(fn: Callable[..., Any], *args: Any, name: str, path: Path | None
     except (*_NO_VALUE, ValueError) as exc:
         _explain_tracing(exc, name, path)
         raise
+    except Exception as exc:
+        if type(exc).__name__ == "ShardingTypeError":  # explicit mode's illegal sharding; no public home
+            fail(_illegal_sharding(exc, name, learner_location(exc.__traceback__, path)))
+        raise
     program = compile_lowered(traced.lower(), name)
     return Traced(traced.jaxpr, program, program(*args))
+
+
+def _illegal_sharding(exc: Exception, name: str, where: str) -> str:
+    """The course's words for explicit mode refusing an operation whose result would be illegally sharded."""
+    said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return (f"{name} combines arrays whose shardings do not fit together{where}. On an Explicit mesh each "
+            "array's sharding is part of its type, and a result may not use one mesh axis for two of its "
+            "dimensions (a bias sharded over an axis, added to rows sharded over the same axis, would). Reshard "
+            "the operand that should be whole first, `reshard(v, NamedSharding(mesh, P()))`, or pass it to a "
+            f"`shard_map` that says how each device sees it. JAX said: {said}")
