@@ -134,3 +134,13 @@ def test_traced_once_explains_an_illegal_sharding() -> None:
     b = jax.device_put(np.ones(8, np.float32), rows)
     with pytest.raises(CheckFailed, match=r"shardings do not fit together.*JAX said: add operation with inputs"):
         traced_once(lambda x, b: x + b, x, b, name="`fn`")
+
+
+@on_eight_devices
+def test_traced_once_explains_a_sharded_contraction() -> None:
+    """A matmul over a dimension split across devices, with no out_sharding, is named as such."""
+    mesh = _mesh()
+    a = jax.device_put(np.ones((4, 16), np.float32), NamedSharding(mesh, P(None, "d")))
+    b = jax.device_put(np.ones((16, 4), np.float32), NamedSharding(mesh, P("d", None)))
+    with pytest.raises(CheckFailed, match=r"multiplies over a dimension that is split across devices"):
+        traced_once(lambda a, b: a @ b, a, b, name="`fn`")

@@ -233,10 +233,19 @@ def traced_once(fn: Callable[..., Any], *args: Any, name: str, path: Path | None
 
 
 def _illegal_sharding(exc: Exception, name: str, where: str) -> str:
-    """The course's words for explicit mode refusing an operation whose result would be illegally sharded."""
-    said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return (f"{name} combines arrays whose shardings do not fit together{where}. On an Explicit mesh each "
-            "array's sharding is part of its type, and a result may not use one mesh axis for two of its "
-            "dimensions (a bias sharded over an axis, added to rows sharded over the same axis, would). Reshard "
-            "the operand that should be whole first, `reshard(v, NamedSharding(mesh, P()))`, or pass it to a "
-            f"`shard_map` that says how each device sees it. JAX said: {said}")
+    """The course's words for explicit mode refusing an operation because of its operands' shardings."""
+    text = str(exc).strip()
+    said = text.splitlines()[0] if text else type(exc).__name__
+    if "Contracting dimensions are sharded" in text:
+        return (f"{name} multiplies over a dimension that is split across devices{where}, and on an Explicit "
+                "mesh JAX will not guess where the result lives: each device holds only part of the sum. Say "
+                "it, `jnp.dot(a, b, out_sharding=NamedSharding(mesh, P()))` for the whole sum on every device, "
+                f"or write the psum yourself in a `shard_map`. JAX said: {said}")
+    if "illegally sharded" in text:
+        return (f"{name} combines arrays whose shardings do not fit together{where}. On an Explicit mesh each "
+                "array's sharding is part of its type, and a result may not use one mesh axis for two of its "
+                "dimensions (a bias sharded over an axis, added to rows sharded over the same axis, would). "
+                "Reshard the operand that should be whole first, `reshard(v, NamedSharding(mesh, P()))`, or "
+                f"pass it to a `shard_map` that says how each device sees it. JAX said: {said}")
+    return (f"{name} asks for an operation whose operands' shardings JAX refuses on an Explicit mesh{where}. "
+            f"JAX said: {said}")
