@@ -229,6 +229,38 @@ CASES = {
     ("no_host_sync", "time_no_block"): (
         {"test_time_step_waits_for_result"}, r"clock reading 2 of 2 was taken while 3 call\(s\) of step_fn",
     ),
+    # Part 6: what the devices exchange, read from the compiled HLO and the learner's jaxpr.
+    ("fsdp_step", "columns"): ({"test_shard_params"}, r"is sharded P\(None, 'fsdp'\), expected P\('fsdp'\)"),
+    ("fsdp_step", "sum_of_local_means"): (
+        {"test_loss_values", "test_grads_values"}, r"8 times the right loss: each device took the mean of its own rows",
+    ),
+    ("fsdp_step", "psum_then_slice"): (
+        {"test_grads_reduce_scattered"}, r"makes a psum of the whole b1 gradient at line \d+: mine = ",
+    ),
+    ("fsdp_step", "gathers_batch"): ({"test_batch_stays_sharded"}, r"all-gathers f32\[48,24\], the whole batch x"),
+    ("fsdp_step", "local_means_unsummed"): (
+        {"test_loss_values"}, r"is not one number: the 8 devices hold .*\(each the mean of that device's own rows\)",
+    ),
+    ("fsdp_step", "bias_left_sharded"): (
+        {"test_traceable", "test_loss_values", "test_grads_values", "test_loss_replicated", "test_grads_sharded",
+         "test_batch_stays_sharded", "test_grads_reduce_scattered"},
+        r"combines arrays whose shardings do not fit together at fsdp_step\.py line 18",
+    ),
+    ("tensor_parallel_mlp", "b2_in_psum"): ({"test_values"}, r"plus 7 more copies of b2"),
+    ("tensor_parallel_mlp", "no_out_sharding"): (
+        {"test_traceable", "test_values", "test_output_replicated", "test_one_all_reduce", "test_no_other_collectives",
+         "test_float32_sum"},
+        r"multiplies over a dimension that is split across devices at tensor_parallel_mlp\.py line 7",
+    ),
+    ("tensor_parallel_mlp", "no_psum_unchecked"): (
+        {"test_values", "test_one_all_reduce"}, r"The devices hold different \(B, D\) arrays while the result claims",
+    ),
+    ("tensor_parallel_mlp", "pmean"): ({"test_values"}, r"averaged \(pmean\), not added"),
+    ("tensor_parallel_mlp", "w1_rows"): (
+        {"test_one_all_reduce", "test_no_other_collectives"},
+        r"runs 2 all-reduces: f32\[12,64\] \(the \(B, F\) hidden activations\)",
+    ),
+    ("tensor_parallel_mlp", "bfloat16_psum"): ({"test_values", "test_float32_sum"}, r"psum of bfloat16 values at line"),
 }
 
 

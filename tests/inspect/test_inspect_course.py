@@ -273,6 +273,33 @@ def no_host_sync(found: Inspection, wrong: bool) -> None:
         assert [len(c) for c in own] == [1, 1, 1] and own[1][0]["why"] == "rebuilt"
         return
     assert [[c["function"] for c in calls] for calls in own] == [["jit(_step)"], [], []]
+def fsdp_step(found: Inspection, wrong: bool) -> None:
+    """Each leaf keeps 1/8 per device; whole weights gathered, gradients reduce-scattered; the variant gathers x, y."""
+    placed, step = [r["calls"][0] for r in found.sections if r["show"] == "distributed"]
+    assert {o["name"]: (o["spec"], o["block"]) for o in placed["outputs"]} == {
+        "result['w1']": ("P('fsdp', None)", [3, 40]), "result['b1']": ("P('fsdp')", [5]),
+        "result['w2']": ("P('fsdp', None)", [5, 16]), "result['b2']": ("P('fsdp')", [2])}
+    gathered = {h["result"] for h in step["hlo"] if h["op"] == "all-gather"}
+    if wrong:  # gathers_batch
+        assert {"f32[48,24]", "f32[48,16]"} <= gathered
+        return
+    assert gathered == {"f32[24,40]", "f32[40]", "f32[40,16]", "f32[16]"}
+    assert {h["result"] for h in step["hlo"] if h["op"] == "reduce-scatter"} == {"f32[3,40]", "f32[5]", "f32[5,16]",
+                                                                                   "f32[2]"}
+    assert [o["spec"] for o in step["outputs"]][0] == "P()"
+
+
+def tensor_parallel_mlp(found: Inspection, wrong: bool) -> None:
+    """One all-reduce of the (B, D) result and per-device matmuls of F/8; w1 by rows adds an all-reduce and more."""
+    report, compiler = call(found, "distributed"), call(found, "compiler")
+    reduced = [h["result"] for h in report["hlo"] if h["op"] == "all-reduce"]
+    if wrong:  # w1_rows
+        assert sorted(reduced) == ["f32[12,24]", "f32[12,64]"]
+        assert "all-to-all" in {h["op"] for h in report["hlo"]}
+        return
+    assert [h["op"] for h in report["hlo"]] == ["all-reduce"] and reduced == ["f32[12,24]"]
+    assert [(m["rhs"], m["out"]) for m in compiler["matmuls"]] == [("float32[24, 8]", "float32[12, 8]"),
+                                                                   ("float32[8, 24]", "float32[12, 24]")]
 
 
 CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
@@ -293,6 +320,8 @@ CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "mixed_precision": ("emulated_f32_dot", mixed_precision),
     "no_host_sync": ("jit_inside", no_host_sync),
     "grad_accumulation": ("lax_map_stack", grad_accumulation),
+    "fsdp_step": ("gathers_batch", fsdp_step),
+    "tensor_parallel_mlp": ("w1_rows", tensor_parallel_mlp),
 }
 FILES = [(name, variant) for name in CASES for variant in (None, CASES[name][0])]
 

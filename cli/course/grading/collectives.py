@@ -6,6 +6,10 @@ each collective's mesh axes and, for `ppermute`, its source→destination pairs.
 constant bounds traces to a `scan` whose body holds one copy of its collectives, while the HLO
 shows one collective inside a loop, so steps are counted in the jaxpr: each collective times the
 length of every enclosing `scan`. Under a `while` or a `cond` the count is unknown.
+
+`hlo_collective_shapes` reads each collective of the HLO with its result's dtype and shape. XLA
+combines the all-reduces of many gradients into one tuple-shaped all-reduce, so a tuple result is
+split into its elements: one entry per array that really crosses the devices.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from course.grading.jaxprs import learner_line, walk_eqns
 __all__ = [
     "HLO_COLLECTIVES",
     "Collective",
+    "HloCollective",
     "by_call",
     "collectives_in",
     "compiled_hlo",
+    "hlo_collective_shapes",
     "hlo_collectives",
     "jaxpr_collectives",
     "total_steps",
@@ -80,12 +86,17 @@ class Collective:
     """The `while` or `cond` that makes `times` unknown, if any."""
     line: int | None
     dtypes: tuple[str, ...] = ()
-    """The dtypes of its operands, as `float32`."""
+    """The dtypes of its operands, as `float32`, in the order of `shapes`."""
     call: int = 0
     """Which `jax.lax` call made it: a pytree given to one call (`ppermute((a, b), ...)`) binds one
     equation per leaf, and those share this number (see `by_call`)."""
     leaves: int = 1
     """How many arrays it moves: more than one for the leaves of one call, merged by `by_call`."""
+
+    @property
+    def total_elements(self) -> int | None:
+        """Elements moved per device over every run (`elements` times `times`), None when `times` is unknown."""
+        return None if self.times is None else self.elements * self.times
 
     @property
     def lax_name(self) -> str:
@@ -213,3 +224,50 @@ def _axes(params: dict[str, Any]) -> tuple[str, ...]:
     if not isinstance(axes, tuple | list):
         axes = (axes,)
     return tuple(str(a) for a in axes)
+
+
+# One collective instruction and its result type: `%all-reduce.5 = (f32[], f32[40]{0}) all-reduce(`.
+# An async pair is read at its `-done` half, whose result is the collective's own.
+_HLO_TYPED = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*(.*?)\s(" + "|".join(HLO_COLLECTIVES)
+                        + r")(?:-done)?\(", re.MULTILINE)
+_HLO_ARRAY = re.compile(r"(\w+)\[([\d,]*)\]")
+
+
+@dataclass(frozen=True)
+class HloCollective:
+    """One array a collective of the compiled HLO produces (one element of a tuple-shaped collective)."""
+
+    op: str
+    """`all-reduce`, `all-gather`, `reduce-scatter`, `all-to-all` or `collective-permute`."""
+    dtype: str
+    """The HLO element type: `f32`, `bf16`, `s32`, ..."""
+    shape: tuple[int, ...]
+    """The per-device shape of the result (an all-gather's gathered shape, a reduce-scatter's piece)."""
+    name: str
+    """The instruction's name in the HLO, shared by the elements of one tuple: `%all-reduce.5`."""
+    index: int | None
+    """Which element of a tuple result this is, or None for a collective of one array."""
+
+    @property
+    def elements(self) -> int:
+        """Elements of this result on each device."""
+        return math.prod(self.shape)
+
+    def text(self) -> str:
+        """`f32[24,40]`, as the HLO writes the type."""
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+
+def hlo_collective_shapes(hlo: Any) -> list[HloCollective]:
+    """Every collective of an HLO text (or compiled object) with its result type, tuples split into elements."""
+    text = hlo if isinstance(hlo, str) else hlo.as_text()
+    found = []
+    for m in _HLO_TYPED.finditer(text):
+        name, types, op = m.group(1), m.group(2), m.group(3)
+        arrays = _HLO_ARRAY.findall(types)
+        tupled = types.lstrip().startswith("(")
+        for i, (dtype, dims) in enumerate(arrays):
+            shape = tuple(int(d) for d in dims.split(",") if d)
+            found.append(HloCollective(op, dtype, shape, name if name.startswith("%") else f"%{name}",
+                                       i if tupled else None))
+    return found

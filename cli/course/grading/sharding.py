@@ -3,6 +3,11 @@
 Two shardings that place every element on the same devices can still differ under `==` (a mesh
 with Explicit axes against the same devices with Auto axes, `P('x')` against `P('x', None)`), so
 a check compares them with `is_equivalent_to(other, ndim)` and prints them as `P(...)`.
+
+`np.asarray` of a sharded result reads one copy of each block, so a result that claims to be
+replicated while its devices hold different values looks right there; `shard_mismatches` compares
+the block every device holds. `traced_once` traces, lowers and compiles a learner's function once
+and runs that executable, so the values, the jaxpr and the HLO a grader reads come from one program.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +27,18 @@ from course.grading.feedback import fail
 from course.grading.source import describe_exception, learner_frames, learner_location
 
 __all__ = [
+    "ShardMismatch",
+    "Traced",
     "assert_mesh",
     "call_traced",
     "assert_sharding",
     "differing_copies",
     "per_device_bytes",
+    "shard_mismatches",
     "shard_shapes",
     "sharding_text",
     "spec_text",
+    "traced_once",
 ]
 
 
@@ -144,6 +154,9 @@ def assert_mesh(mesh: Any, *, shape: Sequence[int], names: Sequence[str], name: 
 
 _NO_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
              jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+# What tracing a learner's function raises that the course can explain (a value asked of a tracer, a spec
+# JAX refuses, an axis name the mesh lacks); anything else is reported as it was raised.
+_TRACING_ERRORS = (*_NO_VALUE, ValueError, AssertionError, NameError, KeyError)
 
 
 def call_traced(fn: Callable[..., Any], *args: Any, name: str, path: Path | None = None,
@@ -155,16 +168,21 @@ def call_traced(fn: Callable[..., Any], *args: Any, name: str, path: Path | None
     """
     try:
         return jax.make_jaxpr(fn)(*args) if jaxpr else jax.jit(fn)(*args)
-    except _NO_VALUE as exc:
+    except _TRACING_ERRORS as exc:
+        _explain_tracing(exc, name, path, args)
+        raise  # the platform reports it with the learner's line
+
+
+def _explain_tracing(exc: Exception, name: str, path: Path | None, args: Any = ()) -> None:
+    """Fail the check with the course's words for a tracing mistake; return for any other error."""
+    if isinstance(exc, _NO_VALUE):
         fail(f"{name} must work under `jax.jit`, where values are traced and have no number yet; "
              f"your code asked for one{learner_location(exc.__traceback__, path)} (`float(...)`, "
              "`.item()`, `np.asarray(...)` or an `if` on a value). Keep the result a jax.Array and return it.")
-    except (ValueError, AssertionError, NameError, KeyError) as exc:
-        where = learner_location(exc.__traceback__, path)
-        why = _axis_mistake(exc, name, _mesh_axes(args), learner_frames(exc.__traceback__, path), where)
-        why = why or (_spec_mistake(exc, name, where) if isinstance(exc, ValueError) else "")
-        if not why:
-            raise  # the platform reports it with the learner's line
+    where = learner_location(exc.__traceback__, path)
+    why = _axis_mistake(exc, name, _mesh_axes(args), learner_frames(exc.__traceback__, path), where)
+    why = why or (_spec_mistake(exc, name, where) if isinstance(exc, ValueError) else "")
+    if why:
         fail(why)
 
 
@@ -222,3 +240,88 @@ def _spec_mistake(exc: ValueError, name: str, where: str) -> str:
                 f"JAX said: {describe_exception(exc)}")
     return ""
 
+
+
+@dataclass(frozen=True)
+class ShardMismatch:
+    """One device whose block of a result differs from the expected values there."""
+
+    device: int
+    block: str
+    """The block's place in the whole array, as indexing text: `[0:6, :]`."""
+    worst: float
+    """The largest absolute difference inside the block."""
+
+
+def shard_mismatches(got: jax.Array, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-5) -> list[ShardMismatch]:
+    """The devices whose own block of `got` differs from `expected` at that block's place, in device order."""
+    want = np.asarray(expected)
+    found = []
+    for shard in sorted(got.addressable_shards, key=lambda s: s.device.id):
+        block, target = np.asarray(shard.data), want[shard.index]
+        if block.shape != target.shape or not np.allclose(block, target, rtol=rtol, atol=atol, equal_nan=True):
+            worst = float(np.max(np.abs(block - target))) if block.shape == target.shape else float("inf")
+            found.append(ShardMismatch(int(shard.device.id), _index_text(shard.index, want.shape), worst))
+    return found
+
+
+def _index_text(index: tuple[slice, ...], shape: tuple[int, ...]) -> str:
+    """`[0:6, :]` for a shard's index into an array of `shape` (`[]` for a scalar)."""
+    parts = []
+    for sl, size in zip(index, shape, strict=False):
+        start, stop, _ = sl.indices(size) if isinstance(sl, slice) else (sl, sl + 1, 1)
+        parts.append(":" if (start, stop) == (0, size) else f"{start}:{stop}")
+    return f"[{', '.join(parts)}]"
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A learner's function traced, lowered and compiled once for one case, and that executable's result."""
+
+    jaxpr: Any
+    """The closed jaxpr of the traced function (walk it with `jaxprs.walk_eqns`)."""
+    program: Any
+    """The `course.grading.programs.Program` compiled from it: `.hlo_text`, `.memory`, a call runs it."""
+    out: Any
+    """What the compiled program returned for the traced arguments."""
+
+    @property
+    def hlo(self) -> str:
+        """The optimized HLO text of the compiled program."""
+        return str(self.program.hlo_text)
+
+
+def traced_once(fn: Callable[..., Any], *args: Any, name: str, path: Path | None = None) -> Traced:
+    """`jax.jit(fn)` traced, lowered and compiled once for `args`, then run; tracing mistakes as in `call_traced`."""
+    from course.grading.programs import compile_lowered
+
+    try:
+        traced = jax.jit(fn).trace(*args)
+    except _TRACING_ERRORS as exc:
+        _explain_tracing(exc, name, path, args)
+        raise
+    except Exception as exc:
+        if type(exc).__name__ == "ShardingTypeError":  # explicit mode's illegal sharding; no public home
+            fail(_illegal_sharding(exc, name, learner_location(exc.__traceback__, path)))
+        raise
+    program = compile_lowered(traced.lower(), name)
+    return Traced(traced.jaxpr, program, program(*args))
+
+
+def _illegal_sharding(exc: Exception, name: str, where: str) -> str:
+    """The course's words for explicit mode refusing an operation because of its operands' shardings."""
+    text = str(exc).strip()
+    said = text.splitlines()[0] if text else type(exc).__name__
+    if "Contracting dimensions are sharded" in text:
+        return (f"{name} multiplies over a dimension that is split across devices{where}, and on an Explicit "
+                "mesh JAX will not guess where the result lives: each device holds only part of the sum. Say "
+                "it, `jnp.dot(a, b, out_sharding=NamedSharding(mesh, P()))` for the whole sum on every device, "
+                f"or write the psum yourself in a `shard_map`. JAX said: {said}")
+    if "illegally sharded" in text:
+        return (f"{name} combines arrays whose shardings do not fit together{where}. On an Explicit mesh each "
+                "array's sharding is part of its type, and a result may not use one mesh axis for two of its "
+                "dimensions (a bias sharded over an axis, added to rows sharded over the same axis, would). "
+                "Reshard the operand that should be whole first, `reshard(v, NamedSharding(mesh, P()))`, or "
+                f"pass it to a `shard_map` that says how each device sees it. JAX said: {said}")
+    return (f"{name} asks for an operation whose operands' shardings JAX refuses on an Explicit mesh{where}. "
+            f"JAX said: {said}")

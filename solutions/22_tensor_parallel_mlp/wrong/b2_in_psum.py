@@ -1,0 +1,14 @@
+"""Adds b2 to each device's partial sum inside the psum, so it is counted 8 times; must fail test_values."""
+
+import jax
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+IN = (P(), P(None, "tp"), P("tp"), P("tp", None))
+
+
+def mlp(x, w1, b1, w2, b2, mesh):
+    def body(x, w1, b1, w2, b2):
+        return lax.psum(jax.nn.gelu(x @ w1 + b1) @ w2 + b2, "tp")
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(*IN, P()), out_specs=P())(x, w1, b1, w2, b2)
