@@ -37,10 +37,12 @@ def test_alternatives_pass_every_check(tmp_path: Path) -> None:
         dest.parent.mkdir(parents=True)
         dest.write_bytes(path.read_bytes())
         pairs.append((exercise, dest))
-    # One warm worker for all of them, as `course check --all` grades: each cold start would import JAX anew.
-    worker = start_worker()
+    # One warm worker and one compilation cache for all of them, as `course check --all` grades in a
+    # workspace: each cold start would import JAX anew, and each grader compile its reference again.
+    cache = tmp_path / "xla-cache"
+    worker = start_worker(cache)
     try:
-        results = grade_many(pairs, jobs=2, worker=worker)
+        results = grade_many(pairs, jobs=2, worker=worker, cache_dir=cache)
     finally:
         if worker is not None:
             worker.close()

@@ -6,6 +6,8 @@ every wrong variant are graded in parallel by the runner, and each verdict is ju
 
 from __future__ import annotations
 
+import secrets
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,20 +100,31 @@ def validate(
     exercises = _selected(course, names)
     reports = [ExerciseReport(e.name, e.position, problems=checks.static_problems(e)) for e in exercises]
     todo = plan(course, names)
-    # One warm worker serves every grading: each would otherwise import JAX and pytest anew.
-    worker = start_worker() if len(todo) > 1 else None
-    try:
-        pairs = [(j.exercise, j.path) for j in todo]
-        results = grade_many(pairs, jobs=jobs or default_jobs(), on_result=on_result, worker=worker, hidden=True,
-                             skip_stub=False)
-    finally:
-        if worker is not None:
-            worker.close()
+    results = _grade_all(todo, jobs or default_jobs(), on_result)
     for exercise, report in zip(exercises, reports, strict=True):
         report.gradings = [(j, r) for j, r in zip(todo, results, strict=True) if j.exercise.name == exercise.name]
         _judge(report, exercise, report.gradings)
     problems = [] if names else checks.folder_problems(course)
     return ValidationReport(title=course.meta.title, exercises=reports, problems=problems)
+
+
+def _grade_all(todo: list[Job], jobs: int, on_result: Callable[[ExerciseResult], None] | None) -> list[ExerciseResult]:
+    """Grade every planned file, `jobs` at a time, in the plan's order (each exercise's solution early).
+
+    One warm worker serves every grading (each would otherwise import JAX and pytest anew), and
+    they share one seed and a compilation cache made for this run: the grader's own programs, the
+    same for every file of an exercise, are compiled once. Compile events fire on a cache hit too,
+    so compile counts are unchanged; the files are the course's own, so sharing is safe."""
+    seed = secrets.randbelow(2**31)
+    with tempfile.TemporaryDirectory(prefix="course-validate-") as scratch:
+        cache = Path(scratch)
+        worker = start_worker(cache) if len(todo) > 1 else None
+        try:
+            return grade_many([(j.exercise, j.path) for j in todo], jobs=jobs, seed=seed, on_result=on_result,
+                              worker=worker, cache_dir=cache, hidden=True, skip_stub=False)
+        finally:
+            if worker is not None:
+                worker.close()
 
 
 def _selected(course: Course, names: list[str]) -> list[Exercise]:
