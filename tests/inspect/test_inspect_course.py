@@ -302,6 +302,66 @@ def tensor_parallel_mlp(found: Inspection, wrong: bool) -> None:
                                                                    ("float32[8, 24]", "float32[12, 24]")]
 
 
+def tiled_matmul(found: Inspection, wrong: bool) -> None:
+    """K walks the last grid axis into a float32 scratch, even for bfloat16; the variant's scratch is bfloat16."""
+    f32, bf16 = kernel(found, 0), kernel(found, 1)
+    refs = {r["name"]: r for r in bf16["refs"]}
+    dots = [r["text"] for r in bf16["listing"]["rows"] if "dot_general" in r["text"]]
+    assert len(dots) == 1 and "preferred_element_type=float32" in dots[0]
+    if wrong:  # bf16_scratch: fixed 128 x 128 x 256 tiles, the accumulator in x's dtype
+        assert (f32["grid"], f32["steps"]) == ([3, 2, 2], 12)
+        assert (refs["acc_ref"]["role"], refs["acc_ref"]["type"]) == ("scratch", "bfloat16[128, 128]")
+        return
+    assert (f32["grid"], f32["steps"]) == ([3, 1, 2], 6)
+    assert [(r["name"], r["block"], r["array"]) for r in f32["refs"] if "block" in r] == [
+        ("x_ref", [128, 256], [384, 512]), ("y_ref", [256, 256], [512, 256]), ("o_ref", [128, 256], [384, 256])]
+    assert (refs["acc_ref"]["role"], refs["acc_ref"]["space"], refs["acc_ref"]["type"]) == (
+        "scratch", "VMEM", "float32[256, 256]")
+    assert [r["line"] for r in accesses(bf16, "acc_ref", "store")] == [20, 22]
+    assert [(r["line"], r["depth"]) for r in accesses(bf16, "o_ref", "store")] == [(26, 2)]
+
+
+def flash_attention(found: Inspection, wrong: bool) -> None:
+    """(128, D) blocks of q, k, v, float32 softmax state in VMEM and no S x T array; the variant builds it outside."""
+    k = kernel(found, 0)
+    outside = [r["text"] for r in call(found, "kernels", 0)["program"]["rows"] if r.get("kind") != "kernel"]
+    everything = outside + [r["text"] for r in k["listing"]["rows"]]
+    if wrong:  # scores_in_wrapper: the softmax of the whole (256, 512) score matrix, then a p @ v kernel
+        assert any("f32[256,512] = dot_general" in t for t in outside)
+        assert {r["name"]: r["array"] for r in k["refs"] if "block" in r}["p_ref"] == [256, 512]
+        return
+    assert (k["grid"], k["steps"]) == ([2, 4], 8)
+    assert {r["name"]: (r["block"], r["array"]) for r in k["refs"] if "block" in r} == {
+        "q_ref": ([128, 64], [256, 64]), "k_ref": ([128, 64], [512, 64]), "v_ref": ([128, 64], [512, 64]),
+        "o_ref": ([128, 64], [256, 64])}
+    assert {r["name"]: r["type"] for r in kernel(found, 1)["refs"] if r["role"] == "scratch"} == {
+        "m_sc": "float32[128, 1]", "l_sc": "float32[128, 1]", "acc_sc": "float32[128, 128]"}
+    assert not any("256,512]" in t or "[512,256]" in t for t in everything)
+    assert [r["shape"] for r in accesses(k, "o_ref", "store")] == [[128, 64]]
+
+
+def double_buffer(found: Inspection, wrong: bool) -> None:
+    """Block 0 primed, then block i + 1 in flight into the other slot on its own semaphore while block i is used;
+    the variant starts each block and waits for it at once."""
+    k = kernel(found, 0)
+    assert {r["name"]: (r["space"], r["type"]) for r in k["refs"]} == {
+        "x_hbm_ref": ("ANY", "float32[40, 128]"), "o_ref": ("VMEM block", "float32[40, 128]"),
+        "bufs": ("VMEM", "float32[2, 8, 128]"), "sems": ("semaphore memory", "semaphore[2]")}
+    numbered = [r for r in k["listing"]["rows"] if r["n"]]
+    dmas = [(d["line"], d["sem"], d["waited"], d["wait_line"]) for d in k["dmas"]]
+    if wrong:  # wait_after_start: nothing is in flight while a block is computed
+        assert dmas == [(22, "sems", True, 23)]
+        assert [r["kind"] for r in numbered] == ["DMA start", "DMA wait", "load", "store"]
+        return
+    assert dmas == [(20, "sems", True, 29), (27, "sems", True, 29)]
+    assert [(r["kind"], r["depth"]) for r in numbered] == [("DMA start", 0), ("DMA start", 3), ("DMA wait", 1),
+                                                           ("load", 1), ("store", 1)]
+    primed, prefetch = (r["text"].split("-> ")[1] for r in numbered[:2])
+    assert primed == "bufs[0,:,:] sems[0]"
+    slot, sem = prefetch.split(" ")  # each slot has its own semaphore: one index for both
+    assert slot.removeprefix("bufs[").removesuffix(",:,:]") == sem.removeprefix("sems[").removesuffix("]")
+
+
 CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "update_with_donate": ("copies_state", update_with_donate),
     "ref_reads_writes": ("three_loads", ref_reads_writes),
@@ -322,6 +382,9 @@ CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "grad_accumulation": ("lax_map_stack", grad_accumulation),
     "fsdp_step": ("gathers_batch", fsdp_step),
     "tensor_parallel_mlp": ("w1_rows", tensor_parallel_mlp),
+    "tiled_matmul": ("bf16_scratch", tiled_matmul),
+    "flash_attention": ("scores_in_wrapper", flash_attention),
+    "double_buffer": ("wait_after_start", double_buffer),
 }
 FILES = [(name, variant) for name in CASES for variant in (None, CASES[name][0])]
 

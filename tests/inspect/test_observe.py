@@ -10,10 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from course import ui
 from course.errors import RegistryError
 from course.grading.observe import SECTIONS, calls, compiles, hlo
 from course.grading.observe.listing import listing
 from course.grading.observe.report import describe_error
+from course.ui.inspection_kernels import kernels
 
 STATIC_MISS = """TRACING CACHE MISS at /ws/compile_budget.py:25 (scaled_softmax):
   for _softmax defined at /ws/compile_budget.py:14
@@ -229,3 +231,20 @@ def test_the_compiler_section_reads_one_program_per_call(tmp_path, monkeypatch) 
     assert "scan of 4 trips at line 9; carries float32[2, 8]" in text
     assert "float32[2, 8] @ float32[8, 8] -> float32[2, 8], 4 of them: 1 run each" in text
     assert "saved for the backward pass:" in text and "line 9: return lax.scan" in text
+
+
+def test_a_kernel_drawing_names_each_dmas_semaphore_and_the_types_made_outside() -> None:
+    """A DMA says which semaphore it signals; an operation outside the kernels shows the array it makes."""
+    dma = {"from": "x_hbm_ref", "from_space": "ANY", "to": "bufs", "to_space": "VMEM", "sem": "sems", "line": 27,
+           "waited": True, "wait_line": 29, "same_dtype": True, "read_before_wait": None}
+    kernel = {"kernel": "k", "line": 39, "interpret": "interpret=True", "grid": [], "steps": 1, "aliases": [],
+              "refs": [{"name": "sems", "role": "scratch", "space": "semaphore memory", "type": "semaphore[2]"}],
+              "dmas": [dma], "listing": {"rows": []}, "hazards": [], "hbm_accesses": [], "source": {}}
+    outside = {"depth": 1, "text": "c:f32[256,512] = dot_general[ preferred_element_type=float32 ] q b", "n": None,
+               "kind": None, "line": 19}
+    with ui.out.capture() as captured:
+        kernels({"kernels": [kernel], "program": {"rows": [outside]}})
+    text = " ".join(captured.get().split())
+    assert "sems scratch semaphore memory semaphore[2]" in text
+    assert "DMA at line 27 from x_hbm_ref (ANY) into bufs (VMEM) on sems, waited at line 29" in text
+    assert "outside the kernels: dot_general f32[256,512] (line 19)" in text

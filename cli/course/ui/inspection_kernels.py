@@ -41,7 +41,8 @@ def kernels(call: dict[str, Any]) -> None:
     outside = [r for r in call.get("program", {}).get("rows", [])
                if r.get("kind") != "kernel" and _op(r["text"]) not in ("jit", "pjit")]
     if found and outside:
-        ops = ", ".join(f"{_op(r['text'])}" + (f" (line {r['line']})" if r.get("line") else "") for r in outside)
+        ops = ", ".join(f"{_op(r['text'])}{_result(r['text'])}" + (f" (line {r['line']})" if r.get("line") else "")
+                        for r in outside)
         ui.block(f"outside the kernels: {ops}", indent=4, style="dim")
 
 
@@ -99,6 +100,8 @@ def _dma(dma: dict[str, Any]) -> str:
     """One DMA in words: from where to where, and when it is waited."""
     at = f" at line {dma['line']}" if dma.get("line") else ""
     text = f"DMA{at} from {dma['from']} ({dma['from_space']}) into {dma['to']} ({dma['to_space']})"
+    if dma.get("sem"):
+        text += f" on {dma['sem']}"
     if not dma["waited"]:
         text += ": never waited, so its destination never receives the data"
     elif dma.get("read_before_wait"):
@@ -138,6 +141,13 @@ def source(lines: dict[str, str], indent: int) -> None:
 def _shape(dims: list[Any]) -> str:
     """`(8, 128)`, with `None` for a squeezed dimension."""
     return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _result(text: str) -> str:
+    """' f32[16,64]', the type an equation makes (its first output), so a big array outside the kernels shows."""
+    head = text.split(" = ", 1)[0] if " = " in text else ""
+    kind = head.split(" ", 1)[0].split(":", 1)[-1] if ":" in head else ""
+    return f" {kind}" if kind else ""
 
 
 def _op(text: str) -> str:

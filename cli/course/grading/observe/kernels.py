@@ -62,7 +62,7 @@ def kernel_report(call: KernelCall, line: int | None) -> dict[str, Any]:
         "interpret": _interpret_text(call.interpret),
         "grid": list(call.grid),
         "steps": call.grid_steps,
-        "refs": [_ref(r, call, shown[r.index]) for r in mem.refs if r.space != "semaphore_mem"],
+        "refs": [_ref(r, call, shown[r.index]) for r in mem.refs if _listed(r)],
         "aliases": [_alias(call, i, j) for i, j in call.input_output_aliases.items()],
         "listing": rows,
         "dmas": _dmas(mem, shown),
@@ -79,6 +79,12 @@ def _scoped_name(ref: RefInfo, mem: KernelMemory, scoped: list[str]) -> str:
         return ref.name
     k = [r.index for r in mem.refs if r.arg is None].index(ref.index)
     return scoped[k] if k < len(scoped) else ref.name
+
+
+def _listed(ref: RefInfo) -> bool:
+    """Whether the refs table shows a ref: all but the semaphores JAX makes itself (`sync_copy`'s scoped one);
+    a semaphore the learner asked for in `scratch_shapes` is part of their kernel's design."""
+    return ref.space != "semaphore_mem" or ref.arg is not None
 
 
 def _ref(ref: RefInfo, call: KernelCall, name: str) -> dict[str, Any]:
@@ -131,12 +137,13 @@ def _alias(call: KernelCall, i: int, j: int) -> dict[str, Any]:
 
 
 def _dmas(mem: KernelMemory, shown: dict[int, str]) -> list[dict[str, Any]]:
-    """Every DMA: from which ref into which, whether it is waited, and any read before its wait."""
+    """Every DMA: from which ref into which on which semaphore, whether it is waited, and any read before its wait."""
     out = []
     for d in mem.dmas:
         early = d.read_before_wait
         out.append({"from": shown[d.src.index], "from_space": SPACE_WORDS.get(d.src.space, d.src.space),
                     "to": shown[d.dst.index], "to_space": SPACE_WORDS.get(d.dst.space, d.dst.space),
+                    "sem": shown[d.sem.index] if d.sem is not None else None,
                     "line": d.line, "waited": d.waited, "wait_line": d.wait_line, "same_dtype": d.same_dtype,
                     "read_before_wait": early.line if early is not None else None})
     return out
