@@ -24,6 +24,7 @@ from course.grading import (
     jaxpr_collectives,
     line_text,
     matmuls_in,
+    sharding_text,
     traced_once,
 )
 
@@ -95,32 +96,34 @@ def _wrong_blocks(got: jax.Array, x: np.ndarray, w: np.ndarray) -> str:
         block = np.asarray(shard.data).astype(np.float64)
         if block.shape != (m, cols.shape[1]):
             return (f"on device {shard.device.id}: it holds a {block.shape} block, where each device should hold "
-                    f"all {m} rows of its columns ({(m, cols.shape[1])}).")
+                    f"all {m} rows of its columns ({(m, cols.shape[1])}); the result is sharded "
+                    f"{sharding_text(got)}, not P(None, axis).")
         products = [c @ cols for c in chunks]
         bad = []
         for r in range(DEVICES):
             held = block[r * rows:(r + 1) * rows]
             if np.allclose(held, products[r], rtol=RTOL, atol=ATOL):
                 continue
-            bad.append(f"rows of device {r} {_what(held, products, r, reasons)}")
+            bad.append(f"row block {r} {_what(held, products, r, reasons)}")
         if bad:
             parts.append(f"device {shard.device.id}: " + ", ".join(bad[:3]) + (", ..." if len(bad) > 3 else ""))
     if not parts:
         return ""
-    return "; ".join(parts[:3]) + ("; and more" if len(parts) > 3 else "") + ". " + _why(reasons)
+    return ("in these blocks of M/8 rows (block r is device r's chunk of x times this device's columns of w): "
+            + "; ".join(parts[:3]) + ("; and more devices" if len(parts) > 3 else "") + ". " + _why(reasons))
 
 
 def _what(held: np.ndarray, products: list[np.ndarray], r: int, reasons: set[str]) -> str:
     """What a wrong row block holds: zeros, another device's chunk product, or other values."""
     if np.allclose(held, 0.0, atol=ATOL):
         reasons.add("zeros")
-        return "hold zeros"
+        return "holds zeros"
     for owner, product in enumerate(products):
         if owner != r and np.allclose(held, product, rtol=RTOL, atol=ATOL):
             reasons.add("owner")
-            return f"hold the product of device {owner}'s rows"
+            return f"holds device {owner}'s product"
     reasons.add("other")
-    return "hold other values"
+    return "holds other values"
 
 
 def _why(reasons: set[str]) -> str:
@@ -222,6 +225,12 @@ def test_ring_permutes(submission: ModuleType, submission_path: Path, rng: np.ra
             fail(f"the ppermute{at} moves {c.elements} numbers ({', '.join(map(str, c.shapes))}) per device per "
                  f"step, more than one chunk of x: ({m // DEVICES}, {k}) = {chunk}. Only the chunk just multiplied "
                  "needs to travel; sending a whole buffer moves up to 8 times as much for the same result.")
+    w_block = (k, FIXED[2] // DEVICES)
+    if any(w_block in c.shapes for c in permutes):
+        c = next(c for c in permutes if w_block in c.shapes)
+        fail(f"the ppermute{_at(c.line)} moves a {w_block} block: w's columns travel, and x stays put. Then each "
+             "device can only finish its own rows of the result; keep w's columns where they are and pass x's "
+             f"({m // DEVICES}, {k}) chunks round the ring, so each device finishes its columns of every row.")
     received = sum(c.elements * (c.times or 0) for c in permutes)
     if received != (DEVICES - 1) * chunk:
         extra = (" The 8th transfer brings a chunk back to the device it started on, whose product is already "

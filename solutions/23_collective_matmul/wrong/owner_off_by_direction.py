@@ -1,0 +1,26 @@
+"""Sends chunks to the right but writes each product at (me + step); must fail test_values."""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+
+def ag_matmul(x, w, mesh):
+    """x @ w by columns."""
+    axis = mesh.axis_names[0]
+    size = mesh.shape[axis]
+    right = [(i, (i + 1) % size) for i in range(size)]
+
+    def per_device(chunk, w_cols):
+        me = lax.axis_index(axis)
+        rows = chunk.shape[0]
+        out = jnp.zeros((size * rows, w_cols.shape[1]), chunk.dtype)
+        for step in range(size):
+            nxt = lax.ppermute(chunk, axis, right) if step < size - 1 else chunk
+            out = lax.dynamic_update_slice_in_dim(out, chunk @ w_cols, ((me + step) % size) * rows, axis=0)
+            chunk = nxt
+        return out
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(P(axis, None), P(None, axis)),
+                         out_specs=P(None, axis))(x, w)
