@@ -261,6 +261,37 @@ CASES = {
         r"runs 2 all-reduces: f32\[12,64\] \(the \(B, F\) hidden activations\)",
     ),
     ("tensor_parallel_mlp", "bfloat16_psum"): ({"test_values", "test_float32_sum"}, r"psum of bfloat16 values at line"),
+    # collective_matmul: the gathers by other means are named by the collective they compile to.
+    ("collective_matmul", "all_gather_matmul"): (
+        {"test_only_collective_permutes", "test_ring_permutes", "test_chunk_matmuls"},
+        r"runs an all-gather of f32\[32,16\]\. An all-gather hands every device all of x",
+    ),
+    ("collective_matmul", "zeros_and_psum"): (
+        {"test_only_collective_permutes", "test_ring_permutes", "test_chunk_matmuls"},
+        r"runs an all-reduce of f32\[32,16\]",
+    ),
+    ("collective_matmul", "eight_permutes"): (
+        {"test_ring_permutes"}, r"receives 8 chunks of x in all.*The 8th transfer",
+    ),
+    ("collective_matmul", "whole_buffer"): (
+        {"test_ring_permutes"}, r"moves 512 numbers \(\(32, 16\)\) per device per step",
+    ),
+    ("collective_matmul", "owner_off_by_direction"): (
+        {"test_values"}, r"device 0: row block 1 holds device 7's product.*written at another device's rows",
+    ),
+    ("collective_matmul", "permutes_then_one_matmul"): (
+        {"test_chunk_matmuls"}, r"float32\[32, 16\] @ float32\[16, 3\] -> float32\[32, 3\] \(line 23: .*8 chunks' work",
+    ),
+    ("collective_matmul", "no_wraparound"): (
+        {"test_values", "test_ring_permutes"}, r"the ppermute at line 20 has no pair 7→0",
+    ),
+    ("collective_matmul", "rotates_w"): (
+        {"test_values", "test_output_sharding", "test_ring_permutes"},
+        r"sharded P\('devs', None\), expected P\(None, 'devs'\).*passing w's columns round the ring",
+    ),
+    ("collective_matmul", "while_loop"): (
+        {"test_ring_permutes", "test_chunk_matmuls"}, r"the ppermute at line 23 sits inside a `while`",
+    ),
 }
 
 
