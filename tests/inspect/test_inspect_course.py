@@ -302,6 +302,21 @@ def tensor_parallel_mlp(found: Inspection, wrong: bool) -> None:
                                                                    ("float32[8, 24]", "float32[12, 24]")]
 
 
+def collective_matmul(found: Inspection, wrong: bool) -> None:
+    """7 one-step permutes of a (4, 16) chunk and 8 chunk matmuls; the variant gathers the same way, then one matmul."""
+    report, compiler = call(found, "distributed"), call(found, "compiler")
+    steps = report["jaxpr"]
+    assert {h["op"] for h in report["hlo"]} == {"collective-permute"}
+    assert sum(c["times"] for c in steps) == 7 and {c["elements"] for c in steps} == {64}
+    assert all(sorted(map(tuple, c["perm"])) == [(i, (i + 1) % 8) for i in range(8)] for c in steps)
+    assert [o["spec"] for o in report["outputs"]] == ["P(None, 'i')"]
+    shapes = [(m["lhs"], m["out"], m["count"]) for m in compiler["matmuls"]]
+    if wrong:  # permutes_then_one_matmul: the whole (32, 16) x in one matmul once it has arrived
+        assert shapes == [("float32[32, 16]", "float32[32, 3]", 1)]
+        return
+    assert shapes == [("float32[4, 16]", "float32[4, 3]", 8)]
+
+
 def tiled_matmul(found: Inspection, wrong: bool) -> None:
     """K walks the last grid axis into a float32 scratch, even for bfloat16; the variant's scratch is bfloat16."""
     f32, bf16 = kernel(found, 0), kernel(found, 1)
@@ -382,6 +397,7 @@ CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "grad_accumulation": ("lax_map_stack", grad_accumulation),
     "fsdp_step": ("gathers_batch", fsdp_step),
     "tensor_parallel_mlp": ("w1_rows", tensor_parallel_mlp),
+    "collective_matmul": ("permutes_then_one_matmul", collective_matmul),
     "tiled_matmul": ("bf16_scratch", tiled_matmul),
     "flash_attention": ("scores_in_wrapper", flash_attention),
     "double_buffer": ("wait_after_start", double_buffer),
