@@ -13,6 +13,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from course.grading import (
+    BlockFault,
     Collective,
     Traced,
     assert_dtype,
@@ -26,6 +27,7 @@ from course.grading import (
     matmuls_in,
     sharding_text,
     traced_once,
+    wrong_blocks,
 )
 
 DEVICES = 8
@@ -88,46 +90,29 @@ def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Ge
 def _wrong_blocks(got: jax.Array, x: np.ndarray, w: np.ndarray) -> str:
     """'' when every device's block is right; else, per device, which row blocks are wrong and what they hold."""
     m = x.shape[0]
-    rows = m // DEVICES
-    chunks = [x[r * rows:(r + 1) * rows].astype(np.float64) for r in range(DEVICES)]
-    parts, reasons = [], set()
-    for shard in sorted(got.addressable_shards, key=lambda s: s.device.id):
-        cols = w[:, shard.index[1]].astype(np.float64) if len(shard.index) > 1 else w.astype(np.float64)
-        block = np.asarray(shard.data).astype(np.float64)
-        if block.shape != (m, cols.shape[1]):
-            return (f"on device {shard.device.id}: it holds a {block.shape} block, where each device should hold "
-                    f"all {m} rows of its columns ({(m, cols.shape[1])}); the result is sharded "
-                    f"{sharding_text(got)}, not P(None, axis).")
-        products = [c @ cols for c in chunks]
-        bad = []
-        for r in range(DEVICES):
-            held = block[r * rows:(r + 1) * rows]
-            if np.allclose(held, products[r], rtol=RTOL, atol=ATOL):
-                continue
-            bad.append(f"row block {r} {_what(held, products, r, reasons)}")
-        if bad:
-            parts.append(f"device {shard.device.id}: " + ", ".join(bad[:3]) + (", ..." if len(bad) > 3 else ""))
-    if not parts:
+    for shard in got.addressable_shards:
+        want = (m, w[:, shard.index[1]].shape[1]) if len(shard.index) > 1 else (m, w.shape[1])
+        if shard.data.shape != want:
+            return (f"on device {shard.device.id}: it holds a {shard.data.shape} block, where each device should "
+                    f"hold all {m} rows of its columns ({want}); the result is sharded {sharding_text(got)}, "
+                    "not P(None, axis).")
+    chunks = np.split(x.astype(np.float64), DEVICES)
+    faults = wrong_blocks(got, lambda index: [c @ w[:, index[1]].astype(np.float64) for c in chunks],
+                          rtol=RTOL, atol=ATOL)
+    if not faults:
         return ""
+    parts: dict[int, list[str]] = {}
+    for f in faults:
+        what = "zeros" if f.zeros else "other values" if f.holds is None else f"device {f.holds}'s product"
+        parts.setdefault(f.device, []).append(f"row block {f.block} holds {what}")
+    listed = [f"device {d}: " + ", ".join(p[:3]) + (", ..." if len(p) > 3 else "") for d, p in parts.items()]
     return ("in these blocks of M/8 rows (block r is device r's chunk of x times this device's columns of w): "
-            + "; ".join(parts[:3]) + ("; and more devices" if len(parts) > 3 else "") + ". " + _why(reasons))
+            + "; ".join(listed[:3]) + ("; and more devices" if len(listed) > 3 else "") + ". " + _why(faults))
 
 
-def _what(held: np.ndarray, products: list[np.ndarray], r: int, reasons: set[str]) -> str:
-    """What a wrong row block holds: zeros, another device's chunk product, or other values."""
-    if np.allclose(held, 0.0, atol=ATOL):
-        reasons.add("zeros")
-        return "holds zeros"
-    for owner, product in enumerate(products):
-        if owner != r and np.allclose(held, product, rtol=RTOL, atol=ATOL):
-            reasons.add("owner")
-            return f"holds device {owner}'s product"
-    reasons.add("other")
-    return "holds other values"
-
-
-def _why(reasons: set[str]) -> str:
+def _why(faults: list[BlockFault]) -> str:
     """The usual cause of the wrong blocks seen."""
+    reasons = {"zeros" if f.zeros else "other" if f.holds is None else "owner" for f in faults}
     text = []
     if "owner" in reasons:
         text.append("The products are right but written at another device's rows: the chunk a device holds "

@@ -10,6 +10,10 @@ length of every enclosing `scan`. Under a `while` or a `cond` the count is unkno
 `hlo_collective_shapes` reads each collective of the HLO with its result's dtype and shape. XLA
 combines the all-reduces of many gradients into one tuple-shaped all-reduce, so a tuple result is
 split into its elements: one entry per array that really crosses the devices.
+
+`wrong_blocks` reads a ring's result the way its messages explain it: each device's shard cut into
+the blocks the ring writes one per step, and for each wrong block whether it holds zeros (nothing
+arrived) or the block that belongs elsewhere (written at the wrong owner's place).
 """
 
 from __future__ import annotations
@@ -18,18 +22,20 @@ import dataclasses
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jax
 import jax.extend as jex
+import numpy as np
 
 from course.grading.jaxprs import learner_line, walk_eqns
 
 __all__ = [
     "HLO_COLLECTIVES",
+    "BlockFault",
     "Collective",
     "HloCollective",
     "by_call",
@@ -39,6 +45,7 @@ __all__ = [
     "hlo_collectives",
     "jaxpr_collectives",
     "total_steps",
+    "wrong_blocks",
 ]
 
 HLO_COLLECTIVES = ("all-reduce", "all-gather", "all-to-all", "collective-permute", "reduce-scatter")
@@ -270,4 +277,37 @@ def hlo_collective_shapes(hlo: Any) -> list[HloCollective]:
             shape = tuple(int(d) for d in dims.split(",") if d)
             found.append(HloCollective(op, dtype, shape, name if name.startswith("%") else f"%{name}",
                                        i if tupled else None))
+    return found
+
+
+@dataclass(frozen=True)
+class BlockFault:
+    """One block of one device's shard that differs from the block belonging there."""
+
+    device: int
+    block: int
+    """Which block of the shard, counted along the cut axis."""
+    zeros: bool
+    """Whether it holds zeros only: nothing arrived there, or nothing was written."""
+    holds: int | None
+    """The index of another expected block it equals (one written at the wrong place), or None."""
+
+
+def wrong_blocks(got: jax.Array, expected: Callable[[tuple[Any, ...]], Sequence[Any]], *, axis: int = 0,
+                 rtol: float = 1e-5, atol: float = 1e-5) -> list[BlockFault]:
+    """Each device's shard cut into as many equal blocks along `axis` as `expected(shard.index)` lists; the wrong ones.
+
+    `expected` gets a shard's index into the whole array and returns the blocks that shard should
+    hold, in order (for a collective matmul sharded by columns, chunk r of x times those columns).
+    """
+    found = []
+    for shard in sorted(got.addressable_shards, key=lambda s: s.device.id):
+        pieces = [np.asarray(p, np.float64) for p in expected(shard.index)]
+        blocks = np.split(np.asarray(shard.data, np.float64), len(pieces), axis=axis)
+        for b, block in enumerate(blocks):
+            if np.allclose(block, pieces[b], rtol=rtol, atol=atol):
+                continue
+            holds = next((k for k, p in enumerate(pieces) if k != b and p.shape == block.shape
+                          and np.allclose(block, p, rtol=rtol, atol=atol)), None)
+            found.append(BlockFault(int(shard.device.id), b, bool(np.allclose(block, 0.0, atol=atol)), holds))
     return found
