@@ -16,7 +16,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from course.grading import CheckFailed
-from course.grading.collectives import collectives_in, hlo_collective_shapes
+from course.grading.collectives import BlockFault, collectives_in, hlo_collective_shapes, wrong_blocks
 from course.grading.sharding import shard_mismatches, traced_once
 
 HERE = Path(__file__).resolve()
@@ -144,3 +144,29 @@ def test_traced_once_explains_a_sharded_contraction() -> None:
     b = jax.device_put(np.ones((16, 4), np.float32), NamedSharding(mesh, P("d", None)))
     with pytest.raises(CheckFailed, match=r"multiplies over a dimension that is split across devices"):
         traced_once(lambda a, b: a @ b, a, b, name="`fn`")
+
+
+@on_eight_devices
+def test_wrong_blocks_names_zeros_and_misplaced_blocks() -> None:
+    """A result sharded by columns, cut into 8 row blocks: one zeroed, one swapped with another, one perturbed."""
+    mesh = _mesh()
+    rng = np.random.default_rng(0)
+    want = rng.standard_normal((16, 8)).astype(np.float32)
+    bad = want.copy()
+    bad[0:2, 1] = 0.0  # device 1, row block 0: nothing written
+    bad[4:6, 3], bad[6:8, 3] = want[6:8, 3], want[4:6, 3]  # device 3: blocks 2 and 3 swapped
+    bad[14:16, 6] += 1.0  # device 6, row block 7: other values
+    got = jax.device_put(bad, NamedSharding(mesh, P(None, "d")))
+    expected = lambda index: np.split(want[:, index[1]], 8)  # noqa: E731
+    assert wrong_blocks(got, expected) == [
+        BlockFault(device=1, block=0, zeros=True, holds=None),
+        BlockFault(device=3, block=2, zeros=False, holds=3),
+        BlockFault(device=3, block=3, zeros=False, holds=2),
+        BlockFault(device=6, block=7, zeros=False, holds=None),
+    ]
+    assert wrong_blocks(jax.device_put(want, NamedSharding(mesh, P(None, "d"))), expected) == []
+    rows = want.T.copy()  # (8, 16) by rows: each device's row cut into 8 column blocks of 2
+    rows[5, 2:4] = 0.0
+    faults = wrong_blocks(jax.device_put(rows, NamedSharding(mesh, P("d"))),
+                          lambda index: np.split(want.T[index], 8, axis=1), axis=1)
+    assert faults == [BlockFault(device=5, block=1, zeros=True, holds=None)]
