@@ -207,9 +207,12 @@ def test_ring_permutes(submission: ModuleType, submission_path: Path, rng: np.ra
             fail(f"the ppermute{at} sends {', '.join(f'{s}→{d}' for s, d in (c.perm or ())[:4])}: not every "
                  "device to one neighbour. A ring sends i → (i ± 1) % 8, so each link carries one chunk a step.")
         if c.elements > chunk:
+            riders = (f" It is given {c.leaves} arrays at once, and `lax.ppermute` of a tuple sends every leaf; "
+                      "which chunk arrives at each step is arithmetic on `lax.axis_index` and the step, the same "
+                      "on every device." if c.leaves > 1 else "")
             fail(f"the ppermute{at} moves {c.elements} numbers ({', '.join(map(str, c.shapes))}) per device per "
                  f"step, more than one chunk of x: ({m // DEVICES}, {k}) = {chunk}. Only the chunk just multiplied "
-                 "needs to travel; sending a whole buffer moves up to 8 times as much for the same result.")
+                 f"needs to travel; sending a whole buffer moves up to 8 times as much for the same result.{riders}")
     w_block = (k, FIXED[2] // DEVICES)
     if any(w_block in c.shapes for c in permutes):
         c = next(c for c in permutes if w_block in c.shapes)
