@@ -16,7 +16,14 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from course.grading import CheckFailed
-from course.grading.collectives import BlockFault, collectives_in, hlo_collective_shapes, wrong_blocks
+from course.grading.collectives import (
+    BlockFault,
+    collectives_in,
+    hlo_collective_shapes,
+    jaxpr_collectives,
+    live_jaxpr,
+    wrong_blocks,
+)
 from course.grading.sharding import shard_mismatches, traced_once
 
 HERE = Path(__file__).resolve()
@@ -170,3 +177,30 @@ def test_wrong_blocks_names_zeros_and_misplaced_blocks() -> None:
     faults = wrong_blocks(jax.device_put(rows, NamedSharding(mesh, P("d"))),
                           lambda index: np.split(want.T[index], 8, axis=1), axis=1)
     assert faults == [BlockFault(device=5, block=1, zeros=True, holds=None)]
+
+
+@on_eight_devices
+def test_live_jaxpr_drops_a_shift_nothing_reads_as_xla_does() -> None:
+    """Unrolled, a last unused ppermute is dead, in the jaxpr as in the HLO; in a loop it is a carry and stays."""
+    mesh = _mesh()
+    x = jax.device_put(np.ones((8, 4), np.float32), NamedSharding(mesh, P("d")))
+    right = [(i, (i + 1) % 8) for i in range(8)]
+
+    def unrolled(b):
+        total = b
+        for _ in range(3):
+            b = lax.ppermute(b, "d", right)
+            total = total + b
+        lax.ppermute(b, "d", right)  # its result is never used
+        return total
+
+    def looped(b):
+        return lax.fori_loop(0, 3, lambda i, c: (lax.ppermute(c[0], "d", right), c[1] + c[0]), (b, b))[1]
+
+    for body, traced, live in ((unrolled, 4, 3), (looped, 3, 3)):
+        fn = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=P("d")))
+        jaxpr = fn.trace(x).jaxpr
+        steps = lambda j: sum(c.times for c in jaxpr_collectives(j) if c.primitive == "ppermute")  # noqa: E731
+        assert (steps(jaxpr), steps(live_jaxpr(jaxpr))) == (traced, live)
+    compiled = jax.jit(jax.shard_map(unrolled, mesh=mesh, in_specs=P("d"), out_specs=P("d"))).lower(x).compile()
+    assert [c.op for c in hlo_collective_shapes(compiled)] == ["collective-permute"] * 3  # XLA drops it too

@@ -44,6 +44,7 @@ __all__ = [
     "hlo_collective_shapes",
     "hlo_collectives",
     "jaxpr_collectives",
+    "live_jaxpr",
     "total_steps",
     "wrong_blocks",
 ]
@@ -201,6 +202,20 @@ def by_call(collectives: Iterable[Collective]) -> list[Collective]:
 def collectives_in(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> list[Collective]:
     """Trace `fn(*args)` with `jax.make_jaxpr` and list its collectives."""
     return jaxpr_collectives(jax.make_jaxpr(fn)(*args), path=path)
+
+
+def live_jaxpr(closed: Any) -> Any:
+    """A closed jaxpr without the equations whose results nothing uses, as XLA drops them when it compiles.
+
+    Unrolled by Python, a ring that shifts after each of its 8 products sends a last chunk that
+    nothing reads: the compiled program makes 7 collective-permutes, and so does this jaxpr. In a
+    loop that last shift is the carry of the next step and stays, as it does in the loop XLA runs.
+    """
+    from jax._src.interpreters import partial_eval as pe  # no public dead-code pass
+
+    jaxpr = getattr(closed, "jaxpr", closed)
+    live, _ = pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))
+    return jex.core.ClosedJaxpr(live, list(getattr(closed, "consts", [])))
 
 
 def total_steps(collectives: Iterable[Collective]) -> int | None:

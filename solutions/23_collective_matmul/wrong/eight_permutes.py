@@ -1,4 +1,4 @@
-"""Permutes after all 8 products, the last transfer bringing each chunk home unused; must fail test_ring_permutes."""
+"""A fori_loop of 8 steps, each a product then a shift: the 8th shift runs for nothing; must fail test_ring_permutes."""
 
 import jax
 import jax.numpy as jnp
@@ -15,11 +15,15 @@ def ag_matmul(x, w, mesh):
     def per_device(chunk, w_cols):
         me = lax.axis_index(axis)
         rows = chunk.shape[0]
-        out = jnp.zeros((size * rows, w_cols.shape[1]), chunk.dtype)
-        for step in range(size):
-            out = lax.dynamic_update_slice_in_dim(out, chunk @ w_cols, ((me - step) % size) * rows, axis=0)
-            chunk = lax.ppermute(chunk, axis, right)
-        return out + 0 * chunk.sum()
+        out = lax.pcast(jnp.zeros((size * rows, w_cols.shape[1]), chunk.dtype), (axis,), to="varying")
+
+        def step(i, carry):
+            chunk, out = carry
+            out = lax.dynamic_update_slice_in_dim(out, chunk @ w_cols, ((me - i) % size) * rows, axis=0)
+            return lax.ppermute(chunk, axis, right), out
+
+        _, out = lax.fori_loop(0, size, step, (chunk, out))
+        return out
 
     return jax.shard_map(per_device, mesh=mesh, in_specs=(P(axis, None), P(None, axis)),
                          out_specs=P(None, axis))(x, w)
