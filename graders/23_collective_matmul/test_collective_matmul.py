@@ -194,6 +194,10 @@ def test_ring_permutes(submission: ModuleType, submission_path: Path, rng: np.ra
     permutes = _ppermutes(case, submission_path)
     for c in permutes:
         at = _at(c.line)
+        if c.times is None and c.enclosing == "cond":
+            fail(f"the ppermute{at} sits inside a `lax.cond`, so whether it runs is decided while the program runs "
+                 "and its transfers cannot be counted or scheduled ahead. Multiply the device's own chunk before "
+                 f"the loop, then loop {DEVICES - 1} times: shift, multiply, write.")
         if c.times is None:
             fail(f"the ppermute{at} sits inside a `{c.enclosing}`, so how many chunks it sends is not fixed "
                  "when the program is built, and XLA cannot schedule the transfers against the matmuls. Loop "
