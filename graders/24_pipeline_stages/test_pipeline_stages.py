@@ -98,13 +98,15 @@ def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Ge
             fail(f"{name} has shape {got.shape}, expected x's shape {want.shape}.")
         bad = shard_mismatches(got, want, rtol=1e-4, atol=1e-5)
         if bad:
-            where = ", ".join(f"device {w.device}" for w in bad[:4]) + (" and more" if len(bad) > 4 else "")
+            where = ("every device" if len(bad) == s else
+                     ", ".join(f"device {w.device}" for w in bad[:4]) + (" and more" if len(bad) > 4 else ""))
             fail(f"{name} is wrong on {where}. {_why(got, xs, ws, want)}")
 
 
 def _blocks(got: jax.Array) -> list[np.ndarray]:
     """The block each device holds, in device order."""
-    return [np.asarray(sh.data).astype(np.float64) for sh in sorted(got.addressable_shards, key=lambda sh: sh.device.id)]
+    shards = sorted(got.addressable_shards, key=lambda sh: sh.device.id)
+    return [np.asarray(sh.data).astype(np.float64) for sh in shards]
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -139,10 +141,10 @@ def _zeros_at_end(first: np.ndarray, xs: np.ndarray, ws: np.ndarray, want: np.nd
     if wrong != list(range(micro - len(wrong), micro)) or not np.allclose(first[wrong], 0.0):
         return ""
     k = len(wrong)
-    return (f"The last {k} output{'s are' if k > 1 else ' is'} all zeros: the loop stopped {k} step"
-            f"{'s' if k > 1 else ''} before {'they' if k > 1 else 'it'} left the last stage. Microbatch M - 1 "
-            f"enters at step M - 1 and needs S - 1 more steps to cross the pipe: M + S - 1 = "
-            f"{micro + stages - 1} steps in all.")
+    what = "The last output is" if k == 1 else f"The last {k} outputs are"
+    return (f"{what} all zeros: the loop stopped {k} step{'s' if k > 1 else ''} before microbatch {micro - 1} "
+            f"left the last stage. Microbatch M - 1 enters at step M - 1 and needs S - 1 more steps to cross "
+            f"the pipe: M + S - 1 = {micro + stages - 1} steps in all, S - 1 = {stages - 1} of them bubble.")
 
 
 def _layers_off(first: np.ndarray, xs: np.ndarray, ws: np.ndarray, want: np.ndarray, wrong: list[int]) -> str:
@@ -216,7 +218,8 @@ def test_weights_stay(submission: ModuleType, submission_path: Path, rng: np.ran
     ops = hlo_collective_shapes(traced.hlo)
     for op in ops:
         if op.elements in (d * d, s * d * d) or op.op == "all-to-all":
-            fail(f"the compiled `pipeline` runs a {op.op} of {op.text()} ({_what(op.elements)}). In a pipeline "
+            article = "an" if op.op[0] in "aeiou" else "a"
+            fail(f"the compiled `pipeline` runs {article} {op.op} of {op.text()} ({_what(op.elements)}). In a pipeline "
                  "each stage keeps its own layer: weights[s] stays on device s, and only (B, D) activations "
                  "travel, one stage per step. Gathering the weights makes every device hold and apply all "
                  "S layers, which is no pipeline at all.")
