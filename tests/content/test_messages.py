@@ -263,7 +263,7 @@ CASES = {
     ("tensor_parallel_mlp", "bfloat16_psum"): ({"test_values", "test_float32_sum"}, r"psum of bfloat16 values at line"),
     # pipeline_stages: each wrong schedule named by what its values or its permutes show.
     ("pipeline_stages", "one_step_short"): (
-        {"test_values"}, r"The last output is all zeros: the loop stopped 1 step before microbatch 5 left the last stage",
+        {"test_values"}, r"The last output is all zeros: the loop stopped 1 step before microbatch 5 left the last",
     ),
     ("pipeline_stages", "feeds_next_early"): ({"test_values"}, r"Output m holds microbatch m \+ 1's result"),
     ("pipeline_stages", "no_last_stage_mask"): (
