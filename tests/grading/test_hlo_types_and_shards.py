@@ -144,3 +144,12 @@ def test_traced_once_explains_a_sharded_contraction() -> None:
     b = jax.device_put(np.ones((16, 4), np.float32), NamedSharding(mesh, P("d", None)))
     with pytest.raises(CheckFailed, match=r"multiplies over a dimension that is split across devices"):
         traced_once(lambda a, b: a @ b, a, b, name="`fn`")
+
+
+@on_eight_devices
+def test_traced_once_explains_a_slice_of_a_sharded_dimension() -> None:
+    """Taking one device's row out of a P('d') array outside a shard_map is named as a slice of a split axis."""
+    mesh = _mesh()
+    x = jax.device_put(np.ones((8, 4), np.float32), NamedSharding(mesh, P("d")))
+    with pytest.raises(CheckFailed, match=r"slices an array along a dimension that is split.*JAX said: slicing on"):
+        traced_once(lambda a: a[7], x, name="`fn`")
