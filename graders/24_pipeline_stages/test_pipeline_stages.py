@@ -119,13 +119,18 @@ def _why(got: jax.Array, xs: np.ndarray, ws: np.ndarray, want: np.ndarray) -> st
                 "fills and every other stage leaves at zero.")
     stages, micro = len(ws), len(xs)
     wrong = [m for m in range(micro) if not _close(first[m], want[m])]
-    listed = f"microbatch{'es' if len(wrong) > 1 else ''} {', '.join(map(str, wrong))} of 0..{micro - 1}"
+    if len(wrong) == micro:
+        listed = f"All {micro} outputs are wrong."
+    else:
+        many = len(wrong) > 1
+        listed = (f"Output{'s' if many else ''} {', '.join(map(str, wrong))} (of 0..{micro - 1}) "
+                  f"{'are' if many else 'is'} wrong.")
     for guess in (_zeros_at_end, _layers_off, _shifted, _unmasked):
         said = guess(first, xs, ws, want, wrong)
         if said:
-            return f"Wrong: {listed}. {said}"
-    return (f"Wrong: {listed}. At step t stage 0 takes microbatch t, every stage applies its own layer to what "
-            f"it holds and passes the result right, and the last stage finishes microbatch t - {stages - 1}.")
+            return f"{listed} {said}"
+    return (f"{listed} At step t stage 0 takes microbatch t, every stage applies its own layer to what it "
+            f"holds and passes the result right, and the last stage finishes microbatch t - {stages - 1}.")
 
 
 def _zeros_at_end(first: np.ndarray, xs: np.ndarray, ws: np.ndarray, want: np.ndarray, wrong: list[int]) -> str:
