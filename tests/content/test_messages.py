@@ -292,6 +292,45 @@ CASES = {
     ("collective_matmul", "while_loop"): (
         {"test_ring_permutes", "test_chunk_matmuls"}, r"the ppermute at line 23 sits inside a `while`",
     ),
+    # pipeline_stages: each wrong schedule named by what its values or its permutes show.
+    ("pipeline_stages", "one_step_short"): (
+        {"test_values"}, r"The last output is all zeros: the loop stopped 1 step before microbatch 5 left the last",
+    ),
+    ("pipeline_stages", "feeds_next_early"): ({"test_values"}, r"Output m holds microbatch m \+ 1's result"),
+    ("pipeline_stages", "no_last_stage_mask"): (
+        {"test_values"}, r"every stage wrote its own activation into the buffer the psum collects",
+    ),
+    ("pipeline_stages", "unsummed_outputs"): (
+        {"test_values"}, r"The devices hold different outputs while the result claims to be replicated",
+    ),
+    ("pipeline_stages", "wrong_direction"): (
+        {"test_values", "test_permute_direction"}, r"uses the pairs 1→0, 2→1, 3→2: it sends activations left",
+    ),
+    ("pipeline_stages", "gathers_weights_sequential"): (
+        {"test_weights_stay", "test_permute_steps", "test_permute_direction", "test_matmul_work"},
+        r"runs an all-gather of f32\[4,16,16\] \(all S layers' weights\)",
+    ),
+    ("pipeline_stages", "replicated_weights_indexed"): (
+        {"test_weights_stay"}, r"runs an all-gather of f32\[4,16,16\] \(all S layers' weights\)",
+    ),
+    ("pipeline_stages", "one_microbatch_at_a_time"): (
+        {"test_permute_steps", "test_matmul_work"}, r"makes 18 ppermute steps .* That is one microbatch at a time",
+    ),
+    ("pipeline_stages", "extra_drain_steps"): (
+        {"test_permute_steps", "test_matmul_work"}, r"makes 12 ppermute steps .* The extra steps drain an empty pipe",
+    ),
+    ("pipeline_stages", "collects_last_stage_input"): (
+        {"test_values"}, r"Each output went through layers 0\.\.2 only: layer 3 never acted on it",
+    ),
+    ("pipeline_stages", "slices_last_stage_outside"): (
+        {"test_traceable", "test_values", "test_output_replicated", "test_weights_stay", "test_permute_steps",
+         "test_permute_direction", "test_matmul_work"},
+        r"slices an array along a dimension that is split across devices at \w+\.py line 29: "
+        r"`return every\[stages - 1\]`",
+    ),
+    ("pipeline_stages", "while_loop"): (
+        {"test_permute_steps", "test_matmul_work"}, r"sits inside a `while`, so its steps cannot be counted",
+    ),
 }
 
 

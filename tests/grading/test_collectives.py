@@ -217,3 +217,20 @@ def test_missing_pairs_of_a_ring_that_does_not_close() -> None:
     assert make([(i, i - 1) for i in range(2, 8)]).missing_pairs(8) == (7, [(0, 7), (1, 0)])
     assert make(RIGHT).missing_pairs(8) is None
     assert make([(0, 1), (1, 3)]).missing_pairs(8) is None
+
+
+def test_chain_offset_of_a_pipeline_with_or_without_its_wrap_pair() -> None:
+    """Neighbour chains either way give +1 or -1 (the wrap pair optional); gaps, jumps and both ways give None."""
+    from course.grading.collectives import Collective
+
+    def make(perm):
+        """A ppermute with these pairs."""
+        return Collective("ppermute", ("stage",), tuple(perm), ((4,),), 1, None, None)
+
+    assert make([(s, s + 1) for s in range(3)]).chain_offset(4) == 1
+    assert make([(s, (s + 1) % 4) for s in range(4)]).chain_offset(4) == 1
+    assert make([(s, s - 1) for s in range(1, 4)]).chain_offset(4) == -1
+    assert make([(s, (s - 1) % 4) for s in range(4)]).chain_offset(4) == -1
+    assert make([(0, 1), (2, 3)]).chain_offset(4) is None  # stage 2 never receives
+    assert make([(0, 2), (1, 3)]).chain_offset(4) is None
+    assert make([(0, 1), (1, 2), (2, 3), (1, 0)]).chain_offset(4) is None

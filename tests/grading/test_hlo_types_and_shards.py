@@ -204,3 +204,12 @@ def test_live_jaxpr_drops_a_shift_nothing_reads_as_xla_does() -> None:
         assert (steps(jaxpr), steps(live_jaxpr(jaxpr))) == (traced, live)
     compiled = jax.jit(jax.shard_map(unrolled, mesh=mesh, in_specs=P("d"), out_specs=P("d"))).lower(x).compile()
     assert [c.op for c in hlo_collective_shapes(compiled)] == ["collective-permute"] * 3  # XLA drops it too
+
+
+@on_eight_devices
+def test_traced_once_explains_a_slice_of_a_sharded_dimension() -> None:
+    """Taking one device's row out of a P('d') array outside a shard_map is named as a slice of a split axis."""
+    mesh = _mesh()
+    x = jax.device_put(np.ones((8, 4), np.float32), NamedSharding(mesh, P("d")))
+    with pytest.raises(CheckFailed, match=r"slices an array along a dimension that is split.*JAX said: slicing on"):
+        traced_once(lambda a: a[7], x, name="`fn`")

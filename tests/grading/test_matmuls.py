@@ -81,3 +81,20 @@ def test_precision_is_reported_only_when_asked_for() -> None:
     a = jnp.ones((4, 8), jnp.bfloat16)
     (m,) = matmuls_of(lambda p, q: lax.dot(p, q, precision=lax.Precision.HIGHEST), a, a.T)
     assert (m.precision, m.out_dtype) == ("HIGHEST", "bfloat16")
+
+
+def test_a_matmul_under_a_cond_runs_at_most_its_loops_trips() -> None:
+    """Under a cond inside a scan of 6 the count is unknown but at most 6; under a while_loop not even that."""
+    x = jnp.ones((4, 4))
+
+    def step(h, t):
+        """Multiply only on even steps."""
+        return lax.cond(t % 2 == 0, lambda v: v @ v, lambda v: v, h), None
+
+    (m,) = matmuls_of(lambda v: lax.scan(step, v, jnp.arange(6))[0], x)
+    assert m.times is None and m.unknown.startswith("inside a cond") and m.at_most == 6
+    (m,) = matmuls_of(lambda v: v @ v, x)
+    assert m.at_most == m.times == 1
+    (m,) = matmuls_of(lambda v, n: lax.fori_loop(0, n, lambda i, h: lax.cond(i > 0, lambda a: a @ a, lambda a: a, h),
+                                                 v), x, 3)
+    assert m.times is None and m.at_most is None

@@ -317,6 +317,23 @@ def collective_matmul(found: Inspection, wrong: bool) -> None:
     assert shapes == [("float32[4, 16]", "float32[4, 3]", 8)]
 
 
+def pipeline_stages(found: Inspection, wrong: bool) -> None:
+    """(B, D) permutes from stage s to s + 1, nine matmuls and one psum; the variant all-gathers the weights first."""
+    report, compiler = call(found, "distributed"), call(found, "compiler")
+    assert report["inputs"][1]["block"] == [1, 16, 16] and report["outputs"][0]["copies"] == 4
+    permutes = [c for c in report["jaxpr"] if c["lax"] == "ppermute"]
+    # The variant permutes at every step (9); the solution skips the last, whose output goes nowhere (8).
+    assert sum(c["times"] for c in permutes) == (9 if wrong else 8) and {c["elements"] for c in permutes} == {80}
+    assert all(sorted(map(tuple, c["perm"])) == [(0, 1), (1, 2), (2, 3)] for c in permutes)
+    (matmul,) = compiler["matmuls"]
+    assert (matmul["lhs"], matmul["rhs"], matmul["count"]) == ("float32[5, 16]", "float32[16, 16]", 9)
+    others = [(h["op"], h["result"]) for h in report["hlo"] if h["op"] != "collective-permute"]
+    if wrong:  # replicated_weights_indexed: the right schedule, after every device received every layer
+        assert others == [("all-gather", "f32[4,16,16]"), ("all-reduce", "f32[6,5,16]")]
+        return
+    assert others == [("all-reduce", "f32[6,5,16]")]
+
+
 def tiled_matmul(found: Inspection, wrong: bool) -> None:
     """K walks the last grid axis into a float32 scratch, even for bfloat16; the variant's scratch is bfloat16."""
     f32, bf16 = kernel(found, 0), kernel(found, 1)
@@ -398,6 +415,7 @@ CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "fsdp_step": ("gathers_batch", fsdp_step),
     "tensor_parallel_mlp": ("w1_rows", tensor_parallel_mlp),
     "collective_matmul": ("permutes_then_one_matmul", collective_matmul),
+    "pipeline_stages": ("replicated_weights_indexed", pipeline_stages),
     "tiled_matmul": ("bf16_scratch", tiled_matmul),
     "flash_attention": ("scores_in_wrapper", flash_attention),
     "double_buffer": ("wait_after_start", double_buffer),

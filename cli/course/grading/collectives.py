@@ -141,6 +141,23 @@ class Collective:
         sources = {src for src, _ in self.perm}
         return offset, [(i, (i + offset) % size) for i in range(size) if i not in sources]
 
+    def chain_offset(self, size: int) -> int | None:
+        """+1 or -1 when `perm` sends every position to its neighbour that way, with or without the wrap pair.
+
+        A pipeline passes activations along a chain, stage s to s + 1; the pair from the last
+        stage back to the first is harmless, so it may be there or not. Any other pair, a gap,
+        or pairs in both directions give None.
+        """
+        if not self.perm or size < 2:
+            return None
+        pairs = set(self.perm)
+        for offset in (1, -1):
+            chain = {(s, s + offset) for s in range(size) if 0 <= s + offset < size}
+            wrap = (size - 1, 0) if offset == 1 else (0, size - 1)
+            if chain <= pairs <= chain | {wrap}:
+                return offset
+        return None
+
 
 def jaxpr_collectives(jaxpr: Any, *, path: Path | None = None) -> list[Collective]:
     """Every collective in a (closed) jaxpr and its nested jaxprs, in program order (one per equation)."""

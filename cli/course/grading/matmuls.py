@@ -19,7 +19,7 @@ from typing import Any
 import jax
 
 from course.grading.jaxprs import learner_line
-from course.grading.loops import eqn_runs, type_text
+from course.grading.loops import eqn_runs, times_run, type_text
 
 __all__ = ["Matmul", "float32_matmuls", "matmul_flops", "matmuls_in", "matmuls_of", "mflop", "repeated_matmuls"]
 
@@ -56,6 +56,9 @@ class Matmul:
     """The loops around it, outermost first: (`scan` or `while`, trips or None, the learner's line)."""
     precision: str | None = None
     """The `precision=` asked for (`HIGHEST`, or `HIGHEST, DEFAULT` when the operands differ), None by default."""
+    at_most: int | None = None
+    """How many times it can run per call: `times`, or under a `cond` (each branch taken at most once per run)
+    the product of the enclosing trip counts as if the branch were always taken; None under a while_loop."""
 
     def innermost_loop(self) -> tuple[str, int | None, int | None] | None:
         """(kind, trips, line) of the loop closest around it, or None outside any loop."""
@@ -107,8 +110,22 @@ def matmuls_in(jaxpr: Any, *, path: Path | None = None) -> list[Matmul]:
             dims=str(((tuple(lc), tuple(rc)), (tuple(lb), tuple(eqn.params["dimension_numbers"][1][1])))),
             loops=tuple(_loop(e, path) for e in run.outer if e.primitive.name in ("scan", "while")),
             precision=_precision(eqn.params.get("precision")),
+            at_most=run.times if run.times is not None else _at_most(run.outer),
         ))
     return found
+
+
+def _at_most(outer: tuple[Any, ...]) -> int | None:
+    """Runs of an equation below `outer` with every `cond` counted as taken, or None under a while or data grid."""
+    times = 1
+    for eqn in outer:
+        if eqn.primitive.name == "cond":
+            continue
+        runs, _ = times_run((eqn,))
+        if runs is None:
+            return None
+        times *= runs
+    return times
 
 
 def _precision(value: Any) -> str | None:

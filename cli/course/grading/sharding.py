@@ -323,5 +323,11 @@ def _illegal_sharding(exc: Exception, name: str, where: str) -> str:
                 "dimensions (a bias sharded over an axis, added to rows sharded over the same axis, would). "
                 "Reshard the operand that should be whole first, `reshard(v, NamedSharding(mesh, P()))`, or "
                 f"pass it to a `shard_map` that says how each device sees it. JAX said: {said}")
+    if "slicing on sharded dims" in text:
+        return (f"{name} slices an array along a dimension that is split across devices{where}: on an Explicit "
+                "mesh JAX will not cut one device's block out of a sharded dimension. Pick what you need inside "
+                "the `shard_map`, where each device sees its own block (to share one device's result, psum a "
+                "buffer that only that device fills), or reshard the array first. "
+                f"JAX said: {said}")
     return (f"{name} asks for an operation whose operands' shardings JAX refuses on an Explicit mesh{where}. "
             f"JAX said: {said}")
