@@ -38,8 +38,11 @@ def test_portable_mode_turns_every_linux_feature_off() -> None:
 
 def test_resident_size_and_descendants_come_from_psutil() -> None:
     """A sleeping child is found among our descendants, with a resident size, and killed."""
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    # The child says when Python is up: before that, a busy machine may show it still forking, a few KiB.
+    child = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
+                             stdout=subprocess.PIPE, text=True)
     try:
+        assert child.stdout is not None and child.stdout.readline() == "up\n"
         found = {p.pid for p in system.descendants(os.getpid())}
         assert child.pid in found
         assert system.resident_mb(child.pid) > 1
