@@ -1,6 +1,13 @@
-"""The real course is sound: `course validate` over the repository holds, and its table says so."""
+"""The real course is sound, and says so: `course validate` over the repository holds, and each
+mistake gets the one message that names it, with no other check blaming the learner for it.
+
+Both tests read one validate run (the `validation` fixture), so each grading is paid once; they
+share this file so that a parallel run (pytest-xdist, by file) keeps them in one process.
+"""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -17,3 +24,341 @@ def test_course_validates(validation: ValidationReport, capsys: pytest.CaptureFi
     assert validation.sound and validation.exit_code == 0, (problems, validation.problems, shown.out + shown.err)
     assert "hold." in shown.out + shown.err, shown
     assert all(e.gradings for e in validation.exercises), "an exercise was not graded"
+
+
+# (exercise, wrong variant) -> (the only checks that may fail, a pattern their message must match)
+CASES = {
+    # update_with_donate
+    ("update_with_donate", "donates_delta"): ({"test_state_consumed"}, r"donated the second argument"),
+    ("update_with_donate", "donates_delta_first"): ({"test_state_consumed"}, r"donated the second argument"),
+    ("update_with_donate", "partial_jit_per_call"): (
+        {"test_helper_built_once"},
+        r"each of 3 calls of `update_with_donate` with float32\[32\] inputs built a new jitted wrapper",
+    ),
+    # jnp.where's own eager jit is not a compile of theirs; the backup is what is wrong, and is named.
+    ("update_with_donate", "where_guard_backup"): (
+        {"test_no_copy_before_donate"},
+        r"line 13 copies `state` \(`copy`\) before donating it: a second float32\[64\] buffer",
+    ),
+    ("update_with_donate", "returns_old_from_jit"): (
+        {"test_no_copy_before_donate"},
+        r"line 19 calls `_step`, which returns `state` unchanged beside the result",
+    ),
+    ("update_with_donate", "aot_per_shape"): (
+        {"test_helper_aliases_state", "test_helper_built_once"},
+        r"calls an ahead-of-time compiled program",
+    ),
+    # aliasing_order
+    ("aliasing_order", "two_loops_residual"): (
+        {"test_residual_tanh_kernel_under_aliasing"},
+        r"right with separate buffers\..*line 27 reads `x_ref\[0, :\]` after line 23 wrote `o_ref\[0, :\]`",
+    ),
+    ("aliasing_order", "chunked_swap_loop"): (
+        {"test_swap_halves_kernel_under_aliasing"},
+        r"line 20 reads `x_ref\[:, :32\]` after line 19 wrote `o_ref\[:, :32\]`",
+    ),
+    # compile_budget
+    ("compile_budget", "reuses_largest_program"): (
+        {"test_rows_run"},
+        r"for a batch of 1 row, .* 1024 rows of work .* reused the program of an earlier, larger batch \(1000 rows\)",
+    ),
+    ("compile_budget", "jit_per_batch_size"): (
+        {"test_compiles_per_batch_size"},
+        r"both ran on 1024 rows, yet the second built a new jitted function of its own: your jits are made per "
+        r"batch size",
+    ),
+    ("compile_budget", "floor_of_32"): (
+        {"test_bucket_rule", "test_rows_run"},
+        r"Your smallest bucket is 32 rows, and a floor may be at most 16",
+    ),
+    ("compile_budget", "lru_evicting_cache"): (
+        {"test_compiles_per_batch_size"},
+        r"built 4 jitted wrappers, again on call\(s\) 5, 10, 18 after an earlier call",
+    ),
+    ("ref_reads_writes", "square_plus_other_kernel"): (
+        {"test_square_plus_in_pallas_call", "test_square_plus_one_load"},
+        r"computes `add` at line \d+ outside its `pallas_call`",
+    ),
+    # ref_reads_writes: an addupdate is an addition; storing then adding writes the output twice.
+    ("ref_reads_writes", "store_then_addupdate"): (
+        {"test_add_kernel_loads_and_stores"},
+        r"writes `o_ref` 2 times: a store at line \d+ and an `addupdate` at line \d+",
+    ),
+    # any_sync_copy: one wait for many strip copies, and a wait that would never return.
+    ("any_sync_copy", "strips_one_wait"): (
+        {"test_values", "test_dmas_waited"},
+        r"line \d+ starts 3 DMAs on one semaphore \(\d+ bytes in all\), but the wait on it at line \d+ "
+        r"waits for only \d+ bytes",
+    ),
+    ("any_sync_copy", "waits_twice"): (
+        {"test_values", "test_dmas_waited"},
+        r"line \d+ waits for \d+ bytes that no copy started on its semaphore provides",
+    ),
+    # smem_scalar: whose compile, and the one mistake that explains every wrong row.
+    ("smem_scalar", "jit_per_call"): (
+        {"test_new_lengths_compile_nothing"},
+        r"compiled your code 3 time\(s\) \(jit\(<lambda>\) x3\): the three calls built 3 new `jax\.jit`",
+    ),
+    ("smem_scalar", "trim_to_longest"): (
+        {"test_new_lengths_compile_nothing"},
+        r"compiled your code 3 time\(s\) \(jit\(_kernel_call\) x3\): the compiled program ran on a new shape",
+    ),
+    ("smem_scalar", "zeroes_block_every_step"): (
+        {"test_values"},
+        r"rows 0 and 2 hold 0 although their lengths are \[5, 16\], while the last row is right",
+    ),
+    ("smem_scalar", "loop_seeded_with_row0"): (
+        {"test_values"},
+        r"row 1 has length 0 but holds x\[1, 0\]: the sum starts from the first row",
+    ),
+    # alias_zero_init: reading the output block, an alias index off by a second table, a padded grid.
+    ("alias_zero_init", "reads_output_first"): (
+        {"test_values"},
+        r"line \d+ reads `o_ref` before anything was written to it",
+    ),
+    ("alias_zero_init", "two_tables_alias_2"): (
+        {"test_values", "test_output_aliased"},
+        r"Your operands are \(table, table, x, zeros\): alias the zeros, operand 3",
+    ),
+    ("alias_zero_init", "padded_table_grid"): (
+        {"test_grid_steps"},
+        r"one step per entry of `blocks_ref` \(int32\[64, 2\]\), a table padded past the 3 listed",
+    ),
+    # named_ref: what a load brought in, what a write loaded, the selector that raised.
+    ("named_ref", "ints_after_load"): (
+        {"test_read_one_load"}, r"loads shape \(4, 3, 3\).*36 elements for the 9 selected"),
+    ("named_ref", "loads_selection_to_write"): (
+        {"test_write_one_store"}, r"loads the selection it is about to overwrite"),
+    ("named_ref", "no_ellipsis"): ({"test_reads", "test_writes"}, r"^`r\[\.\.\.\]` raised TypeError: .* line \d+"),
+    # shard_and_reduce: how much travels, the shape alone, bfloat16, pmean, every device's copy.
+    ("shard_and_reduce", "psum_column_sums"): ({"test_psum_both_axes"}, r"adds 4 numbers per device \(\(4,\)\)"),
+    ("shard_and_reduce", "keepdims_mean"): (
+        {"test_mean_values", "test_mean_replicated"}, r"shape \(1, 1\).*only the shape is not"),
+    ("shard_and_reduce", "bfloat16_psum"): ({"test_mean_values"}, r"adds bfloat16 partial sums"),
+    ("shard_and_reduce", "pmean_of_sums"): (
+        {"test_mean_values"}, r"the mean divided by 8.*`lax\.pmean` already divides"),
+    ("shard_and_reduce", "mean_on_first_device"): (
+        {"test_mean_replicated"}, r"device 0 holds \S+; devices 1, 2, 3, 4, 5, 6, 7 hold 0"),
+    # ring_allreduce: each test_values failure names its own cause; tuples, open rings, axis names.
+    ("ring_allreduce", "bfloat16_transfers"): ({"test_values"}, r"sends bfloat16 chunks"),
+    ("ring_allreduce", "gather_store_index"): (
+        {"test_values"}, r"the all-gather stores what arrives at the wrong index"),
+    ("ring_allreduce", "no_wraparound"): (
+        {"test_values", "test_one_direction"}, r"^The ppermute at line \d+ has no pair 7→0"),
+    ("ring_allreduce", "tuple_of_chunks"): ({"test_chunk_per_step"}, r"It is given 8 arrays at once"),
+    ("ring_allreduce", "hard_coded_axis"): (
+        {"test_values", "test_sharding_kept", "test_only_collective_permutes", "test_one_direction",
+         "test_fourteen_steps", "test_chunk_per_step"},
+        r"names the mesh axis 'ring', but the mesh it is given has the axes \('peers',\)"),
+    # sharded_donated_step: which call built the jit, a jit kept per learning rate.
+    ("sharded_donated_step", "lazy_build"): ({"test_jit_built_once"}, r"the first call of `sgd_step` built 1 jitted"),
+    ("sharded_donated_step", "lru_per_lr"): (
+        {"test_no_compile_after_warmup", "test_jit_built_once"}, r"kept per learning rate \(in an lru_cache"),
+    # Part 4: subtle mistakes that only one check sees, and the messages that explain the others.
+    ("tiled_matmul", "no_preferred_type"): (
+        {"test_mxu_gets_input_dtype_and_returns_float32"},
+        r"line \d+: acc_ref\[\.\.\.\] \+= jnp\.dot\(x_ref\[\.\.\.\], y_ref\[\.\.\.\]\) returns bfloat16",
+    ),
+    ("tiled_matmul", "upcast_operands"): (
+        {"test_mxu_gets_input_dtype_and_returns_float32"}, r"multiplies float32 by float32",
+    ),
+    ("tiled_matmul", "f32_out_cast_in_wrapper"): (
+        {"test_kernel_does_the_work"},
+        r"made by `convert_element_type` \(line \d+: return out\.astype\(x\.dtype\)\) after the kernel",
+    ),
+    ("tiled_matmul", "zero_every_step"): (
+        {"test_values_float32", "test_values_bfloat16_accumulate_in_float32"},
+        r"the product of the last 256 columns of K only: the accumulator is reset at every K step",
+    ),
+    ("flash_attention", "normalize_every_step"): (
+        {"test_normalized_once_at_the_end"}, r"divides a \[128, 64\] array at KV step 0 of 8",
+    ),
+    ("flash_attention", "bf16_scratch"): (
+        {"test_softmax_state_is_float32_vmem"}, r"keeps softmax state in a bfloat16 ref",
+    ),
+    ("flash_attention", "no_max_subtraction"): (
+        {"test_values_large_logits"}, r"100% of the output is NaN or inf\. Here the logits reach 150",
+    ),
+    ("flash_attention", "no_acc_rescale"): (
+        {"test_values_float32", "test_values_large_logits", "test_values_max_in_a_later_block", "test_values_bfloat16"},
+        r"rescales l but not acc",
+    ),
+    ("double_buffer", "wait_after_start"): (
+        {"test_next_block_in_flight_during_compute"},
+        r"block 0 is used at line \d+: .* while no copy of block 1 is in flight \(its copy starts later",
+    ),
+    ("double_buffer", "swapped_semaphore"): (
+        {"test_values_when_copies_land_at_wait", "test_values_when_copies_land_at_start",
+         "test_every_copy_waited_on_its_own_semaphore", "test_slot_untouched_while_in_flight"},
+        r"waits on sems\[0\], which no copy in flight signals .*the grader did not run your kernel",
+    ),
+    ("double_buffer", "wait_whole_x"): (
+        {"test_values_when_copies_land_at_wait", "test_values_when_copies_land_at_start",
+         "test_every_copy_waited_on_its_own_semaphore", "test_slot_untouched_while_in_flight"},
+        r"waits for 20480 bytes on sems\[0\], but only 4096 are landed or in flight",
+    ),
+    ("double_buffer", "one_slot"): (
+        {"test_values_when_copies_land_at_start", "test_slot_untouched_while_in_flight"},
+        r"it holds 2 \* block 1: the slot was refilled before block 0 was computed",
+    ),
+    # Part 5: mistakes only the compiler or the jaxpr can see, each named for what it is.
+    ("scan_layers", "scan_batch"): (
+        {"test_one_loop_over_layers", "test_jaxpr_size_constant", "test_compiled_size_constant"},
+        r"runs 16 times, over the 16 rows of x",
+    ),
+    ("scan_layers", "unroll_full"): ({"test_compiled_size_constant"}, r"is fully unrolled \(`unroll=True`"),
+    ("remat_policy", "misspelt_name"): ({"test_no_matmul_recomputed"}, r"recomputes 1 matmul\(s\).*names 'hiden'"),
+    ("remat_policy", "whole_loss"): (
+        {"test_memory_budget_loss_and_grads", "test_memory_budget_min_memory"},
+        r"61\.3 MiB.*wraps the whole scan: a policy does not reach inside a scan",
+    ),
+    ("remat_policy", "grads_elsewhere"): (
+        {"test_memory_budget_loss_and_grads", "test_memory_budget_min_memory", "test_no_matmul_recomputed"},
+        r"No checkpoint reaches the scan that computes the gradient",
+    ),
+    ("grad_accumulation", "micro_size_swapped"): (
+        {"test_loop_over_microbatches", "test_memory_scales_with_microbatch"},
+        r"runs 512 times for a batch of 2048 rows; it should run num_micro=4 times",
+    ),
+    ("grad_accumulation", "split_stack_copy"): (
+        {"test_memory_scales_with_microbatch"}, r"makes float32\[16, 512, 64\], a copy of the whole batch",
+    ),
+    ("grad_accumulation", "no_divide"): ({"test_values"}, r"It is num_micro=4 times the mean"),
+    ("mixed_precision", "highest_precision"): (
+        {"test_dense_values", "test_dense_dtypes", "test_loss_values", "test_loss_matmuls_in_bf16"},
+        r"into bfloat16 \(precision=HIGHEST does not change it\)",
+    ),
+    ("mixed_precision", "emulated_f32_dot"): (
+        {"test_dense_dtypes", "test_loss_matmuls_in_bf16", "test_train_step_matmuls"},
+        r"line 14: return _round\(x\) @ _round\(w\) multiplies float32\[256, 64\] by float32\[64, 128\]",
+    ),
+    ("mixed_precision", "grads_from_f32_loss"): (
+        {"test_train_step_matmuls"}, r"5 float32 x float32 matmul\(s\) of 7: line 20",
+    ),
+    ("mixed_precision", "bf16_master"): (
+        {"test_master_weights_float32", "test_small_updates_kept", "test_train_step_loss"},
+        r"moved in whole bfloat16 steps",
+    ),
+    ("no_host_sync", "float_append"): (
+        {"test_no_wait_inside_train"}, r"waiting at line 26: losses\.append\(float\(loss\)\) \(`reads its value`\)",
+    ),
+    ("no_host_sync", "early_stop"): ({"test_no_wait_inside_train"}, r"waiting at line 27: if jnp\.isnan\(loss\)"),
+    ("no_host_sync", "poll_ready"): ({"test_no_wait_inside_train"}, r"line 26: while not loss\.is_ready\(\): \(poll"),
+    ("no_host_sync", "time_no_block"): (
+        {"test_time_step_waits_for_result"}, r"clock reading 2 of 2 was taken while 3 call\(s\) of step_fn",
+    ),
+    # Part 6: what the devices exchange, read from the compiled HLO and the learner's jaxpr.
+    ("fsdp_step", "columns"): ({"test_shard_params"}, r"is sharded P\(None, 'fsdp'\), expected P\('fsdp'\)"),
+    ("fsdp_step", "sum_of_local_means"): (
+        {"test_loss_values", "test_grads_values"}, r"8 times the right loss: each device took the mean of its own rows",
+    ),
+    ("fsdp_step", "psum_then_slice"): (
+        {"test_grads_reduce_scattered"}, r"makes a psum of the whole b1 gradient at line \d+: mine = ",
+    ),
+    ("fsdp_step", "gathers_batch"): ({"test_batch_stays_sharded"}, r"all-gathers f32\[48,24\], the whole batch x"),
+    ("fsdp_step", "local_means_unsummed"): (
+        {"test_loss_values"}, r"is not one number: the 8 devices hold .*\(each the mean of that device's own rows\)",
+    ),
+    ("fsdp_step", "bias_left_sharded"): (
+        {"test_traceable", "test_loss_values", "test_grads_values", "test_loss_replicated", "test_grads_sharded",
+         "test_batch_stays_sharded", "test_grads_reduce_scattered"},
+        r"combines arrays whose shardings do not fit together at \w+\.py line 18",
+    ),
+    ("tensor_parallel_mlp", "b2_in_psum"): ({"test_values"}, r"plus 7 more copies of b2"),
+    ("tensor_parallel_mlp", "no_out_sharding"): (
+        {"test_traceable", "test_values", "test_output_replicated", "test_one_all_reduce", "test_no_other_collectives",
+         "test_float32_sum"},
+        r"multiplies over a dimension that is split across devices at \w+\.py line 7",
+    ),
+    ("tensor_parallel_mlp", "no_psum_unchecked"): (
+        {"test_values", "test_one_all_reduce"}, r"The devices hold different \(B, D\) arrays while the result claims",
+    ),
+    ("tensor_parallel_mlp", "pmean"): ({"test_values"}, r"averaged \(pmean\), not added"),
+    ("tensor_parallel_mlp", "w1_rows"): (
+        {"test_one_all_reduce", "test_no_other_collectives"},
+        r"runs 2 all-reduces: f32\[12,64\] \(the \(B, F\) hidden activations\)",
+    ),
+    ("tensor_parallel_mlp", "bfloat16_psum"): ({"test_values", "test_float32_sum"}, r"psum of bfloat16 values at line"),
+    # collective_matmul: the gathers by other means are named by the collective they compile to.
+    ("collective_matmul", "all_gather_matmul"): (
+        {"test_only_collective_permutes", "test_ring_permutes", "test_chunk_matmuls"},
+        r"runs an all-gather of f32\[32,16\]\. An all-gather hands every device all of x",
+    ),
+    ("collective_matmul", "zeros_and_psum"): (
+        {"test_only_collective_permutes", "test_ring_permutes", "test_chunk_matmuls"},
+        r"runs an all-reduce of f32\[32,16\]",
+    ),
+    ("collective_matmul", "eight_permutes"): (
+        {"test_ring_permutes"}, r"receives 8 chunks of x in all.*The 8th transfer",
+    ),
+    ("collective_matmul", "whole_buffer"): (
+        {"test_ring_permutes"}, r"moves 512 numbers \(\(32, 16\)\) per device per step",
+    ),
+    ("collective_matmul", "owner_off_by_direction"): (
+        {"test_values"}, r"device 0: row block 1 holds device 7's product.*written at another device's rows",
+    ),
+    ("collective_matmul", "permutes_then_one_matmul"): (
+        {"test_chunk_matmuls"}, r"float32\[32, 16\] @ float32\[16, 3\] -> float32\[32, 3\] \(line 23: .*8 chunks' work",
+    ),
+    ("collective_matmul", "no_wraparound"): (
+        {"test_values", "test_ring_permutes"}, r"the ppermute at line 20 has no pair 7→0",
+    ),
+    ("collective_matmul", "rotates_w"): (
+        {"test_values", "test_output_sharding", "test_ring_permutes"},
+        r"sharded P\('devs', None\), expected P\(None, 'devs'\).*passing w's columns round the ring",
+    ),
+    ("collective_matmul", "while_loop"): (
+        {"test_ring_permutes", "test_chunk_matmuls"}, r"the ppermute at line 23 sits inside a `while`",
+    ),
+    # pipeline_stages: each wrong schedule named by what its values or its permutes show.
+    ("pipeline_stages", "one_step_short"): (
+        {"test_values"}, r"The last output is all zeros: the loop stopped 1 step before microbatch 5 left the last",
+    ),
+    ("pipeline_stages", "feeds_next_early"): ({"test_values"}, r"Output m holds microbatch m \+ 1's result"),
+    ("pipeline_stages", "no_last_stage_mask"): (
+        {"test_values"}, r"every stage wrote its own activation into the buffer the psum collects",
+    ),
+    ("pipeline_stages", "unsummed_outputs"): (
+        {"test_values"}, r"The devices hold different outputs while the result claims to be replicated",
+    ),
+    ("pipeline_stages", "wrong_direction"): (
+        {"test_values", "test_permute_direction"}, r"uses the pairs 1→0, 2→1, 3→2: it sends activations left",
+    ),
+    ("pipeline_stages", "gathers_weights_sequential"): (
+        {"test_weights_stay", "test_permute_steps", "test_permute_direction", "test_matmul_work"},
+        r"runs an all-gather of f32\[4,16,16\] \(all S layers' weights\)",
+    ),
+    ("pipeline_stages", "replicated_weights_indexed"): (
+        {"test_weights_stay"}, r"runs an all-gather of f32\[4,16,16\] \(all S layers' weights\)",
+    ),
+    ("pipeline_stages", "one_microbatch_at_a_time"): (
+        {"test_permute_steps", "test_matmul_work"}, r"makes 18 ppermute steps .* That is one microbatch at a time",
+    ),
+    ("pipeline_stages", "extra_drain_steps"): (
+        {"test_permute_steps", "test_matmul_work"}, r"makes 12 ppermute steps .* The extra steps drain an empty pipe",
+    ),
+    ("pipeline_stages", "collects_last_stage_input"): (
+        {"test_values"}, r"Each output went through layers 0\.\.2 only: layer 3 never acted on it",
+    ),
+    ("pipeline_stages", "slices_last_stage_outside"): (
+        {"test_traceable", "test_values", "test_output_replicated", "test_weights_stay", "test_permute_steps",
+         "test_permute_direction", "test_matmul_work"},
+        r"slices an array along a dimension that is split across devices at \w+\.py line 29: "
+        r"`return every\[stages - 1\]`",
+    ),
+    ("pipeline_stages", "while_loop"): (
+        {"test_permute_steps", "test_matmul_work"}, r"sits inside a `while`, so its steps cannot be counted",
+    ),
+}
+
+
+@pytest.mark.slow
+def test_each_mistake_is_named_once(validation: ValidationReport) -> None:
+    """Each listed wrong variant fails only the checks about its mistake, saying what it is."""
+    graded = {(e.name, job.path.stem): result for e in validation.exercises for job, result in e.gradings
+              if job.role == "wrong"}
+    for key, (allowed, pattern) in CASES.items():
+        assert key in graded, f"{key} is not a wrong variant of the course"
+        failing = {c.id: c.message for c in graded[key].checks if c.status != "passed" and not c.hidden}
+        assert failing and set(failing) <= allowed, (key, failing)
+        assert any(re.search(pattern, m) for m in failing.values()), (key, failing)
