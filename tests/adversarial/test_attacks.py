@@ -233,6 +233,9 @@ def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         if item.module is request.module and hasattr(item, "callspec") and "case" in item.callspec.params
     }
     order = sorted(selected, key=lambda c: (c.file not in SLOW, c.file))
+    # pytest makes its base temporary folder on first use, and two threads doing that at once race
+    # (FileExistsError): a pytest-xdist worker whose first test is this one meets it. Make it here.
+    tmp_path_factory.getbasetemp()
 
     def run(case: Case) -> object:
         try:
