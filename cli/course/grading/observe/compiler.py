@@ -19,7 +19,7 @@ import jax
 from course.grading.loops import jaxpr_size, loops_in
 from course.grading.matmuls import Matmul, matmul_flops, matmuls_in
 from course.grading.observe.calls import Call, CallError
-from course.grading.observe.report import describe_error, guarded, source_lines
+from course.grading.observe.report import each_call, source_lines
 from course.grading.programs import compile_lowered
 from course.grading.residuals import Residual, scan_residuals
 
@@ -31,13 +31,7 @@ MAX_ROWS = 12
 
 def observe(calls: list[Call | CallError], module: Any, path: Path | None) -> list[dict[str, Any]]:
     """For each call: memory, program sizes, loops, matmuls and saved residuals of its one compiled program."""
-    out = []
-    for call in calls:
-        if isinstance(call, CallError):
-            out.append({"call": "", "error": describe_error(call, path)})
-        else:
-            out.append({"call": call.text, **guarded(lambda call=call: _one(call, path), path)})
-    return out
+    return each_call(calls, path, _one)
 
 
 def _one(call: Call, path: Path | None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import numpy as np
 from course.grading.collectives import jaxpr_collectives
 from course.grading.observe import hlo
 from course.grading.observe.calls import Call, CallError, leaf_labels
-from course.grading.observe.report import describe_error, guarded, source_lines
+from course.grading.observe.report import each_call, source_lines
 from course.grading.sharding import sharding_text
 
 __all__ = ["observe", "picture"]
@@ -32,13 +32,7 @@ MAX_LEAVES = 8
 
 def observe(calls: list[Call | CallError], module: Any, path: Path | None) -> list[dict[str, Any]]:
     """For each call: mesh, layouts in and out, and the collectives of its jaxpr and compiled HLO."""
-    out = []
-    for call in calls:
-        if isinstance(call, CallError):
-            out.append({"call": "", "error": describe_error(call, path)})
-        else:
-            out.append({"call": call.text, **guarded(lambda call=call: _one(call, path), path)})
-    return out
+    return each_call(calls, path, _one)
 
 
 def _one(call: Call, path: Path | None) -> dict[str, Any]:

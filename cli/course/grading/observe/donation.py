@@ -24,7 +24,7 @@ from course.grading.donation import (
     jit_calls,
 )
 from course.grading.observe.calls import Call, CallError, is_data, leaf_labels
-from course.grading.observe.report import describe_error, guarded, source_lines
+from course.grading.observe.report import describe_error, each_call, source_lines
 from course.grading.steps import donated_leaves, jitted_step
 
 __all__ = ["observe"]
@@ -32,13 +32,7 @@ __all__ = ["observe"]
 
 def observe(calls: list[Call | CallError], module: Any, path: Path | None) -> list[dict[str, Any]]:
     """For each call: its jitted calls and their donations, then what the real call consumed."""
-    out = []
-    for call in calls:
-        if isinstance(call, CallError):
-            out.append({"call": "", "error": describe_error(call, path)})
-        else:
-            out.append({"call": call.text, **guarded(lambda call=call: _one(call, path), path)})
-    return out
+    return each_call(calls, path, _one)
 
 
 def _one(call: Call, path: Path | None) -> dict[str, Any]:

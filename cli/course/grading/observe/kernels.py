@@ -21,20 +21,14 @@ from course.grading.memory import HBM_SPACES, KernelMemory, hbm_access_message, 
 from course.grading.memory_walk import SPACE_WORDS, RefInfo
 from course.grading.observe.calls import Call, CallError, leaf_labels
 from course.grading.observe.listing import listing
-from course.grading.observe.report import describe_error, guarded, source_lines
+from course.grading.observe.report import each_call, source_lines
 
 __all__ = ["observe", "kernel_report"]
 
 
 def observe(calls: list[Call | CallError], module: Any, path: Path | None) -> list[dict[str, Any]]:
     """For each call: the program around its kernels, then every kernel in it."""
-    out = []
-    for call in calls:
-        if isinstance(call, CallError):
-            out.append({"call": "", "error": describe_error(call, path)})
-        else:
-            out.append({"call": call.text, **guarded(lambda call=call: _one(call, path), path)})
-    return out
+    return each_call(calls, path, _one)
 
 
 def _one(call: Call, path: Path | None) -> dict[str, Any]:

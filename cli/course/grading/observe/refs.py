@@ -17,20 +17,14 @@ import jax
 from course.grading.kernels import primitive_counts
 from course.grading.observe.calls import Call, CallError, leaf_labels
 from course.grading.observe.listing import listing
-from course.grading.observe.report import describe_error, guarded, source_lines
+from course.grading.observe.report import each_call, source_lines
 
 __all__ = ["observe"]
 
 
 def observe(calls: list[Call | CallError], module: Any, path: Path | None) -> list[dict[str, Any]]:
     """For each call: its refs, its accesses in program order, and the primitives it runs."""
-    out = []
-    for call in calls:
-        if isinstance(call, CallError):
-            out.append({"call": "", "error": describe_error(call, path)})
-        else:
-            out.append({"call": call.text, **guarded(lambda call=call: _one(call, path), path)})
-    return out
+    return each_call(calls, path, _one)
 
 
 def _one(call: Call, path: Path | None) -> dict[str, Any]:

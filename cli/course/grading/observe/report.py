@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from course.grading.observe.calls import Call, CallError
 from course.grading.source import describe_exception, learner_frames, learner_location
 
-__all__ = ["describe_error", "guarded", "source_lines"]
+__all__ = ["describe_error", "each_call", "guarded", "source_lines"]
 
 
 def describe_error(exc: BaseException, path: Path | None) -> dict[str, Any]:
@@ -43,6 +44,18 @@ def guarded(fn: Callable[[], dict[str, Any]], path: Path | None) -> dict[str, An
         return fn()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the learner's code raised is reported
         return {"error": describe_error(exc, path)}
+
+
+def each_call(calls: list[Call | CallError], path: Path | None,
+              one: Callable[[Call, Path | None], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each call's report, `one(call, path)`, guarded; a call that could not be made says why."""
+    out = []
+    for call in calls:
+        if isinstance(call, CallError):
+            out.append({"call": "", "error": describe_error(call, path)})
+        else:
+            out.append({"call": call.text, **guarded(lambda call=call: one(call, path), path)})
+    return out
 
 
 def source_lines(path: Path | None, lines: set[int]) -> dict[str, str]:
