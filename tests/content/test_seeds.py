@@ -55,10 +55,15 @@ def test_one_verdict_under_every_seed(tmp_path: Path) -> None:
             pairs.append((exercise, dest))
             labels.append(f"{exercise.name}/{label}")
     seen: dict[str, dict[tuple[str, tuple[str, ...]], list[int]]] = {label: {} for label in labels}
-    worker = start_worker()
+    # One compilation cache for the run, as `course validate` keeps: the grader's own programs are
+    # the same under every seed, and compile events fire on a cache hit too.
+    cache = tmp_path / "compilation-cache"
+    cache.mkdir()
+    worker = start_worker(cache)
     try:
         for seed in _seeds():
-            for label, result in zip(labels, grade_many(pairs, jobs=2, seed=seed, worker=worker), strict=True):
+            results = grade_many(pairs, jobs=2, seed=seed, worker=worker, cache_dir=cache)
+            for label, result in zip(labels, results, strict=True):
                 seen[label].setdefault(_signature(result), []).append(seed)
     finally:
         if worker is not None:
