@@ -49,6 +49,7 @@ class ExerciseMeta:
     hints: list[str] = field(default_factory=list)
     timeout_s: float = 60
     devices: int = 1
+    processes: int = 1
     memory_mb: int = 4096
     inspect: dict[str, Any] | None = None
     wall_timeout_s: float | None = None

@@ -144,7 +144,10 @@ class ExerciseFile(BaseModel):
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60
     """CPU seconds a grading may use, counted over its whole process tree (what an endless loop burns)."""
     devices: Annotated[int, Field(ge=1, le=64)] = 1
-    """CPU devices the grader needs (`--xla_force_host_platform_device_count`)."""
+    """CPU devices the grader needs (`--xla_force_host_platform_device_count`), in each process."""
+    processes: Annotated[int, Field(ge=1, le=8)] = 1
+    """Grading processes that run the grader together, joined by `jax.distributed` on the loopback
+    (`course.engine.peers`); each has `devices` CPU devices and the limits below."""
     memory_mb: Annotated[int, Field(ge=256, le=65536)] = 4096
     """Limit on the grading process's resident memory, in MiB."""
     inspect: InspectTable | None = None

@@ -35,6 +35,8 @@ STACK_WAIT_S = 2.0
 """How long a run stopped at a limit has to write its stack before it is killed."""
 SWEEP_ROUNDS = 20
 CANCELLED = "cancelled"
+FINISHED = "finished"
+"""What a `watch` says of a process that has reported all it will: end it now, as if it had exited."""
 _active: set[int] = set()
 _active_lock = threading.Lock()
 
@@ -82,6 +84,7 @@ def run_isolated(
     marker: bytes = b"",
     wall_s: float | None = None,
     cancel: threading.Event | None = None,
+    watch: Callable[[int], str] | None = None,
 ) -> Outcome:
     """Run `command` under the limits; `{keyfd}` becomes a pipe carrying `key`, `{eventsfd}` one for events.
 
@@ -95,6 +98,9 @@ def run_isolated(
     A run stopped at a limit is first asked for its stack, which it writes to `stack_path`. The
     output is cut into each check's share where `marker` (`course.engine.report.output_marker`) says.
     Setting `cancel` kills the process group at once and gives an outcome marked `cancelled`.
+    `watch`, asked with the process's pid as it runs, may end it: FINISHED ends it as if it had
+    exited; any other sentence stops it like a limit (its stack is asked for), with that sentence
+    as `killed_for`. A grading in several processes watches them all this way (`course.engine.cohort`).
     """
     system.become_subreaper()
     events_r, events_w = os.pipe()
@@ -121,7 +127,7 @@ def run_isolated(
     seen: dict[int, Any] = {}  # descendants met while watching, for platforms without a subreaper
     try:
         budget = Budget(timeout_s, wall_s or WALL_FACTOR * timeout_s)
-        outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen, cancel)
+        outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen, cancel, watch)
         outcome.cancelled = why == CANCELLED
         outcome.limit, outcome.killed_for = (why, "") if outcome.timed_out else ("", why)
         if not outcome.cancelled and (outcome.timed_out or why or sink.flooded):
@@ -184,7 +190,7 @@ def stop_all() -> None:
 
 
 def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dict[int, Any],
-          cancel: threading.Event | None = None) -> tuple[bool, str]:
+          cancel: threading.Event | None = None, watch: Callable[[int], str] | None = None) -> tuple[bool, str]:
     """Wait for the child; return (timed out, "cpu" or "wall"), or (False, why it was killed or CANCELLED).
 
     The CPU time of the process tree is read every CPU_POLL_S, so it is the learner's work that
@@ -201,6 +207,9 @@ def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dic
             pass
         if cancel is not None and cancel.is_set():
             return False, CANCELLED
+        said = watch(proc.pid) if watch is not None else ""
+        if said:
+            return False, "" if said == FINISHED else said
         if not system.FEATURES.prctl:
             seen.update((p.pid, p) for p in system.descendants(proc.pid))
         now = time.monotonic()

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from course.engine import guard, notary, streams, submission
+from course.engine import guard, notary, peers, streams, submission
 from course.engine.report import manifest_path, stack_path
 
 _SESSION = pytest.StashKey["Grading"]()
@@ -39,6 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--course-events-fd", type=int, help="file descriptor to write one line per finished check to")
     group.addoption("--course-seed", type=int, default=0, help="seed of this run's random inputs")
     group.addoption("--course-hard-exit", action="store_true", help="end the process after reporting")
+    group.addoption(peers.OPTION, help="I/N@HOST:PORT: this is process I of N, joined at HOST:PORT")
 
 
 @pytest.hookimpl(trylast=True)
@@ -80,6 +81,9 @@ def pytest_configure(config: pytest.Config) -> None:
     streams.line_buffered(state.streams)
     config.stash[_SESSION] = state
     config.pluginmanager.register(state, "course-grading")
+    place = config.getoption(peers.OPTION, default=None)
+    if place:
+        peers.join(peers.Place.parse(place), state.events_fd)  # before any learner code is imported
 
 
 def _quiet(config: pytest.Config) -> None:
@@ -209,6 +213,8 @@ class Grading:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item, _phase: Any = _phase) -> Iterator[Any]:
         """Judge the setup phase (loading the learner's file happens here)."""
+        if peers.active():
+            peers.announce(_title(item))
         return (yield from _phase(self, item, "setup"))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -244,12 +250,15 @@ class Grading:
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """End the process at once when asked, so threads a learner left running cannot hold it open."""
+        """End the process at once when asked, so threads a learner left running cannot hold it open.
+
+        One of several processes first waits to be ended: the others may still need it."""
         if not self.hard_exit:
             return
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # the learner may have closed it; nothing left to say
                 stream.flush()
+        peers.linger()
         os._exit(0)
 
 

@@ -7,10 +7,8 @@ exit code and output are never the verdict.
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -19,22 +17,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from course.engine import isolation, limits, report, stub, system
+from course.engine import cohort, invocation, isolation, limits, report, stub
+from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
-from course.engine.sandbox import Confinement, Policy
+from course.engine.sandbox import Confinement
 from course.engine.verdict import CheckEvent, ExerciseResult, verdict
 from course.registry import Exercise
 
 if TYPE_CHECKING:
     from course.engine.worker import Worker
 
-CACHE_MAX_BYTES = 256 * 2**20
+__all__ = ["CACHE_MAX_BYTES", "CANCELLED", "READ_ONLY_CACHE", "base_environment", "cancelled", "command_for", "grade",
+           "grade_many", "grading_environment", "map_jobs", "not_tried", "start_worker"]
 CANCELLED = isolation.CANCELLED
 T = TypeVar("T")
 R = TypeVar("R")
-READ_ONLY_CACHE = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e9", "JAX_COMPILATION_CACHE_MAX_SIZE": "-1"}
-"""Settings that make JAX only read its compilation cache: no compile is slow enough to be written,
-and without a size limit there is no lock file or access time to write either."""
 
 
 def grade(
@@ -63,7 +60,8 @@ def grade(
     a file that is still the exercise's stub is not graded: the result says it was not tried
     (`course.engine.stub`); `course validate` turns it off, to prove each stub fails. Setting
     `cancel` stops the grading at once: the result's status is then "cancelled", a non-verdict
-    nobody records.
+    nobody records. An exercise with `processes = N` is graded by N processes at once
+    (`course.engine.cohort`).
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
     if cancel is not None and cancel.is_set():
@@ -74,6 +72,9 @@ def grade(
     untouched = stub.untouched(exercise, submission) if skip_stub else ""
     if untouched:
         return not_tried(exercise, seed, untouched)
+    if exercise.meta.processes > 1:
+        return cohort.grade(exercise, submission, seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
+                            hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel)
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
     try:
@@ -82,20 +83,20 @@ def grade(
         report_path = workdir / "report" / f"{secrets.token_hex(16)}.json"
         report_path.parent.mkdir(mode=0o700)
         key = secrets.token_bytes(32)
-        folder = _graders_seen_from(workdir, exercise) if sandbox else None
-        source = _source(submission)  # the lines a stopped run's stack points at
+        folder = invocation.graders_link(workdir, exercise) if sandbox else None
+        source = invocation.source_text(submission)  # the lines a stopped run's stack points at
         budget = limits.budget(exercise.meta)
         outcome = isolation.run_isolated(
-            _command(exercise, submission, workdir, report_path, seed, hidden, folder),
+            invocation.command(exercise, submission, workdir, report_path, seed, hidden, folder),
             key=key,
             cwd=workdir,
-            env=_environment(exercise, cache_dir, read_only_cache),
+            env=invocation.environment(exercise, cache_dir, read_only_cache),
             timeout_s=budget.cpu_s,
             wall_s=budget.wall_s,
             memory_mb=exercise.meta.memory_mb,
             launcher=worker,
-            on_event=_events_for(exercise.name, on_event),
-            sandbox=_policy(sandbox, workdir, exercise, submission),
+            on_event=invocation.events_for(exercise.name, on_event),
+            sandbox=invocation.policy(sandbox, workdir, exercise, submission),
             stack_path=report.stack_path(report_path),
             marker=report.output_marker(key),
             cancel=cancel,
@@ -112,132 +113,6 @@ def not_tried(exercise: Exercise, seed: int, message: str) -> ExerciseResult:
     """The result of a file that was not graded because it was not tried: no points, and what it is worth."""
     return ExerciseResult(name=exercise.name, status="not_tried", max_score=exercise.max_score or 0.0, seed=seed,
                           message=message, not_tried=True)
-
-
-def _source(submission: Path) -> str | None:
-    """The learner's file as text, or None when it cannot be read."""
-    try:
-        return submission.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-def cancelled(name: str, seed: int) -> ExerciseResult:
-    """The result of a grading stopped on request: no verdict, so nothing to record."""
-    return ExerciseResult(name=name, status=CANCELLED, seed=seed, message="the grading was cancelled")
-
-
-def _policy(sandbox: Confinement | None, workdir: Path, exercise: Exercise, submission: Path) -> Policy | None:
-    """What this grading may touch: its work folder, the grader's folder and the submission's."""
-    if sandbox is None:
-        return None
-    readable = [str(exercise.grader_path.parent), str(submission.resolve().parent)]
-    return sandbox.policy(workdir=str(workdir), read=readable)
-
-
-def _events_for(name: str, on_event: Callable[[CheckEvent], None] | None) -> Callable[[dict], None] | None:
-    """Turn the grading's raw event lines into `CheckEvent`s for `on_event`."""
-    if on_event is None:
-        return None
-
-    def forward(raw: dict) -> None:
-        """Pass on one well-formed event."""
-        event = CheckEvent.parse(name, raw)
-        if event is not None:
-            on_event(event)
-
-    return forward
-
-
-def _graders_seen_from(workdir: Path, exercise: Exercise) -> Path:
-    """A link in the work folder to the grader's folder, so a sandboxed pytest, which lists each
-    folder on the way from its root folder to a test file, lists only folders it may read."""
-    link = workdir / "graders"
-    link.symlink_to(exercise.grader_path.parent, target_is_directory=True)
-    return link
-
-
-def _command(exercise: Exercise, submission: Path, workdir: Path, report_path: Path, seed: int, hidden: bool,
-             folder: Path | None = None) -> list[str]:
-    """The pytest command line; `{keyfd}` and `{eventsfd}` are filled in by the launcher. The
-    graders are read from `folder` when given (a link to the grader's folder), else where they are."""
-    folder = folder or exercise.grader_path.parent
-    graders = [str(folder / exercise.grader_path.name)]
-    if hidden and exercise.hidden_grader_path.is_file():
-        graders.append(str(folder / "hidden" / exercise.hidden_grader_path.name))
-    ini = workdir / "pytest.ini"
-    ini.write_text("[pytest]\n", encoding="utf-8")
-    return [
-        sys.executable,
-        "-I",
-        "-m",
-        "pytest",
-        *graders,
-        "-p",
-        "course.engine.plugin",
-        "--noconftest",
-        "-p",
-        "no:cacheprovider",
-        # These two only warn about exceptions nobody caught, and their clean-up runs the
-        # garbage collector over JAX's large heap several times: a quarter second per grading.
-        "-p",
-        "no:unraisableexception",
-        "-p",
-        "no:threadexception",
-        "-c",
-        str(ini),
-        "--rootdir",
-        str(workdir),
-        "-q",
-        "-s",
-        "--tb=short",
-        "--course-report",
-        str(report_path),
-        "--course-submission",
-        str(submission.resolve()),
-        "--course-seed",
-        str(seed),
-        "--course-key-fd",
-        "{keyfd}",
-        "--course-events-fd",
-        "{eventsfd}",
-        "--course-hard-exit",
-    ]
-
-
-def _environment(exercise: Exercise, cache_dir: Path | None, read_only_cache: bool = False) -> dict[str, str]:
-    """A small, clean environment: CPU JAX with the device count the grader needs."""
-    devices = f"--xla_force_host_platform_device_count={exercise.meta.devices}"
-    only_read = READ_ONLY_CACHE if cache_dir is not None and read_only_cache else {}
-    return {**base_environment(cache_dir), "XLA_FLAGS": devices, **only_read}
-
-
-def base_environment(cache_dir: Path | None = None) -> dict[str, str]:
-    """The grading environment without the device count, which a warm worker sets per grading.
-
-    With `cache_dir`, JAX's persistent compilation cache keeps every executable there: a
-    re-check of unchanged code loads its programs instead of compiling them again, which is most
-    of a grading's time on the CPU. Compile events still fire on a cache hit, so compile counts
-    are unchanged. The cache holds at most CACHE_MAX_BYTES (least recently used go first).
-    """
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "TZ")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.update(
-        {
-            "JAX_PLATFORMS": "cpu",
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-            # Inherited by every descendant: lets the sweep recognise an escaped one as ours.
-            system.GRADING_MARKER[0]: system.GRADING_MARKER[1],
-            "TF_CPP_MIN_LOG_LEVEL": "2",
-        }
-    )
-    if cache_dir is not None:
-        env.update(
-            {
-                "JAX_COMPILATION_CACHE_DIR": str(cache_dir),
-                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-                "JAX_COMPILATION_CACHE_MAX_SIZE": str(CACHE_MAX_BYTES),
-            }
-        )
-    return env
 
 
 def grade_many(
@@ -306,11 +181,11 @@ def command_for(exercise: Exercise, submission: Path, workdir: Path, report_path
                 tests: list[str], options: list[str]) -> list[str]:
     """The grading command of `exercise`, running the platform's `tests` in place of its graders, with
     `options` added: other checks of a learner's file in a grading's isolation (`course inspect`)."""
-    command = _command(exercise, submission, workdir, report_path, seed, False)
+    command = invocation.command(exercise, submission, workdir, report_path, seed, False)
     at = command.index(str(exercise.grader_path))
     return [*command[:at], *tests, *command[at + 1:], *options]
 
 
 def grading_environment(exercise: Exercise, cache_dir: Path | None) -> dict[str, str]:
     """The environment a grading of `exercise` runs in, for other runs in the same isolation."""
-    return _environment(exercise, cache_dir)
+    return invocation.environment(exercise, cache_dir)

@@ -10,6 +10,11 @@ Two Linux features, each used where the kernel gives it without root:
   from ABI 6, signals and abstract Unix sockets cannot reach processes outside the sandbox; at
   every ABI, a sandboxed process cannot ptrace (nor read the memory of) one outside its own.
 
+A grading that runs in several processes (`course.engine.cohort`) needs them to talk to each other
+and to nothing else: a *private loopback*. One holder process makes the user and network namespace
+and brings its `lo` up (the namespace's owner may); each grading process joins that namespace
+instead of making its own, and keeps Landlock's file rules without its TCP rules (`Policy.loopback`).
+
 `Policy` says what one grading may touch; `enter` applies it to the calling process, which
 must be single-threaded (a forked child, or the start of a fresh one); `wrap` prefixes a cold
 command with this file run by path (stdlib only, `python -I -S`), which enters the sandbox and
@@ -25,13 +30,15 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP, _IFF_RUNNING = 0x8913, 0x8914, 0x1, 0x40
+_IFREQ = "16sh22x"  # struct ifreq: the interface's name, its flags, and the rest of the union
 # Landlock file-system rights, and the ABI that introduced each one after the first thirteen.
 _FS_BASE = (1 << 13) - 1
 _FS_LATER = {2: 1 << 13, 3: 1 << 14, 5: 1 << 15}  # refer, truncate, ioctl on devices
@@ -115,6 +122,14 @@ class Policy:
     landlock_abi: int = 0
     tmpdir: str = ""
     """Where temporary files go (the work folder): TMPDIR and `tempfile.tempdir` point there."""
+    loopback: bool = False
+    """TCP allowed (no Landlock network rules): for processes that talk over a private loopback."""
+    join: int = 0
+    """The pid of a namespace holder (`hold`) whose user and network namespace to join, instead of new ones."""
+
+    def on_loopback(self, holder: int) -> Policy:
+        """This policy for one of several processes that share the private loopback of `holder` (0: none)."""
+        return replace(self, loopback=True, join=holder, namespace=self.namespace and holder == 0)
 
     def to_json(self) -> str:
         """The policy as one JSON string, for a command line or a worker request."""
@@ -125,7 +140,7 @@ class Policy:
         """The policy from `to_json`'s string or its parsed dict."""
         raw = json.loads(data) if isinstance(data, str) else data
         return cls(tuple(raw["read"]), tuple(raw["write"]), bool(raw["namespace"]), int(raw["landlock_abi"]),
-                   str(raw.get("tmpdir", "")))
+                   str(raw.get("tmpdir", "")), bool(raw.get("loopback", False)), int(raw.get("join", 0)))
 
 
 @dataclass(frozen=True)
@@ -197,6 +212,30 @@ def _new_namespaces() -> None:
             fh.write(text)
 
 
+def _loopback_up() -> None:
+    """Bring up `lo` in this (new) network namespace, as its owner may."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        flags = struct.unpack(_IFREQ, fcntl.ioctl(sock, _SIOCGIFFLAGS, struct.pack(_IFREQ, b"lo", 0)))[1]
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack(_IFREQ, b"lo", flags | _IFF_UP | _IFF_RUNNING))
+
+
+def _join_namespaces(holder: int) -> None:
+    """Join the user, then the network namespace of the holder process `holder` (`hold`)."""
+    fds = [(os.open(f"/proc/{holder}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), flag, name)
+           for name, flag in (("user", _CLONE_NEWUSER), ("net", _CLONE_NEWNET))]
+    try:
+        for fd, flag, name in fds:
+            if _libc().setns(fd, flag) != 0:
+                raise _fail(f"setns({name})")
+    finally:
+        for fd, _, _ in fds:
+            os.close(fd)
+
+
 class _RulesetAttr(ctypes.Structure):
     """`struct landlock_ruleset_attr`: what the ruleset handles (files, TCP, scopes)."""
 
@@ -220,7 +259,8 @@ def _landlock(policy: Policy) -> None:
     """Limit files to the policy, and TCP and signals where the ABI allows, for this process and its children."""
     abi = policy.landlock_abi
     fs = _fs_rights(abi)
-    attr = _RulesetAttr(fs, _NET_TCP if abi >= 4 else 0, _SCOPES if abi >= 6 else 0)
+    tcp = _NET_TCP if abi >= 4 and not policy.loopback else 0
+    attr = _RulesetAttr(fs, tcp, _SCOPES if abi >= 6 else 0)
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     libc = _libc()
     ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), size, 0)
@@ -263,7 +303,9 @@ def enter(policy: Policy | dict | str | None) -> None:
         os.environ["TMPDIR"] = policy.tmpdir
         if "tempfile" in sys.modules:
             sys.modules["tempfile"].tempdir = policy.tmpdir  # it may have chosen /tmp already
-    if policy.namespace:
+    if policy.join:
+        _join_namespaces(policy.join)
+    elif policy.namespace:
         _new_namespaces()
     if policy.landlock_abi:
         _landlock(policy)
@@ -294,8 +336,25 @@ def available() -> Protections:
     return Protections(network_namespace=namespace, landlock_abi=abi)
 
 
+def _hold() -> int:
+    """`--hold`: make a namespace with its loopback up, say "ready", and keep it until stdin closes."""
+    try:
+        _new_namespaces()
+        _loopback_up()
+    except OSError as exc:
+        sys.stderr.write(f"course: the private loopback could not be made: {exc}\n")
+        return FAILED_EXIT
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.buffer.read()
+    return 0
+
+
 def _main(argv: list[str]) -> int:
-    """`--probe`: try a namespace; `POLICY -- COMMAND...`: enter the sandbox, then become COMMAND."""
+    """`--probe`: try a namespace; `--hold`: keep a private loopback; `POLICY -- COMMAND...`: enter
+    the sandbox, then become COMMAND."""
+    if argv == ["--hold"]:
+        return _hold()
     if argv == ["--probe"]:
         try:
             _new_namespaces()

@@ -1,0 +1,280 @@
+"""Grade one exercise in several processes that run its grader together (`processes = N`), and merge their verdicts.
+
+Each process is a whole grading, as `course.engine.runner` makes one: its own work folder, signing
+key, signed report, limits and sandbox, plus `--course-process I/N@127.0.0.1:PORT` so that it joins
+the others through `jax.distributed` before the learner's file is imported (`course.engine.peers`).
+In a sandbox they share a private loopback: one namespace whose `lo` only they can reach
+(`course.engine.sandbox`). A `Watch` follows every process through the steps it announces; it ends
+them all once each has reported, or when they stop moving while in different steps (a hang: one
+waits in a collective the other never entered), naming where each was. Every report is verified
+on its own with its own key; a check passes only if it passed in every process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from course.engine import invocation, isolation, limits, report, sandbox, system
+from course.engine.isolation import Launcher, Outcome
+from course.engine.sandbox import Confinement
+from course.engine.verdict import NOT_RUN, CheckEvent, CheckResult, ExerciseResult, verdict
+from course.registry import Exercise
+
+HANG_S = 10.0
+"""Processes in different steps with no progress for this long are stuck waiting on each other."""
+MOVING_CPU_S = 0.5
+"""CPU seconds a process must burn within HANG_S to count as moving (importing JAX, computing)."""
+SAMPLE_S = 1.0
+HOLDER_START_S = 10.0
+_NOISE = re.compile(r"^\[Gloo\] Rank \d+ is connected to .*\n?", re.MULTILINE)
+_COUNT_MESSAGE = re.compile(r"^\d+ of \d+ checks passed$")
+_RANK = {"error": 0, "failed": 1, NOT_RUN: 2, "skipped": 3, "passed": 4}
+
+
+@dataclass
+class _Process:
+    """One grading process of the cohort: where it works and how it signs."""
+
+    index: int
+    workdir: Path
+    report_path: Path
+    key: bytes
+    outcome: Outcome | None = None
+
+
+@dataclass
+class Watch:
+    """Where each process is, from the steps it announces, and whether the cohort should end."""
+
+    count: int
+    forward: Callable[[dict], None] | None = None
+    steps: list[str] = field(default_factory=list)
+    finished: set[int] = field(default_factory=set)
+    ended: dict[int, int | None] = field(default_factory=dict)
+    reason: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _last: float = field(default_factory=time.monotonic)
+    _cpu: dict[int, tuple[float, float]] = field(default_factory=dict)
+    _checks: dict[str, list[dict]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.steps = ["starting"] * self.count
+
+    def event(self, index: int, raw: dict) -> None:
+        """One line from process `index`: a step it entered, or a check it ended (shown once all have)."""
+        with self._lock:
+            self._last = time.monotonic()
+            if isinstance(raw.get("step"), str):
+                self.steps[index] = raw["step"]
+                if raw.get("finished") is True:
+                    self.finished.add(index)
+                return
+            seen = self._checks.setdefault(str(raw.get("id")), [])
+            seen.append(raw)
+            ready = len(seen) == self.count
+        if ready and self.forward is not None:
+            self.forward(min(seen, key=lambda r: _RANK.get(str(r.get("status")), 0)))
+
+    def end(self, index: int, returncode: int | None) -> None:
+        """Process `index` has ended (its thread is done with it)."""
+        with self._lock:
+            self.ended[index] = returncode
+            self._last = time.monotonic()
+
+    def __call__(self, index: int, pid: int) -> str:
+        """For process `index` (pid `pid`): FINISHED once all have reported, the hang's reason, or ''."""
+        with self._lock:
+            if self.reason:
+                return self.reason
+            if all(i in self.finished or i in self.ended for i in range(self.count)):
+                return isolation.FINISHED
+            now = time.monotonic()
+            self._sample(index, pid, now)
+            places = [self.where(i) for i in range(self.count)]
+            if now - self._last >= HANG_S and len(set(places)) > 1:
+                self.reason = self._hang(places)
+            return self.reason
+
+    def _sample(self, index: int, pid: int, now: float) -> None:
+        """Count CPU time a process burns as progress (checked once a SAMPLE_S)."""
+        at, mark = self._cpu.get(index, (0.0, -1.0))
+        if now - at < SAMPLE_S:
+            return
+        cpu = system.tree_cpu_s(pid)
+        if mark < 0 or cpu - mark >= MOVING_CPU_S:
+            self._cpu[index] = (now, cpu)
+            if mark >= 0:
+                self._last = now
+        else:
+            self._cpu[index] = (now, mark)
+
+    def where(self, index: int) -> str:
+        """Where process `index` is: its step, or how it ended."""
+        if index in self.finished:
+            return "finished"
+        if index in self.ended:
+            code = self.ended[index]
+            return f'ended (exit code {code}) in "{self.steps[index]}"'
+        return f'in "{self.steps[index]}"'
+
+    def _hang(self, places: list[str]) -> str:
+        """The sentence for processes that wait on each other, saying where each was."""
+        where = ", ".join(f"process {i} {p}" for i, p in enumerate(places))
+        return (f"the {self.count} processes stopped making progress for {HANG_S:.0f} s in different places: "
+                f"{where}. Every process must run the same collectives in the same order, on the same global "
+                "shapes: one that skips a collective (or computes only on `jax.process_index() == 0`), or "
+                "ends early, leaves the others waiting for it")
+
+
+def grade(exercise: Exercise, submission: Path, *, seed: int, worker: Launcher | None, cache_dir: Path | None,
+          on_event: Callable[[CheckEvent], None] | None, hidden: bool, sandbox: Confinement | None,
+          read_only_cache: bool, cancel: threading.Event | None) -> ExerciseResult:
+    """Grade `submission` in `exercise.meta.processes` processes at once; one result (`course.engine.runner.grade` says
+    what each keyword does)."""
+    count, started = exercise.meta.processes, time.monotonic()
+    procs = [_new_process(i) for i in range(count)]
+    forward = invocation.events_for(exercise.name, on_event)
+    watch = Watch(count, forward)
+    source = invocation.source_text(submission)
+    try:
+        with _private_loopback(sandbox) as holder:
+            address = f"127.0.0.1:{_free_port()}"
+            threads = [threading.Thread(target=_run, args=(p, exercise, submission, seed, address, holder, watch),
+                                        kwargs={"worker": worker, "cache_dir": cache_dir, "hidden": hidden,
+                                                "sandbox": sandbox, "read_only_cache": read_only_cache,
+                                                "cancel": cancel}, daemon=True) for p in procs]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        if any(p.outcome is None or p.outcome.cancelled for p in procs):
+            return invocation.cancelled(exercise.name, seed)
+        results = [verdict(exercise, p.report_path, p.key, p.outcome, submission.resolve(), source)
+                   for p in procs if p.outcome is not None]
+    finally:
+        for p in procs:
+            shutil.rmtree(p.workdir, ignore_errors=True)
+    result = merge(exercise.name, results)
+    result.seed, result.duration_s = seed, time.monotonic() - started
+    return result
+
+
+def _new_process(index: int) -> _Process:
+    """A work folder, a private report folder and a key for process `index`."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"course-grade-p{index}-"))
+    report_path = workdir / "report" / f"{secrets.token_hex(16)}.json"
+    report_path.parent.mkdir(mode=0o700)
+    return _Process(index, workdir, report_path, secrets.token_bytes(32))
+
+
+def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, address: str, holder: int,
+         watch: Watch, *, worker: Launcher | None, cache_dir: Path | None, hidden: bool,
+         sandbox: Confinement | None, read_only_cache: bool, cancel: threading.Event | None) -> None:
+    """Run one process of the cohort to its end (on its own thread), and tell `watch` it ended."""
+    folder = invocation.graders_link(proc.workdir, exercise) if sandbox else None
+    command = invocation.command(exercise, submission, proc.workdir, proc.report_path, seed, hidden, folder)
+    policy = invocation.policy(sandbox, proc.workdir, exercise, submission)
+    budget = limits.budget(exercise.meta)
+    try:
+        proc.outcome = isolation.run_isolated(
+            [*command, "--course-process", f"{proc.index}/{watch.count}@{address}"],
+            key=proc.key, cwd=proc.workdir, env=invocation.environment(exercise, cache_dir, read_only_cache),
+            timeout_s=budget.cpu_s, wall_s=budget.wall_s, memory_mb=exercise.meta.memory_mb, launcher=worker,
+            on_event=lambda raw: watch.event(proc.index, raw),
+            sandbox=policy.on_loopback(holder) if policy is not None else None,
+            stack_path=report.stack_path(proc.report_path), marker=report.output_marker(proc.key),
+            cancel=cancel, watch=lambda pid: watch(proc.index, pid),
+        )
+    finally:
+        watch.end(proc.index, proc.outcome.returncode if proc.outcome else None)
+
+
+@contextlib.contextmanager
+def _private_loopback(confinement: Confinement | None) -> Iterator[int]:
+    """The pid of a process holding a namespace with only a loopback, for sandboxed processes to join; 0
+    when not sandboxed or the machine has no namespaces (`docs/security.md` says what that weakens)."""
+    if confinement is None or not confinement.protections.network_namespace:
+        yield 0
+        return
+    holder = isolation.start_helper([sys.executable, "-I", "-S", sandbox.__file__, "--hold"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, env={})
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        ready, _, _ = select.select([holder.stdout], [], [], HOLDER_START_S)
+        if not ready or holder.stdout.readline() != b"ready\n":
+            raise sandbox.SandboxError("the private loopback for the grading processes could not be made")
+        yield holder.pid
+    finally:
+        with contextlib.suppress(OSError):
+            holder.stdin.close()  # type: ignore[union-attr]
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            holder.wait(timeout=2)
+        holder.kill()
+        holder.wait()
+        isolation.forget_helper(holder.pid)
+
+
+def _free_port() -> int:
+    """A TCP port free on the loopback now, for process 0's coordinator."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def merge(name: str, results: list[ExerciseResult]) -> ExerciseResult:
+    """One verdict from every process's: a check passes only where it passed in all of them, and a
+    failure says which process it was in."""
+    broken = next((r for r in results if r.status == "error" or r.tampered or not r.checks), None)
+    if broken is not None:
+        return _labelled(broken, results.index(broken), results)
+    merged = ExerciseResult(name=name, status="failed", output=_outputs([r.output for r in results]))
+    for position, first in enumerate(results[0].checks):
+        picks = [(i, r.checks[position]) for i, r in enumerate(results) if position < len(r.checks)]
+        index, worst = min(picks, key=lambda p: (_RANK.get(p[1].status, 0), p[0]))
+        merged.checks.append(CheckResult(
+            first.id, first.title, worst.status, worst.score if len(picks) == len(results) else 0.0,
+            first.max_score, f"process {index}: {worst.message}" if worst.status != "passed" else "",
+            first.hidden, _outputs([c.output for _, c in picks])))
+    merged.score = sum(c.score for c in merged.checks)
+    merged.max_score = sum(c.max_score for c in merged.checks)
+    n_ok = sum(c.status in ("passed", "skipped") for c in merged.checks)
+    merged.status, merged.message = ("passed", f"all {n_ok} checks passed") if n_ok == len(merged.checks) else \
+        ("failed", f"{n_ok} of {len(merged.checks)} checks passed")
+    stopped = next(((i, r) for i, r in enumerate(results) if r.status != "passed"
+                    and not _COUNT_MESSAGE.match(r.message)), None)
+    if stopped is not None and merged.status != "passed":
+        merged.status, merged.message = stopped[1].status, f"process {stopped[0]}: {stopped[1].message}"
+    return merged
+
+
+def _labelled(result: ExerciseResult, index: int, results: list[ExerciseResult]) -> ExerciseResult:
+    """`result`, the verdict of process `index`, as the whole cohort's: its messages say which process."""
+    result.message = f"process {index}: {result.message}"
+    for check in result.checks:
+        if check.status != "passed":
+            check.message = f"process {index}: {check.message}"
+    result.output = _outputs([r.output for r in results])
+    return result
+
+
+def _outputs(texts: list[str]) -> str:
+    """What each process printed, under its number (JAX's own connection lines left out)."""
+    parts = [(i, _NOISE.sub("", t)) for i, t in enumerate(texts)]
+    shown = [(i, t) for i, t in parts if t.strip()]
+    if len(shown) <= 1 and len(texts) == 1:
+        return shown[0][1] if shown else ""
+    return "".join(f"[process {i}]\n{t}{'' if t.endswith(os.linesep) else os.linesep}" for i, t in shown)

@@ -1,0 +1,149 @@
+"""How one grading process is invoked: its command line, its environment, its sandbox policy, and its events.
+
+Shared by `course.engine.runner` (one process per grading) and `course.engine.cohort` (several).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from course.engine import isolation, system
+from course.engine.sandbox import Confinement, Policy
+from course.engine.verdict import CheckEvent, ExerciseResult
+from course.registry import Exercise
+
+CACHE_MAX_BYTES = 256 * 2**20
+READ_ONLY_CACHE = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e9", "JAX_COMPILATION_CACHE_MAX_SIZE": "-1"}
+"""Settings that make JAX only read its compilation cache: no compile is slow enough to be written,
+and without a size limit there is no lock file or access time to write either."""
+
+
+def cancelled(name: str, seed: int) -> ExerciseResult:
+    """The result of a grading stopped on request: no verdict, so nothing to record."""
+    return ExerciseResult(name=name, status=isolation.CANCELLED, seed=seed, message="the grading was cancelled")
+
+
+def source_text(submission: Path) -> str | None:
+    """The learner's file as text, or None when it cannot be read."""
+    try:
+        return submission.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def policy(sandbox: Confinement | None, workdir: Path, exercise: Exercise, submission: Path) -> Policy | None:
+    """What this grading may touch: its work folder, the grader's folder and the submission's."""
+    if sandbox is None:
+        return None
+    readable = [str(exercise.grader_path.parent), str(submission.resolve().parent)]
+    return sandbox.policy(workdir=str(workdir), read=readable)
+
+
+def events_for(name: str, on_event: Callable[[CheckEvent], None] | None) -> Callable[[dict], None] | None:
+    """Turn the grading's raw event lines into `CheckEvent`s for `on_event`."""
+    if on_event is None:
+        return None
+
+    def forward(raw: dict) -> None:
+        """Pass on one well-formed event."""
+        event = CheckEvent.parse(name, raw)
+        if event is not None:
+            on_event(event)
+
+    return forward
+
+
+def graders_link(workdir: Path, exercise: Exercise) -> Path:
+    """A link in the work folder to the grader's folder, so a sandboxed pytest, which lists each
+    folder on the way from its root folder to a test file, lists only folders it may read."""
+    link = workdir / "graders"
+    link.symlink_to(exercise.grader_path.parent, target_is_directory=True)
+    return link
+
+
+def command(exercise: Exercise, submission: Path, workdir: Path, report_path: Path, seed: int, hidden: bool,
+             folder: Path | None = None) -> list[str]:
+    """The pytest command line; `{keyfd}` and `{eventsfd}` are filled in by the launcher. The
+    graders are read from `folder` when given (a link to the grader's folder), else where they are."""
+    folder = folder or exercise.grader_path.parent
+    graders = [str(folder / exercise.grader_path.name)]
+    if hidden and exercise.hidden_grader_path.is_file():
+        graders.append(str(folder / "hidden" / exercise.hidden_grader_path.name))
+    ini = workdir / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")
+    return [
+        sys.executable,
+        "-I",
+        "-m",
+        "pytest",
+        *graders,
+        "-p",
+        "course.engine.plugin",
+        "--noconftest",
+        "-p",
+        "no:cacheprovider",
+        # These two only warn about exceptions nobody caught, and their clean-up runs the
+        # garbage collector over JAX's large heap several times: a quarter second per grading.
+        "-p",
+        "no:unraisableexception",
+        "-p",
+        "no:threadexception",
+        "-c",
+        str(ini),
+        "--rootdir",
+        str(workdir),
+        "-q",
+        "-s",
+        "--tb=short",
+        "--course-report",
+        str(report_path),
+        "--course-submission",
+        str(submission.resolve()),
+        "--course-seed",
+        str(seed),
+        "--course-key-fd",
+        "{keyfd}",
+        "--course-events-fd",
+        "{eventsfd}",
+        "--course-hard-exit",
+    ]
+
+
+def environment(exercise: Exercise, cache_dir: Path | None, read_only_cache: bool = False) -> dict[str, str]:
+    """A small, clean environment: CPU JAX with the device count the grader needs."""
+    devices = f"--xla_force_host_platform_device_count={exercise.meta.devices}"
+    only_read = READ_ONLY_CACHE if cache_dir is not None and read_only_cache else {}
+    return {**base_environment(cache_dir), "XLA_FLAGS": devices, **only_read}
+
+
+def base_environment(cache_dir: Path | None = None) -> dict[str, str]:
+    """The grading environment without the device count, which a warm worker sets per grading.
+
+    With `cache_dir`, JAX's persistent compilation cache keeps every executable there: a
+    re-check of unchanged code loads its programs instead of compiling them again, which is most
+    of a grading's time on the CPU. Compile events still fire on a cache hit, so compile counts
+    are unchanged. The cache holds at most CACHE_MAX_BYTES (least recently used go first).
+    """
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "TZ")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.update(
+        {
+            "JAX_PLATFORMS": "cpu",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            # Inherited by every descendant: lets the sweep recognise an escaped one as ours.
+            system.GRADING_MARKER[0]: system.GRADING_MARKER[1],
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+        }
+    )
+    if cache_dir is not None:
+        env.update(
+            {
+                "JAX_COMPILATION_CACHE_DIR": str(cache_dir),
+                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                "JAX_COMPILATION_CACHE_MAX_SIZE": str(CACHE_MAX_BYTES),
+            }
+        )
+    return env
