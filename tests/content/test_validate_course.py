@@ -349,6 +349,38 @@ CASES = {
     ("pipeline_stages", "while_loop"): (
         {"test_permute_steps", "test_matmul_work"}, r"sits inside a `while`, so its steps cannot be counted",
     ),
+    # Multi-process: what each of the 2 processes read, built and reduced, and where a waiting one was.
+    ("multi_process", "reads_everything"): (
+        {"test_reads_own_rows"}, r"process 0: `load_shard` read rows 0-63 \(read_rows\(0, 64\)\); process 0 owns "
+                                 r"rows 0-31, and read the others' too",
+    ),
+    ("multi_process", "process0_broadcasts"): (
+        {"test_reads_own_rows"}, r"`load_shard` read rows 0-63 \(read_rows\(0, 1\), read_rows\(1, 64\)\)",
+    ),
+    ("multi_process", "strided_rows"): (
+        {"test_reads_own_rows"}, r"read rows 0, 2, 4, 6 and 28 more ranges .* rows 1, 3, 5, 7 and 12 more ranges "
+                                 r"were never read\. Read the contiguous block",
+    ),
+    ("multi_process", "asarray_local"): (
+        {"test_global_batch", "test_end_to_end"}, r"is a \(32, 8\) array on 1 device: the rows of this process only",
+    ),
+    ("multi_process", "local_mesh"): (
+        {"test_global_batch", "test_end_to_end"}, r"is a \(32, 8\) array on 2 devices: the rows of this process only",
+    ),
+    ("multi_process", "device_put_local"): (
+        {"test_global_batch", "test_end_to_end"}, r"`global_batch` called `jax.device_put` with this process's rows",
+    ),
+    ("multi_process", "numpy_mean"): (
+        {"test_global_mean", "test_end_to_end"}, r"`global_mean` asked for the whole global array on the host",
+    ),
+    ("multi_process", "own_shard_mean"): (
+        {"test_global_mean", "test_end_to_end"}, r"on device 0 holds .*, not the mean of all 64 rows",
+    ),
+    ("multi_process", "mean_on_process0"): (
+        {"test_global_mean", "test_end_to_end"},
+        r"process 0: the 2 processes stopped making progress for 10 s in different places: process 0 in "
+        r"\"global_mean\", process 1 finished",
+    ),
 }
 
 

@@ -334,6 +334,18 @@ def pipeline_stages(found: Inspection, wrong: bool) -> None:
     assert others == [("all-reduce", "f32[6,5,16]")]
 
 
+def multi_process(found: Inspection, wrong: bool) -> None:
+    """In one process: x is split over both devices and the mean is one all-reduce; the variant's x sits on one."""
+    report = call(found, "distributed")
+    (x,) = report["inputs"]
+    if wrong:  # asarray_local: `jnp.asarray(local_rows)` puts the rows on one device, so nothing is exchanged
+        assert (x["devices"], x["block"]) == (1, [8, 4]) and report["hlo"] == []
+        return
+    assert (x["spec"], x["block"], x["devices"]) == ("P('data')", [4, 4], 2)
+    assert report["outputs"][0]["copies"] == 2
+    assert [(h["op"], h["result"]) for h in report["hlo"]] == [("all-reduce", "f32[4]")]
+
+
 def tiled_matmul(found: Inspection, wrong: bool) -> None:
     """K walks the last grid axis into a float32 scratch, even for bfloat16; the variant's scratch is bfloat16."""
     f32, bf16 = kernel(found, 0), kernel(found, 1)
@@ -416,6 +428,7 @@ CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {
     "tensor_parallel_mlp": ("w1_rows", tensor_parallel_mlp),
     "collective_matmul": ("permutes_then_one_matmul", collective_matmul),
     "pipeline_stages": ("replicated_weights_indexed", pipeline_stages),
+    "multi_process": ("asarray_local", multi_process),
     "tiled_matmul": ("bf16_scratch", tiled_matmul),
     "flash_attention": ("scores_in_wrapper", flash_attention),
     "double_buffer": ("wait_after_start", double_buffer),

@@ -1,0 +1,29 @@
+"""Only process 0 computes the mean: it waits in the all-reduce for process 1, which never enters it;
+must fail test_global_mean."""
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def load_shard(read_rows: Callable[[int, int], np.ndarray], num_rows: int, process_index: int,
+               process_count: int) -> np.ndarray:
+    """This process's contiguous block of rows, read once."""
+    per = num_rows // process_count
+    return np.asarray(read_rows(process_index * per, (process_index + 1) * per))
+
+
+def global_batch(local_rows: np.ndarray, mesh: jax.sharding.Mesh) -> jax.Array:
+    """The global (num_rows, F) array over every device of `mesh`, from what each process holds."""
+    return jax.make_array_from_process_local_data(NamedSharding(mesh, P("data")), local_rows)
+
+
+def global_mean(x):
+    """Process 0 computes; process 1 returns zeros and goes on."""
+    if jax.process_index() == 0:
+        return jax.jit(lambda a: jnp.mean(a, axis=0))(x)
+    return jnp.zeros(x.shape[1:], x.dtype)
