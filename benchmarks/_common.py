@@ -51,11 +51,17 @@ def bare_pytest(exercise_name: str, workspace: Path) -> list[str]:
 
     exercise = load_course(ROOT).get(exercise_name)
     report = Path(tempfile.mkdtemp(prefix="bench-report-")) / "report.json"
+    ini = report.parent / "pytest.ini"  # the repository's own pytest settings (xdist workers) stay out
+    ini.write_text("[pytest]\n", encoding="utf-8")
     return [
         sys.executable,
         "-m",
         "pytest",
         str(exercise.grader_path),
+        "-c",
+        str(ini),
+        "--rootdir",
+        str(report.parent),
         "-p",
         "course.engine.plugin",
         "-q",
@@ -66,6 +72,40 @@ def bare_pytest(exercise_name: str, workspace: Path) -> list[str]:
         "--course-submission",
         str(workspace / exercise.stub_rel),
     ]
+
+
+def bare_cohort(exercise_name: str, workspace: Path, processes: int) -> list[str]:
+    """`processes` bare pytest runs at once, joined by `jax.distributed` on a free loopback port: the
+    baseline of an exercise graded in several processes. One command that starts them all and waits."""
+    import json
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    commands = [[*bare_pytest(exercise_name, workspace), "--course-process", f"{i}/{processes}@127.0.0.1:{port}"]
+                for i in range(processes)]
+    # Each run ends as a graded one does: once every report is complete, all are ended (JAX's own
+    # shutdown at exit waits on a barrier the first to leave breaks, which would time the exit).
+    script = """import json, subprocess, sys, time
+from pathlib import Path
+from course.engine.report import ReportError, read_signed
+commands = json.loads(sys.argv[1])
+reports = [Path(c[c.index("--course-report") + 1]) for c in commands]
+for r in reports:
+    r.unlink(missing_ok=True)  # the report of an earlier run of this command
+procs = [subprocess.Popen(c) for c in commands]
+def done(path):
+    try:
+        return read_signed(path, b"").get("complete", False)
+    except ReportError:
+        return False
+while not all(done(r) for r in reports) and any(p.poll() is None for p in procs):
+    time.sleep(0.02)
+for p in procs:
+    p.kill()
+"""
+    return [sys.executable, "-c", script, json.dumps(commands)]
 
 
 def grading_env(devices: int = 1) -> dict[str, str]:
