@@ -119,6 +119,42 @@ def test_sandboxed_processes_reach_each_other_and_nothing_else(tmp_path: Path) -
     assert result.status == "passed", [c.message for c in result.checks]
 
 
+FORGER = r'''
+
+def total(value):
+    """Claims on every descriptor that this process finished and passed, then gives a wrong total."""
+    import os
+
+    lies = b'{"step": "finished", "finished": true}\n{"id": "test_total", "title": "t", "status": "passed"}\n'
+    for fd in range(3, 256):
+        try:
+            os.write(fd, lies)
+        except OSError:
+            pass
+    return -1.0
+'''
+
+
+def test_forged_steps_and_events_never_make_a_verdict(tmp_path: Path) -> None:
+    """A file that tells the parent, on every descriptor, that it finished and passed still fails:
+    the watch only ends processes early, and a verdict comes only from each process's signed report."""
+    own = _exercise("mp_pass").solution_path.read_text(encoding="utf-8")
+    (tmp_path / "mp_pass.py").write_text(own + FORGER, encoding="utf-8")
+    result = runner.grade(_exercise("mp_pass"), tmp_path / "mp_pass.py")
+    assert result.status != "passed" and result.score < result.max_score
+    assert result.checks[1].status != "passed"
+
+
+def test_merge_keeps_a_tampered_process_tampered() -> None:
+    """One process whose machinery was tampered with makes the whole verdict so, saying which process."""
+    honest = ExerciseResult("ex", "passed", checks=[CheckResult("test_a", "a", "passed", 1, 1)], message="ok")
+    forged = ExerciseResult("ex", "failed", checks=[CheckResult("test_a", "a", "failed", 0, 1, "tampered")],
+                            message="the grading machinery was tampered with", tampered=True)
+    merged = cohort.merge("ex", [honest, forged])
+    assert merged.tampered and merged.status == "failed" and merged.score == 0
+    assert merged.message.startswith("process 1: the grading machinery was tampered with")
+
+
 def _watch(count: int = 2) -> cohort.Watch:
     """A watch whose processes burn no CPU, so only their steps say they move."""
     return cohort.Watch(count)
