@@ -28,11 +28,11 @@ from pathlib import Path
 import pytest
 
 from class_helpers import MAX_TOTAL, SOLUTION, assert_gradescope, class_course, honest_class, write_folder
-from course.engine import sandbox
+from course.engine import protections
 
 ATTACKS = Path(__file__).parent / "attacks" / "batch"
 COURSE_BIN = Path(sys.executable).with_name("course")
-PROTECTIONS = sandbox.available()
+PROTECTIONS = protections.available()
 # The flags of `Protections.as_dict()` that stop each attack; one is enough.
 STOPPED_BY = {
     "read_classmate": ("landlock_files",),
@@ -190,7 +190,7 @@ def test_nothing_leaked_or_reached_the_network(batch: Batch) -> None:
 
 
 def assert_disclosed(batch: Batch, results: dict, flags: tuple[str, ...] | list[str],
-                     protections: sandbox.Protections = PROTECTIONS) -> None:
+                     protections: protections.Protections = PROTECTIONS) -> None:
     """The results and the summary say that every protection in `flags` was off, in flags and in words."""
     isolation = results["extra_data"]["isolation"]
     assert flags and not any(isolation[flag] for flag in flags), isolation
@@ -222,5 +222,5 @@ def test_without_a_sandbox_the_results_say_so(unprotected: Batch, attack: str) -
     This is the promise a learner's macOS gives, proved here on Linux by turning the protections off.
     """
     results = unprotected.results(attack)
-    assert_disclosed(unprotected, results, STOPPED_BY[attack], sandbox.Protections())
+    assert_disclosed(unprotected, results, STOPPED_BY[attack], protections.Protections())
     assert results["extra_data"]["isolation"]["private_copy"] is True

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import cohort, isolation, runner, sandbox
+from course.engine import cohort, isolation, protections, runner
 from course.engine.verdict import CheckResult, ExerciseResult
 from course.registry import Exercise, load_course
 from support import FIXTURES
 
 COURSE = load_course(FIXTURES / "multi_course")
-NAMESPACES = sandbox.available().network_namespace
+NAMESPACES = protections.available().network_namespace
 CASES = [("mp_pass", "cold", False), ("mp_pass", "warm", True), ("mp_hang", "warm", False),
          ("mp_hang", "cold", True), ("mp_crash", "cold", False), ("mp_crash", "warm", True)]
 ESCAPE = """
@@ -55,7 +55,7 @@ def _exercise(name: str) -> Exercise:
 def graded() -> dict[tuple[str, str, bool], ExerciseResult]:
     """Every case graded, all at once (a hang waits 10 s without burning CPU)."""
     worker = runner.start_worker()
-    confinement = sandbox.confinement()
+    confinement = protections.confinement()
 
     def one(case: tuple[str, str, bool]) -> ExerciseResult:
         """Grade one fixture solution as the case says."""
@@ -115,7 +115,7 @@ def test_sandboxed_processes_reach_each_other_and_nothing_else(tmp_path: Path) -
         folder.mkdir()
         own = _exercise("mp_pass").solution_path.read_text(encoding="utf-8")  # its `_sum`, then a new `total`
         (folder / "mp_pass.py").write_text(own + ESCAPE.format(port=listener.getsockname()[1], secret=str(secret)))
-        result = runner.grade(_exercise("mp_pass"), folder / "mp_pass.py", sandbox=sandbox.confinement())
+        result = runner.grade(_exercise("mp_pass"), folder / "mp_pass.py", sandbox=protections.confinement())
     assert result.status == "passed", [c.message for c in result.checks]
 
 

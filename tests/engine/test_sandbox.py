@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import runner, sandbox
+from course.engine import protections, runner, sandbox
 from course.registry import load_course
 
-PROTECTIONS = sandbox.available()
+PROTECTIONS = protections.available()
 ADVERSARIAL = Path(__file__).parents[1] / "adversarial" / "course"
 PROBE = r"""
 import json, os, signal, socket, sys
@@ -43,7 +43,7 @@ def _confined(tmp_path: Path) -> dict:
     secret.write_text("classmate's work", encoding="utf-8")
     work = tmp_path / "work"
     work.mkdir()
-    policy = sandbox.confinement().policy(workdir=str(work), read=[])
+    policy = protections.confinement().policy(workdir=str(work), read=[])
     command = sandbox.wrap([sys.executable, "-I", "-c", PROBE, str(secret), str(work)], policy)
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
@@ -72,12 +72,12 @@ def test_no_signal_leaves_the_sandbox(tmp_path: Path) -> None:
 
 def test_portable_mode_turns_every_protection_off() -> None:
     """COURSE_PORTABLE=1 reports no protection at all, and the class report says what is off."""
-    code = "from course.engine import sandbox; import json; print(json.dumps(sandbox.available().as_dict()))"
+    code = "from course.engine import protections; import json; print(json.dumps(protections.available().as_dict()))"
     env = {**os.environ, "COURSE_PORTABLE": "1"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     flags = json.loads(done.stdout)
     assert flags["private_copy"] and not any(v for k, v in flags.items() if k != "private_copy")
-    on, off = sandbox.Protections().describe()
+    on, off = protections.Protections().describe()
     assert on == ["a private copy of each submitted file"] and len(off) == 4
 
 
@@ -86,7 +86,7 @@ def test_portable_mode_turns_every_protection_off() -> None:
 def test_a_sandboxed_grading_gives_the_same_verdicts(warm: bool) -> None:
     """The solution passes and the stub fails inside the sandbox, whether started cold or forked warm."""
     exercise = load_course(ADVERSARIAL).get("double")
-    confinement = sandbox.confinement()
+    confinement = protections.confinement()
     worker = runner.start_worker() if warm else None
     try:
         if worker is not None:
@@ -104,7 +104,7 @@ def test_a_sandboxed_grading_gives_the_same_verdicts(warm: bool) -> None:
 def test_a_grading_that_cannot_start_in_its_sandbox_is_a_platform_error() -> None:
     """A sandbox that lets nothing be read stops the grading before pytest: an error, never the learner's fault."""
     exercise = load_course(ADVERSARIAL).get("double")
-    empty = sandbox.Confinement(PROTECTIONS, base_read=())
+    empty = protections.Confinement(PROTECTIONS, base_read=())
     result = runner.grade(exercise, exercise.solution_path, sandbox=empty)
     assert result.status == "error" and "failed to start" in result.message, result.message
     assert "could not start inside its sandbox" in result.message

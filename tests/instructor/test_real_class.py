@@ -30,7 +30,7 @@ from class_helpers import (
     honest_class,
     write_folder,
 )
-from course.engine import sandbox
+from course.engine import protections
 
 ATTACKS = Path(__file__).resolve().parents[1] / "adversarial" / "attacks" / "batch"
 COURSE_BIN = Path(sys.executable).with_name("course")
@@ -100,11 +100,11 @@ def test_every_entry_that_can_be_graded_is_and_the_bad_one_is_named(graded: dict
 def test_the_class_is_scored_as_its_own_files_earn(graded: dict) -> None:
     """Honest students, the Gradescope and Moodle entries score what their files earn; the untouched stub is
     not tried; each attacker scores what honest code scores, or its results say the protection was off."""
-    protections = sandbox.available().as_dict()
+    on = protections.available().as_dict()
     summary, out, expected = graded["summary"], graded["out"], graded["expected"]
     for student, total in expected.items():
         results = json.loads((out / student / "results.json").read_text(encoding="utf-8"))
-        if student in STOPPED_BY and not protections[STOPPED_BY[student]]:
+        if student in STOPPED_BY and not on[STOPPED_BY[student]]:
             assert not results["extra_data"]["isolation"][STOPPED_BY[student]]
             continue
         assert_gradescope(results, student)
@@ -113,5 +113,5 @@ def test_the_class_is_scored_as_its_own_files_earn(graded: dict) -> None:
     ursula = json.loads((out / "ursula" / "results.json").read_text(encoding="utf-8"))
     assert ursula["extra_data"]["exercises"]["ex_pass"]["status"] == "not_tried"
     assert summary["exercises"][0]["not_tried"] == 3  # carol, dave (his file is in .venv) and ursula
-    if all(protections[flag] for flag in STOPPED_BY.values()):
+    if all(on[flag] for flag in STOPPED_BY.values()):
         assert not graded["connected"]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from course.engine import invocation, isolation, limits, report, sandbox, system
 from course.engine.isolation import Launcher, Outcome
-from course.engine.sandbox import Confinement
+from course.engine.protections import Confinement
 from course.engine.verdict import NOT_RUN, CheckEvent, CheckResult, ExerciseResult, verdict
 from course.registry import Exercise
 

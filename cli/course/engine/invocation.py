@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from course.engine import isolation, system
-from course.engine.sandbox import Confinement, Policy
+from course.engine.protections import Confinement
+from course.engine.sandbox import Policy
 from course.engine.verdict import CheckEvent, ExerciseResult
 from course.registry import Exercise
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from course.engine import cohort, invocation, isolation, limits, report, stub
 from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
-from course.engine.sandbox import Confinement
+from course.engine.protections import Confinement
 from course.engine.verdict import CheckEvent, ExerciseResult, verdict
 from course.registry import Exercise
 

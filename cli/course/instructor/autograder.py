@@ -211,7 +211,7 @@ def log_lines(run: Any) -> list[str]:
 def grade_submission(course_dir: Path, submission: Path, results: Path, metadata: Path | None = None) -> int:
     """Grade one Gradescope submission and write its results, the log on stdout; 0, or 3 when the platform failed."""
     from course import ui
-    from course.engine import sandbox
+    from course.engine import protections
     from course.errors import RegistryError
     from course.instructor import classrun, grade, submissions
     from course.registry import load_course
@@ -222,7 +222,7 @@ def grade_submission(course_dir: Path, submission: Path, results: Path, metadata
                             "looks for it ($AUTOGRADER_ROOT/source/course); upload the zip `course autograder` wrote.")
     found = load_course(course_dir.resolve())
     ui.raw(f"grading {submission} against {found.meta.title} ({len(found.exercises)} exercises)\n")
-    run = classrun.ClassRun(found, results.parent, found.exercises, secrets.randbelow(2**31), sandbox.available(),
+    run = classrun.ClassRun(found, results.parent, found.exercises, secrets.randbelow(2**31), protections.available(),
                          single=results, started=started)
     submission.mkdir(parents=True, exist_ok=True)  # an empty upload is "not tried", not a crash
     entry = submissions.Entry.of("submission", submission, name=_submitters(metadata))

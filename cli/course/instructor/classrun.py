@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from course.engine import sandbox
+from course.engine import protections
 from course.instructor import layouts
 from course.instructor.context import grading_context
 from course.instructor.results import Record, max_points
@@ -90,7 +90,7 @@ class ClassRun:
     out: Path
     exercises: list[Exercise]
     seed: int
-    protections: sandbox.Protections
+    protections: protections.Protections
     students: list[Student] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
     references: dict[str, str] = field(default_factory=dict)

@@ -8,7 +8,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from course.engine import sandbox
+from course.engine.protections import Protections
 from course.progress import now_iso
 from course.registry import Course
 
@@ -32,7 +32,7 @@ def commit(root: Path) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def grading_context(course: Course, *, student: str, seed: int, protections: sandbox.Protections) -> dict[str, Any]:
+def grading_context(course: Course, *, student: str, seed: int, protections: Protections) -> dict[str, Any]:
     """The `extra_data` of a results file that is about the grading, not the student's work."""
     return {
         "course": course.meta.title,

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from course.engine import runner, sandbox
+from course.engine import protections, runner
 from course.errors import UsageError
 from course.files import write_atomic
 from course.instructor import capacity, layouts, state
@@ -51,8 +51,8 @@ def prepare(course: Course, folder: Path, out: Path, *, only: list[str] | None =
     if shard:
         intake = intake.shard(*shard)
     kept = state.load(out, seed, fallback)
-    run = ClassRun(course, out, course.select(only) if only else course.exercises, kept["seed"], sandbox.available(),
-                   bad=intake.bad, missing=intake.missing, layout=intake.layout)
+    run = ClassRun(course, out, course.select(only) if only else course.exercises, kept["seed"],
+                   protections.available(), bad=intake.bad, missing=intake.missing, layout=intake.layout)
     run.references = state.kept_references(course, kept)
     for entry in intake.entries:
         add_student(run, entry, regrade=regrade)
@@ -149,13 +149,13 @@ def _finish(plan: ClassRun, student: Student, listener: Listener, write: bool = 
     listener.finished(student)
 
 
-def _confinement(plan: ClassRun, scratch: Path) -> tuple[Path | None, sandbox.Confinement | None]:
+def _confinement(plan: ClassRun, scratch: Path) -> tuple[Path | None, protections.Confinement | None]:
     """The shared compilation cache (None where it cannot be kept read-only) and the sandbox (None where
     the machine has none). A cache every student reads is safe only where none of them can write it."""
     cache = scratch / "xla-cache" if plan.protections.landlock_files and plan.jobs else None
     if cache is not None:
         cache.mkdir()  # before the sandbox names it: a folder that does not exist gets no rule
-    return cache, sandbox.confinement([str(cache)] if cache else []) if plan.protections.active else None
+    return cache, protections.confinement([str(cache)] if cache else []) if plan.protections.active else None
 
 
 def _prewarm(plan: ClassRun, cache: Path, worker: Any, slots: capacity.Slots, threads: int,
@@ -178,7 +178,7 @@ def _prewarm(plan: ClassRun, cache: Path, worker: Any, slots: capacity.Slots, th
     plan.references.update(zip([e.name for e in exercises], runner.map_jobs(one, exercises, threads), strict=True))
 
 
-def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: sandbox.Confinement | None,
+def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: protections.Confinement | None,
            cache: Path | None) -> Record:
     """Grade one submitted file from a private copy that only this grading may read."""
     stage = Path(tempfile.mkdtemp(dir=scratch))

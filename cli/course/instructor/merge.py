@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from course.engine import sandbox
+from course.engine import protections
 from course.errors import UsageError
 from course.instructor.classrun import RESULTS, ClassRun, Student
 from course.instructor.layouts import BadEntry
@@ -34,9 +34,9 @@ def _read(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def _weakest(isolations: list[dict[str, Any]]) -> sandbox.Protections:
+def _weakest(isolations: list[dict[str, Any]]) -> protections.Protections:
     """The protections every shard had: what the merged class may claim."""
-    return sandbox.Protections(network_namespace=all(i.get("network_namespace") for i in isolations),
+    return protections.Protections(network_namespace=all(i.get("network_namespace") for i in isolations),
                                landlock_abi=min(int(i.get("landlock_abi", 0)) for i in isolations))
 
 

@@ -172,7 +172,7 @@ def pl_results(exercise: Exercise, rec: Any) -> dict[str, Any]:
 
 def grade_question(course_dir: Path, student: Path, name: str, results: Path) -> int:
     """Grade the student's file for exercise `name` and write PrairieLearn's results; 0, or 3 on a platform failure."""
-    from course.engine import sandbox
+    from course.engine import protections
     from course.errors import RegistryError, UsageError
     from course.instructor import classrun, grade, submissions
     from course.registry import load_course
@@ -186,7 +186,7 @@ def grade_question(course_dir: Path, student: Path, name: str, results: Path) ->
     student.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="course-pl-") as scratch:
         run = classrun.ClassRun(found, Path(scratch), [exercise], int.from_bytes(os.urandom(4), "big") % 2**31,
-                             sandbox.available(), single=Path(scratch) / "results.json")
+                             protections.available(), single=Path(scratch) / "results.json")
         graded = grade.add_student(run, submissions.Entry.of("student", student), regrade=True)
         grade.run(run)
     data = pl_results(exercise, graded.records[exercise.name])

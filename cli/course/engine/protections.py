@@ -1,0 +1,130 @@
+"""What a batch of gradings is confined by: which protections this machine gives, and what every grading may read.
+
+The sandbox itself (`course.engine.sandbox`) applies one `Policy` to one process; this module, on the
+parent's side, probes the machine once (`available`) and makes each grading's policy (`Confinement`).
+`COURSE_PORTABLE=1` turns every protection off, like every Linux-only feature.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+from course.engine.sandbox import Policy, landlock_abi
+
+_SANDBOX_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox.py")
+SYSTEM_READ = (
+    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/proc", "/sys",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group",
+    "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
+    "/dev/urandom", "/dev/random",
+)  # fmt: skip
+"""What any Python process needs to read: libraries, the dynamic loader's files, /proc and /sys."""
+SYSTEM_WRITE = ("/dev/null", "/dev/zero")
+
+
+@dataclass(frozen=True)
+class Protections:
+    """Which protections this machine gives a grading process."""
+
+    network_namespace: bool = False
+    landlock_abi: int = 0
+
+    @property
+    def active(self) -> bool:
+        """True when any protection is on, so gradings should enter the sandbox."""
+        return self.network_namespace or self.landlock_abi > 0
+
+    @property
+    def landlock_files(self) -> bool:
+        """Reading and writing limited to the policy's folders."""
+        return self.landlock_abi >= 1
+
+    @property
+    def landlock_network(self) -> bool:
+        """TCP connect and bind refused (Landlock ABI 4)."""
+        return self.landlock_abi >= 4
+
+    @property
+    def landlock_scopes(self) -> bool:
+        """No signals or abstract Unix sockets out of the sandbox (Landlock ABI 6)."""
+        return self.landlock_abi >= 6
+
+    def as_dict(self) -> dict[str, bool | int]:
+        """Each protection by name, on or off, for reports."""
+        return {
+            "private_copy": True,
+            "network_namespace": self.network_namespace,
+            "landlock_files": self.landlock_files,
+            "landlock_network": self.landlock_network,
+            "landlock_scopes": self.landlock_scopes,
+            "landlock_abi": self.landlock_abi,
+        }
+
+    def describe(self) -> tuple[list[str], list[str]]:
+        """(protections on, protections off), in words."""
+        words = {
+            "network_namespace": "network off (user and network namespace)",
+            "landlock_files": "files limited to the grader, the submitted file and a work folder (Landlock)",
+            "landlock_network": "TCP refused (Landlock)",
+            "landlock_scopes": "no signals to other processes (Landlock)",
+        }
+        on = ["a private copy of each submitted file"] + [t for k, t in words.items() if getattr(self, k)]
+        return on, [t for k, t in words.items() if not getattr(self, k)]
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What a batch of gradings is confined by: the protections to use, and what every grading may read."""
+
+    protections: Protections
+    base_read: tuple[str, ...] = field(default_factory=tuple)
+
+    def policy(self, *, workdir: str, read: list[str]) -> Policy:
+        """The policy of one grading: its work folder writable, `read` (grader, submission) readable."""
+        return Policy(
+            read=(*self.base_read, *read),
+            write=(workdir, *SYSTEM_WRITE),
+            namespace=self.protections.network_namespace,
+            landlock_abi=self.protections.landlock_abi,
+            tmpdir=workdir,
+        )
+
+
+def confinement(extra_read: list[str] | None = None) -> Confinement:
+    """The protections this machine gives, and the Python installation every grading must read."""
+    return Confinement(available(), (*python_paths(), *SYSTEM_READ, *(extra_read or [])))
+
+
+def python_paths() -> list[str]:
+    """The interpreter, its standard library and site-packages, and the folder holding `course` itself."""
+    import site
+    import sysconfig
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sysconfig.get_paths().values()}
+    paths.update(site.getsitepackages())
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths.add(here)  # the folder that holds the `course` package (not the course's own files)
+    return sorted(p for p in paths if p and os.path.exists(p))
+
+
+@functools.cache
+def available() -> Protections:
+    """Which protections work here, tried once in a throw-away process (never in this one)."""
+    if os.environ.get("COURSE_PORTABLE") == "1" or not sys.platform.startswith("linux"):
+        return Protections()
+    abi = landlock_abi()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", _SANDBOX_FILE, "--probe"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        namespace = done.returncode == 0 and done.stdout.strip() == "namespace"
+    except (OSError, subprocess.SubprocessError):
+        namespace = False
+    return Protections(network_namespace=namespace, landlock_abi=abi)
+
+
