@@ -59,10 +59,11 @@ def _global(data: np.ndarray, mesh: Mesh) -> jax.Array:
 
 
 def _called(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """`fn(*args)` in the step `name`; JAX's refusals of a multi-process mistake become what they mean."""
+    """`fn(*args)` in the step `name`, waited for there (a collective that never completes hangs inside the
+    step that started it); JAX's refusals of a multi-process mistake become what they mean."""
     with step(name):
         try:
-            return fn(*args)
+            return jax.block_until_ready(fn(*args))
         except (RuntimeError, AssertionError, ValueError) as exc:
             text = str(exc)
             if "is not the same on each process" in text:
