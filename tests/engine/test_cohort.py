@@ -8,14 +8,16 @@ the gradings run at once, so the hangs' waits overlap.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from course.engine import cohort, isolation, protections, runner
+from course.engine import cohort, isolation, protections, runner, sandbox
 from course.engine.verdict import CheckResult, ExerciseResult
 from course.registry import Exercise, load_course
 from support import FIXTURES
@@ -26,6 +28,7 @@ CASES = [("mp_pass", "cold", False), ("mp_pass", "warm", True), ("mp_hang", "war
          ("mp_hang", "cold", True), ("mp_crash", "cold", False), ("mp_crash", "warm", True)]
 ESCAPE = """
 
+import contextlib
 import socket
 
 
@@ -206,3 +209,16 @@ def test_merge_passes_a_check_only_where_every_process_passed() -> None:
     assert merged.status == "failed" and merged.score == 1 and merged.max_score == 3
     assert merged.checks[1].message == "process 1: wrong rows"
     assert cohort.merge("ex", [result("passed"), result("passed")]).status == "passed"
+
+
+def test_a_loopback_that_cannot_be_made_is_the_machines_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the private loopback cannot be made, the grading is an error of the platform, not a verdict."""
+    @contextlib.contextmanager
+    def refused(confinement: object) -> Iterator[int]:
+        raise sandbox.SandboxError("the private loopback for the grading processes could not be made")
+        yield 0
+
+    monkeypatch.setattr(cohort, "_private_loopback", refused)
+    exercise = _exercise("mp_pass")
+    result = runner.grade(exercise, exercise.solution_path, skip_stub=False, sandbox=protections.confinement())
+    assert result.status == "error" and "not the submitted code" in result.message

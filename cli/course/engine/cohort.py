@@ -31,6 +31,7 @@ from pathlib import Path
 from course.engine import invocation, isolation, limits, report, sandbox, system
 from course.engine.isolation import Launcher, Outcome
 from course.engine.protections import Confinement
+from course.engine.sandbox import SandboxError
 from course.engine.verdict import NOT_RUN, CheckEvent, CheckResult, ExerciseResult, verdict
 from course.registry import Exercise
 
@@ -54,6 +55,8 @@ class _Process:
     report_path: Path
     key: bytes
     outcome: Outcome | None = None
+    error: BaseException | None = None
+    """What the thread running this process raised, to raise again in the caller's."""
 
 
 @dataclass
@@ -145,24 +148,29 @@ def grade(exercise: Exercise, submission: Path, *, seed: int, worker: Launcher |
           read_only_cache: bool, cancel: threading.Event | None) -> ExerciseResult:
     """Grade `submission` in `exercise.meta.processes` processes at once; one result (`course.engine.runner.grade` says
     what each keyword does)."""
-    count, started = exercise.meta.processes, time.monotonic()
-    procs = [_new_process(i) for i in range(count)]
-    forward = invocation.events_for(exercise.name, on_event)
-    watch = Watch(count, forward)
-    source = invocation.source_text(submission)
+    started = time.monotonic()
+    procs = [_new_process(i) for i in range(exercise.meta.processes)]
+    watch = Watch(len(procs), invocation.events_for(exercise.name, on_event))
+    options = {"worker": worker, "cache_dir": cache_dir, "hidden": hidden, "sandbox": sandbox,
+               "read_only_cache": read_only_cache, "cancel": cancel}
     try:
-        with _private_loopback(sandbox) as holder:
-            address = f"127.0.0.1:{_free_port()}"
-            threads = [threading.Thread(target=_run, args=(p, exercise, submission, seed, address, holder, watch),
-                                        kwargs={"worker": worker, "cache_dir": cache_dir, "hidden": hidden,
-                                                "sandbox": sandbox, "read_only_cache": read_only_cache,
-                                                "cancel": cancel}, daemon=True) for p in procs]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+        try:
+            with _private_loopback(sandbox) as holder:
+                address = f"127.0.0.1:{_free_port()}"
+                threads = [threading.Thread(target=_run, args=(p, exercise, submission, seed, address, holder, watch),
+                                            kwargs=options, daemon=True) for p in procs]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+        except SandboxError as exc:
+            return _sandbox_failed(exercise, seed, exc)
+        raised = next((p.error for p in procs if p.error is not None), None)
+        if raised is not None:
+            raise raised
         if any(p.outcome is None or p.outcome.cancelled for p in procs):
             return invocation.cancelled(exercise.name, seed)
+        source = invocation.source_text(submission)
         results = [verdict(exercise, p.report_path, p.key, p.outcome, submission.resolve(), source)
                    for p in procs if p.outcome is not None]
     finally:
@@ -171,6 +179,13 @@ def grade(exercise: Exercise, submission: Path, *, seed: int, worker: Launcher |
     result = merge(exercise.name, results)
     result.seed, result.duration_s = seed, time.monotonic() - started
     return result
+
+
+def _sandbox_failed(exercise: Exercise, seed: int, exc: SandboxError) -> ExerciseResult:
+    """The result of a grading whose processes could not be given their private loopback: the machine's fault."""
+    return ExerciseResult(name=exercise.name, status="error", max_score=exercise.max_score or 0.0, seed=seed,
+                          message=f"{exc}; this is a problem with this machine's sandbox, not the submitted code "
+                                  "(`COURSE_PORTABLE=1` grades without the sandbox)")
 
 
 def _new_process(index: int) -> _Process:
@@ -199,6 +214,8 @@ def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, addres
             stack_path=report.stack_path(proc.report_path), marker=report.output_marker(proc.key),
             cancel=cancel, watch=lambda pid: watch(proc.index, pid),
         )
+    except BaseException as exc:  # raised again on the caller's thread
+        proc.error = exc
     finally:
         watch.end(proc.index, proc.outcome.returncode if proc.outcome else None)
 
@@ -216,7 +233,7 @@ def _private_loopback(confinement: Confinement | None) -> Iterator[int]:
         assert holder.stdout is not None and holder.stdin is not None
         ready, _, _ = select.select([holder.stdout], [], [], HOLDER_START_S)
         if not ready or holder.stdout.readline() != b"ready\n":
-            raise sandbox.SandboxError("the private loopback for the grading processes could not be made")
+            raise SandboxError("the private loopback for the grading processes could not be made")
         yield holder.pid
     finally:
         with contextlib.suppress(OSError):
