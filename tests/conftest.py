@@ -78,3 +78,10 @@ def validation() -> ValidationReport:
     from course.registry import load_course
 
     return validate(load_course(REPO), [], jobs=2)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the course's own `course validate` (the longest single piece, a session fixture) first, so
+    pytest-xdist starts it at once on one worker while the other takes the rest."""
+    first = [item for item in items if item.path.name == "test_validate_course.py"]
+    items[:] = first + [item for item in items if item.path.name != "test_validate_course.py"]
