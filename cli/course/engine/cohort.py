@@ -32,7 +32,7 @@ from course.engine import invocation, isolation, limits, report, sandbox, system
 from course.engine.isolation import Launcher, Outcome
 from course.engine.protections import Confinement
 from course.engine.sandbox import SandboxError
-from course.engine.verdict import NOT_RUN, CheckEvent, CheckResult, ExerciseResult, verdict
+from course.engine.verdict import NOT_RUN, CheckEvent, CheckResult, ExerciseResult, summarize, verdict
 from course.registry import Exercise
 
 HANG_S = 10.0
@@ -267,11 +267,7 @@ def merge(name: str, results: list[ExerciseResult]) -> ExerciseResult:
             first.id, first.title, worst.status, worst.score if len(picks) == len(results) else 0.0,
             first.max_score, f"process {index}: {worst.message}" if worst.status != "passed" else "",
             first.hidden, _outputs([c.output for _, c in picks])))
-    merged.score = sum(c.score for c in merged.checks)
-    merged.max_score = sum(c.max_score for c in merged.checks)
-    n_ok = sum(c.status in ("passed", "skipped") for c in merged.checks)
-    merged.status, merged.message = ("passed", f"all {n_ok} checks passed") if n_ok == len(merged.checks) else \
-        ("failed", f"{n_ok} of {len(merged.checks)} checks passed")
+    summarize(merged)  # score, status and message from the merged checks, as for one process
     stopped = next(((i, r) for i, r in enumerate(results) if r.status != "passed"
                     and not _COUNT_MESSAGE.match(r.message)), None)
     if stopped is not None and merged.status != "passed":

@@ -191,7 +191,7 @@ def _from_report(base: ExerciseResult, manifest: dict, final: dict, outcome: Out
     base.checks = _checks(manifest, final, outcome)
     for expected in manifest["checks"][len(base.checks):]:
         base.checks.append(_failed_check(expected, "this check did not report a result"))
-    return _summarize(base)
+    return summarize(base)
 
 
 def _unfinished(base: ExerciseResult, manifest: dict, final: dict | None, outcome: Outcome,
@@ -204,7 +204,7 @@ def _unfinished(base: ExerciseResult, manifest: dict, final: dict | None, outcom
         why = f'not run: the grading stopped during "{rest[0]["title"]}", before this check'
         base.checks.append(_failed_check(rest[0], reason, outcome.checks_output.get(len(base.checks), "")))
         base.checks += [_failed_check(c, why, status=NOT_RUN) for c in rest[1:]]
-    _summarize(base)
+    summarize(base)
     if base.status != "error":
         base.status = "timeout" if outcome.timed_out else "failed"
         first = reason.split("\n", 1)[0]
@@ -218,7 +218,7 @@ def _failed_check(expected: dict, reason: str, output: str = "", status: str = "
                        hidden=bool(expected.get("hidden", False)), output=output)
 
 
-def _summarize(result: ExerciseResult) -> ExerciseResult:
+def summarize(result: ExerciseResult) -> ExerciseResult:
     """Set the exercise's status, score and message from its checks (a check not run is never a pass)."""
     result.score = sum(c.score for c in result.checks)
     result.max_score = sum(c.max_score for c in result.checks)
