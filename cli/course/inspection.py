@@ -8,9 +8,9 @@ nothing here imports JAX, and nothing is recorded in the learner's progress.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from course import stubs
 from course.errors import UsageError
 
 if TYPE_CHECKING:
@@ -43,23 +43,9 @@ def run(session: Session, exercise: Exercise, *, worker: Launcher | None = None)
         raise UsageError(f"`{exercise.name}` has nothing to inspect: its exercise.toml lists no [inspect] "
                          "sections (docs/authoring.md says how to add them).")
     path = session.submission(exercise)
-    if _is_stub(exercise, path):
+    if stubs.untouched(exercise, path):
         return Inspection(exercise.name, "failed", message=NOT_STARTED, not_tried=True)
     return inspect(exercise, path, sections, cache_dir=session.paths.cache, worker=worker)
-
-
-def _is_stub(exercise: Exercise, path: Path) -> bool:
-    """True when the learner's file is still the stub the course ships."""
-    from course.workspace import pristine_stub
-
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return False
-    stub = pristine_stub(exercise)
-    if stub is None and path.resolve() == exercise.stub_path.resolve():
-        return False  # edited in place in a course that is no checkout: the stub is not known
-    return data == (stub if stub is not None else exercise.stub_path.read_bytes())
 
 
 def choose(session: Session, name: str | None) -> Exercise:

@@ -172,12 +172,13 @@ def save_cell(session: Session, exercise: Exercise, text: str) -> Path | None:
     """Make `text` the learner's file for `exercise`; a file of theirs that differs is kept first, as
     `course reset` keeps it. Returns the backup, if one was made."""
     from course.files import write_atomic
-    from course.workspace import _keep_backup, pristine_stub
+    from course.stubs import handed_out
+    from course.workspace import _keep_backup
 
     dest = session.submission(exercise)
     data = text if text.endswith("\n") else text + "\n"
     backup = None
-    if dest.exists() and (old := dest.read_bytes()) != data.encode() and old != pristine_stub(exercise):
+    if dest.exists() and (old := dest.read_bytes()) != data.encode() and old != handed_out(exercise):
         backup = _keep_backup(session.paths.backups, exercise.name, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(dest, data)

@@ -10,6 +10,7 @@ from course.errors import CourseError, UsageError
 from course.files import write_atomic, write_new
 from course.paths import WorkspacePaths, marker_rel
 from course.registry import COURSE_FILE, Course, Exercise, load_course
+from course.stubs import LOCK, handed_out, is_handed_out
 
 
 @dataclass
@@ -111,7 +112,7 @@ def init(course: Course, target: Path) -> list[Path]:
         dest = target / exercise.stub_rel
         if not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            stub = pristine_stub(exercise)
+            stub = handed_out(exercise)
             dest.write_bytes(stub if stub is not None else exercise.stub_path.read_bytes())
             made.append(dest)
     write_atomic(WorkspacePaths(target).marker, f'course = "{course.root.as_posix()}"\n')
@@ -121,13 +122,13 @@ def init(course: Course, target: Path) -> list[Path]:
 def reset(context: Context, exercise: Exercise) -> Path | None:
     """Restore the stub; the learner's differing file is first copied to the workspace's backups."""
     dest = context.submission(exercise)
-    stub = pristine_stub(exercise)
-    if stub is None and dest.resolve() == exercise.stub_path.resolve():
+    stub = handed_out(exercise, in_place=dest.resolve() == exercise.stub_path.resolve())
+    if stub is None:
         raise UsageError(
-            f"the original stub of `{exercise.name}` cannot be found: the course folder is not a git checkout "
-            "and you edit its files in place; restore it from your copy of the course."
+            f"the original stub of `{exercise.name}` cannot be found: its file is not the stub "
+            f"{LOCK.as_posix()} records and no commit of the course holds that stub; restore it from your "
+            "copy of the course."
         )
-    stub = stub if stub is not None else exercise.stub_path.read_bytes()
     backup = None
     if dest.exists() and dest.read_bytes() != stub:
         backup = _keep_backup(context.paths.backups, exercise.name, dest)
@@ -159,11 +160,8 @@ def backups(context: Context, exercise: Exercise) -> list[Path]:
 
 
 def _is_stub(exercise: Exercise, dest: Path, data: bytes) -> bool:
-    """True when `data` is the stub as the course shipped it (no need to keep a copy)."""
-    stub = pristine_stub(exercise)
-    if stub is None and dest.resolve() != exercise.stub_path.resolve():
-        stub = exercise.stub_path.read_bytes() if exercise.stub_path.is_file() else None
-    return stub == data
+    """True when `data` is the stub as the course hands it out (no need to keep a copy)."""
+    return is_handed_out(exercise, data, in_place=dest.resolve() == exercise.stub_path.resolve())
 
 
 def _keep_backup(folder: Path, name: str, source: Path) -> Path:
@@ -184,23 +182,3 @@ def _keep_backup(folder: Path, name: str, source: Path) -> Path:
         ) from None
     shutil.copystat(source, backup)
     return backup
-
-
-def pristine_stub(exercise: Exercise) -> bytes | None:
-    """The stub as the course shipped it, from git: a learner working in the course folder edits
-    the stub in place, so the file itself may be theirs. None when the course is no checkout."""
-    import subprocess  # imported here: plain `course list` never needs it
-
-    rel = exercise.stub_rel.as_posix()
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(exercise.root), "show", f"HEAD:./{rel}"],
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        done = None
-    if done is not None and done.returncode == 0:
-        return done.stdout
-    return None

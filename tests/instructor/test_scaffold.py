@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from course import stubs
 from course.cli import app
 from course.errors import RegistryError, UsageError
 from course.instructor import checks as layout
@@ -45,6 +46,7 @@ def test_new_scaffolds_and_registers(small: Path) -> None:
         "exercises/02_scan_sum/README.md",
         "exercises/02_scan_sum/exercise.toml",
         "exercises/02_scan_sum/scan_sum.py",
+        "exercises/stubs.lock",
         "graders/02_scan_sum/test_scan_sum.py",
         "solutions/02_scan_sum/scan_sum.py",
         "solutions/02_scan_sum/wrong/.gitkeep",
@@ -56,6 +58,7 @@ def test_new_scaffolds_and_registers(small: Path) -> None:
     exercise = load_course(small).get("scan_sum")
     assert (exercise.position, exercise.meta.topic, exercise.meta.timeout_s) == (2, "compiles", 60)
     assert all(p.is_file() for p in (exercise.stub_path, exercise.grader_path, exercise.solution_path))
+    assert stubs.recorded(small) == {"scan_sum": stubs.fingerprint(exercise.stub_path.read_bytes())}
 
 
 def test_scaffold_is_flagged_until_filled_in(small: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from course import stubs
 from course.cli import app
 from course.instructor import checks as layout
 from course.instructor.validate import plan, validate
@@ -44,6 +45,7 @@ def write_course(root: Path, exercises: dict[str, dict[str, str]]) -> Path:
         for rel, text in contents.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text, encoding="utf-8")
+    stubs.record(load_course(root), [])  # as `course new` and `course validate --record-stubs` do
     return root
 
 

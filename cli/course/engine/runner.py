@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from course.engine import cohort, invocation, isolation, limits, report, stub
+from course import stubs
+from course.engine import cohort, invocation, isolation, limits, report
 from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
 from course.engine.protections import Confinement
@@ -58,7 +59,7 @@ def grade(
     With `read_only_cache`, the grading reads `cache_dir` and never writes to it (a cache other
     gradings share, which the sandbox lets it read but not write). With `skip_stub` (the default),
     a file that is still the exercise's stub is not graded: the result says it was not tried
-    (`course.engine.stub`); `course validate` turns it off, to prove each stub fails. Setting
+    (`course.stubs`); `course validate` turns it off, to prove each stub fails. Setting
     `cancel` stops the grading at once: the result's status is then "cancelled", a non-verdict
     nobody records. An exercise with `processes = N` is graded by N processes at once
     (`course.engine.cohort`).
@@ -69,7 +70,7 @@ def grade(
     if not submission.is_file():
         why = f"not tried: {submission} does not exist; `course reset {exercise.name}` restores the stub"
         return not_tried(exercise, seed, why)
-    untouched = stub.untouched(exercise, submission) if skip_stub else ""
+    untouched = stubs.untouched(exercise, submission) if skip_stub else ""
     if untouched:
         return not_tried(exercise, seed, untouched)
     if exercise.meta.processes > 1:

@@ -10,6 +10,7 @@ import copy
 import re
 from pathlib import Path
 
+from course import stubs
 from course.instructor.scaffold import PLACEHOLDER
 from course.registry import Course, Exercise
 
@@ -29,6 +30,7 @@ def static_problems(exercise: Exercise) -> list[str]:
         *_lesson_and_hints(exercise),
         *_api_problems(exercise),
         *_wrong_docstrings(exercise),
+        *filter(None, [stubs.stale(exercise)]),
     ]
 
 
@@ -187,7 +189,7 @@ def folder_problems(course: Course) -> list[str]:
     problems = []
     for top in ("exercises", "graders", "solutions"):
         for path in _entries(course.root / top):
-            if path.name in listed:
+            if path.name in listed or path.relative_to(course.root) == stubs.LOCK:
                 continue
             shown = rel(path, course.root)
             name = re.sub(r"^\d+_", "", path.name)

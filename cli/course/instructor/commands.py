@@ -57,15 +57,20 @@ def validate(
         list[str] | None, typer.Argument(help="Exercises to validate (default: all).", show_default=False)
     ] = None,
     jobs: JobsOpt = 0,
+    record_stubs: Annotated[bool, typer.Option(
+        "--record-stubs", help="Record the stub files as the stubs the course hands out (exercises/stubs.lock), "
+        "after changing a stub on purpose; an untouched copy of a recorded stub is \"not tried\".")] = False,
     course: CourseOpt = None,
 ) -> None:
     """Prove exercises sound: stubs fail, solutions pass, every wrong variant is caught."""
-    from course import workspace
+    from course import stubs, workspace
     from course.instructor import capacity
     from course.instructor import validate as soundness
     from course.ui import instructor
 
     found = workspace.resolve(course).course
+    if record_stubs:
+        instructor.stubs_recorded(stubs.record(found, names or []))
     jobs = jobs or capacity.default_jobs()
     with instructor.validation_watch(soundness.plan(found, names or []), jobs) as watch:
         report = soundness.validate(found, names or [], jobs=jobs, on_result=watch.validated)

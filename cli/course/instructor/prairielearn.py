@@ -113,7 +113,7 @@ def question_html(exercise: Exercise) -> str:
 def files(found: Course, image: str) -> dict[str, bytes]:
     """Every file written, by its path in PrairieLearn's course layout."""
     from course.instructor.release import files as course_files
-    from course.workspace import pristine_stub
+    from course.stubs import handed_out
 
     out = {f"serverFilesCourse/{GRADER}/run.sh": RUN_SH.encode(),
            f"serverFilesCourse/{GRADER}/Dockerfile": DOCKERFILE.encode()}
@@ -122,7 +122,7 @@ def files(found: Course, image: str) -> dict[str, bytes]:
             source if isinstance(source, bytes) else source.read_bytes())
     for exercise in found.exercises:
         folder = f"questions/{exercise.name}"
-        stub = pristine_stub(exercise) or exercise.stub_path.read_bytes()
+        stub = handed_out(exercise) or exercise.stub_path.read_bytes()
         out[f"{folder}/info.json"] = (json.dumps(info_json(found, exercise, image), indent=2) + "\n").encode()
         out[f"{folder}/question.html"] = question_html(exercise).encode()
         out[f"{folder}/tests/initial_code.py"] = stub

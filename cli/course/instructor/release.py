@@ -21,8 +21,8 @@ import course
 from course.errors import UsageError
 from course.files import write_atomic
 from course.paths import STATE_DIR
-from course.registry import COURSE_FILE, Course
-from course.workspace import pristine_stub
+from course.registry import COURSE_FILE, Course, Exercise
+from course.stubs import LOCK, handed_out
 
 TOP_FILES = ("README.md", "pyproject.toml", "LICENSE", "LICENSE.md", ".gitignore")
 INSTRUCTOR_DOCS = {"authoring.md", "grading.md", "security.md"}
@@ -65,14 +65,24 @@ def files(found: Course, *, hidden: bool = False) -> dict[Path, Path | bytes]:
     for exercise in found.exercises:
         plan.update({p.relative_to(root): p for p in _tree(exercise.lesson_path.parent)})
         plan.update({p.relative_to(root): p for p in _tree(exercise.grader_path.parent, hidden=hidden)})
-        stub = pristine_stub(exercise)
-        if stub is not None:
-            plan[exercise.stub_rel] = stub
+        plan[exercise.stub_rel] = _stub(exercise)
+    if (root / LOCK).is_file():
+        plan[LOCK] = root / LOCK
     source, dest = _package_source(root)
     plan.update({dest / p.relative_to(source): p for p in _tree(source)})
     if not hidden and (root / "README.md").is_file():
         plan[Path("README.md")] = _readme(found, plan)
     return plan
+
+
+def _stub(exercise: Exercise) -> bytes:
+    """The stub as the course hands it out; a stub changed without being recorded stops the release."""
+    stub = handed_out(exercise)
+    if stub is None:
+        raise UsageError(f"{exercise.stub_rel.as_posix()} is not the stub {LOCK.as_posix()} records, and no commit "
+                         "holds that stub; restore it, or record the new one with "
+                         f"`course validate {exercise.name} --record-stubs`.")
+    return stub
 
 
 def _readme(found: Course, plan: dict[Path, Path | bytes]) -> bytes:

@@ -10,9 +10,10 @@ import re
 import tomllib
 from pathlib import Path
 
+from course import stubs
 from course.errors import RegistryError, UsageError
 from course.files import write_atomic
-from course.registry import COURSE_FILE, NAME_RE, Course, Exercise
+from course.registry import COURSE_FILE, NAME_RE, Course, Exercise, load_course
 
 PLACEHOLDER = "TODO(course new)"
 """Marks scaffolded text that is not written yet; `course validate` flags it in hints and README."""
@@ -130,7 +131,8 @@ def new_exercise(course: Course, name: str, topic: str, *, hidden: bool = False)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(template.format(**fields), encoding="utf-8")
     write_atomic(toml_path, new_toml, keep_mode=True)
-    return [*files, toml_path]
+    stubs.record(load_course(root), [name])
+    return [*files, toml_path, root / stubs.LOCK]
 
 
 def _check_name(course: Course, name: str, topic: str) -> None:

@@ -12,7 +12,6 @@ opened without following links, so an entry cannot point at a classmate's files 
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import stat
@@ -241,43 +240,10 @@ def usable_id(student: str) -> bool:
     return bool(STUDENT_RE.match(student)) and student.lower() not in RESERVED
 
 
-_STUBS: dict[tuple[Path, int], bytes | None] = {}
-
-
-def _fingerprint(data: bytes) -> bytes:
-    """Source text with every whitespace character left out."""
-    return b"".join(data.split())
-
-
-def _leaves_work(source: bytes) -> bool:
-    """True when the stub raises NotImplementedError somewhere: it leaves the work to the learner. A stub
-    that runs (a slow version to make fast, say) is graded like any file: what it does is the lesson."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return b"NotImplementedError" in source
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Raise) and node.exc is not None:
-            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            if isinstance(target, ast.Name) and target.id == "NotImplementedError":
-                return True
-    return False
-
-
 def untouched(exercise: Exercise, data: bytes | None) -> bool:
-    """True when `data` is the exercise's stub as handed out, whitespace aside, and that stub leaves the
-    work to the learner: not tried, and not worth a grading. This is the runner's own rule for such a
-    file (`course check` says the same of it); deciding it here spares the class a process per stub."""
-    from course.workspace import pristine_stub  # imported here: it imports git helpers
+    """True when `data` is the exercise's stub as handed out: not tried, and not worth a grading. This is
+    the runner's own rule (`course.stubs`); deciding it here spares the class a process per stub."""
+    from course.stubs import untouched_data
 
-    try:
-        where = (exercise.stub_path, exercise.stub_path.stat().st_mtime_ns)
-    except OSError:
-        where = (exercise.stub_path, 0)
-    if where not in _STUBS:
-        stub = pristine_stub(exercise)
-        if stub is None and exercise.stub_path.is_file():
-            stub = exercise.stub_path.read_bytes()
-        _STUBS[where] = _fingerprint(stub) if stub is not None and _leaves_work(stub) else None
-    stub = _STUBS[where]
-    return data is not None and stub is not None and _fingerprint(data) == stub
+    return untouched_data(exercise, data)
+

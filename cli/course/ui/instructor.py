@@ -242,6 +242,15 @@ def _troubles(summary: dict[str, Any]) -> None:
                                                            f"submitted nothing: {names}.")
 
 
+def stubs_recorded(changed: list[str]) -> None:
+    """Say which exercises' stubs were recorded anew by `course validate --record-stubs`."""
+    if changed:
+        ui.info(f"Recorded the stubs of {', '.join(changed)} in exercises/stubs.lock: untouched copies of "
+                  "them are now \"not tried\". Commit that file with the stubs.")
+    else:
+        ui.info("exercises/stubs.lock already records these stubs; nothing changed.")
+
+
 def paths_written(lead: str, paths: list[Path], next_step: str) -> None:
     """A line saying what was made, each file, and what to do next."""
     ui.line(lead, style="bold")
