@@ -12,6 +12,8 @@ import sys
 from course.errors import exit_code_for
 
 _FAST = ([], ["list"])
+RUNNING = False
+"""True once this process is the `course` command: every child it has is a grading's (`engine.isolation`)."""
 
 
 def _fast_list(with_next: bool) -> int:
@@ -35,6 +37,8 @@ def _fast_list(with_next: bool) -> int:
 
 def main() -> None:
     """Run `course`."""
+    global RUNNING
+    RUNNING = True
     args = sys.argv[1:]
     if args in _FAST:
         sys.exit(_fast_list(with_next=not args))

@@ -99,6 +99,8 @@ CASES = [
     Case("race_report_thread", message=r"report was damaged, so the grading machinery was tampered|" + TAMPERED),
     Case("ctypes_memory", message=TAMPERED + r": your code used ctypes"),
     Case("proc_self_mem", message=TAMPERED + r": your code opened raw memory \(/proc/\d+/mem\)"),
+    # A child removes the report's folder: the learner's doing (exit 1, recorded), never exit 3.
+    Case("delete_report", message=r"report was removed or changed while your code ran"),
 ]
 CONTROLS = [
     Case("solution", statuses=("passed",), message=r"all 2 checks passed"),

@@ -17,9 +17,12 @@ import contextlib
 import csv
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from dataclasses import dataclass
@@ -38,21 +41,35 @@ STOPPED_BY = {
     "read_classmate": ("landlock_files",),
     "write_results": ("landlock_files",),
     "open_socket": ("network_namespace", "landlock_network"),
-    "kill_graders": ("landlock_scopes",),
+    "kill_graders": ("landlock_scopes", "pid_namespace"),
+    "unix_socket": ("unix_sockets_refused",),
+    "outlive": ("pid_namespace",),
+    "rewrite_grader": ("landlock_files", "unprivileged_user"),
+    # The grading process is non-dumpable everywhere; in its own user namespace nothing holds the
+    # capability that reads a non-dumpable process (as root without one, root's would).
+    "read_memory": ("pid_namespace", "unprivileged_user"),
 }
 NEEDS = {attack: any(PROTECTIONS.as_dict()[flag] for flag in flags) for attack, flags in STOPPED_BY.items()}
 
 
 class Listener:
-    """A TCP and a UDP socket on one loopback port, recording whatever reaches them."""
+    """A TCP and a UDP socket on one loopback port, and a pathname Unix socket that anyone may connect
+    to (as an instructor's tmux or ssh agent would be to the same user), recording whatever reaches them."""
 
     def __init__(self) -> None:
         self.tcp = socket.create_server(("127.0.0.1", 0))
         self.port = self.tcp.getsockname()[1]
         self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.udp.bind(("127.0.0.1", self.port))
+        self.folder = Path(tempfile.mkdtemp(prefix="course-instructor-"))
+        self.folder.chmod(0o755)  # reachable by any user: only the sandbox may stop a connection
+        self.unix_path = str(self.folder / "agent.sock")
+        self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.unix.bind(self.unix_path)
+        os.chmod(self.unix_path, 0o777)
+        self.unix.listen()
         self.received: list[bytes] = []
-        for sock in (self.tcp, self.udp):
+        for sock in (self.tcp, self.udp, self.unix):
             sock.settimeout(0.2)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -61,12 +78,13 @@ class Listener:
     def _serve(self) -> None:
         """Accept and read until stopped."""
         while not self._stop.is_set():
-            try:
-                conn, _ = self.tcp.accept()
-                with conn:
-                    self.received.append(conn.recv(1024) or b"(connected)")
-            except OSError:
-                pass
+            for server in (self.tcp, self.unix):
+                try:
+                    conn, _ = server.accept()
+                    with conn:
+                        self.received.append(conn.recv(1024) or b"(connected)")
+                except OSError:
+                    pass
             with contextlib.suppress(OSError):
                 self.received.append(self.udp.recv(1024))
 
@@ -76,6 +94,8 @@ class Listener:
         self._thread.join(timeout=2)
         self.tcp.close()
         self.udp.close()
+        self.unix.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 @dataclass
@@ -90,6 +110,10 @@ class Batch:
     token: str
     received: list[bytes]
     expected: dict[str, float]
+    strays: list[int]
+    """Processes a submission started that were still alive after `course grade` ended."""
+    touched: list[str]
+    """The course's grader files a submission managed to write to."""
 
     def results(self, student: str) -> dict:
         """A student's results.json."""
@@ -121,8 +145,10 @@ def grade_class(root: Path, env: dict[str, str]) -> Batch:
     write_folder(subs / "alice", {"exercises/01_ex_pass/ex_pass.py": f"{SOLUTION}\n# {secret}\n"})
     listener = Listener()
     try:
+        graders = course / "graders" / "01_ex_pass"
         for attack in sorted(ATTACKS.glob("*.py")):
             text = attack.read_text(encoding="utf-8").replace("__PORT__", str(listener.port))
+            text = text.replace("__UNIXSOCK__", listener.unix_path).replace("__GRADERS__", str(graders))
             write_folder(subs / attack.stem, {"ex_pass.py": text.replace("__TOKEN__", token)})
             expected[attack.stem] = 3.0
         # A seed holding 999, the forged score's digits: the files must be searched for what was forged, not digits.
@@ -132,8 +158,24 @@ def grade_class(root: Path, env: dict[str, str]) -> Batch:
                               env=env)
     finally:
         listener.close()
+    strays = _strays(token)  # looked for once the class is graded, then ended whatever the verdict
+    for pid in strays:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    touched = [p.name for p in graders.rglob("*.py") if token in p.read_text(encoding="utf-8")]
     assert done.stdout.strip(), done.stderr[-2000:]
-    return Batch(argv, out, done.returncode, json.loads(done.stdout), secret, token, listener.received, expected)
+    return Batch(argv, out, done.returncode, json.loads(done.stdout), secret, token, listener.received, expected,
+                 strays, touched)
+
+
+def _strays(token: str) -> list[int]:
+    """Processes whose command line holds `token`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and token.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+    return found
 
 
 @pytest.mark.parametrize("attack", sorted(NEEDS))
@@ -187,6 +229,23 @@ def test_nothing_leaked_or_reached_the_network(batch: Batch) -> None:
     for results in batch.out.glob("*/results.json"):
         assert json.loads(results.read_text(encoding="utf-8"))["score"] != 999, f"a forged score in {results}"
     assert batch.received == []
+
+
+def test_no_process_outlives_the_class(batch: Batch) -> None:
+    """A submission that keeps replacing itself in a new session leaves nothing behind: each grading's
+    processes live in a PID namespace that ends with it. Without one, the results must say so."""
+    if not NEEDS["outlive"]:
+        assert_disclosed(batch, batch.results("outlive"), STOPPED_BY["outlive"])
+        return
+    assert batch.strays == []
+
+
+def test_graders_are_never_written(batch: Batch) -> None:
+    """No submission writes to the instructor's graders: Landlock, or a grading user of its own as root."""
+    if not NEEDS["rewrite_grader"]:
+        assert_disclosed(batch, batch.results("rewrite_grader"), STOPPED_BY["rewrite_grader"])
+        return
+    assert batch.touched == []
 
 
 def assert_disclosed(batch: Batch, results: dict, flags: tuple[str, ...] | list[str],

@@ -207,6 +207,8 @@ def test_ctrl_c_ends_parallel_gradings_at_once(mini_course: Path) -> None:
     import subprocess
     import sys
 
+    import psutil
+
     marks = {}
     for name in ("ex_pass", "ex_loop"):
         exercise = load_course(mini_course).get(name)
@@ -218,7 +220,12 @@ def test_ctrl_c_ends_parallel_gradings_at_once(mini_course: Path) -> None:
     args = ["check", "ex_loop", "ex_pass", "--jobs", "2", "--course", str(mini_course)]
     proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        pids = [int(_wait_for_file(mark).read_text()) for mark in marks.values()]  # both loops are running
+        for mark in marks.values():
+            _wait_for_file(mark)  # both loops are running
+        # Every process below `course` now: the gradings (each the first process of a PID namespace, so
+        # the pid it wrote is its own, not ours) and what holds them.
+        pids = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+        assert len(pids) >= 2, pids
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=300)  # far less than either grading's ten minutes of CPU time
     finally:
@@ -261,9 +268,12 @@ def test_removed_manifest_is_the_learners_failure(mini_course: Path, tmp_path: P
     path = _signed(tmp_path, b"k", passed)
     report.manifest_path(path).unlink()
     r = verdict(exercise, path, b"k", Outcome(returncode=0))
-    assert r.status == "failed" and "forged" in r.message
+    assert r.status == "failed" and "report was removed or changed while your code ran" in r.message
     path.unlink()
     assert verdict(exercise, path, b"k", Outcome(returncode=1)).status == "error"
+    # Once the grading said its checks began, a report folder removed whole is the learner's doing too.
+    began = verdict(exercise, path, b"k", Outcome(returncode=1, checks_began=True))
+    assert began.status == "failed" and "removed or changed while your code ran" in began.message
 
 
 def test_hidden_checks_run_only_when_asked(mini_course: Path) -> None:

@@ -17,7 +17,7 @@ PROTECTIONS = protections.available()
 ADVERSARIAL = Path(__file__).parents[1] / "adversarial" / "course"
 PROBE = r"""
 import json, os, signal, socket, sys
-secret, work = sys.argv[1], sys.argv[2]
+secret, work, outside = sys.argv[1], sys.argv[2], int(sys.argv[3])
 seen = {}
 def attempt(name, fn):
     try:
@@ -29,7 +29,7 @@ attempt("read_secret", lambda: open(secret).read())
 attempt("write_work", lambda: open(os.path.join(work, "f"), "w").write("ok"))
 attempt("write_beside_secret", lambda: open(secret + ".new", "w").write("x"))
 attempt("connect", lambda: socket.create_connection(("127.0.0.1", 9), timeout=1))
-attempt("signal_parent", lambda: os.kill(os.getppid(), 0))
+attempt("signal_parent", lambda: os.kill(outside, 0))  # the test's own process, outside the sandbox
 import tempfile
 seen["tmpdir"] = tempfile.gettempdir()
 print(json.dumps(seen))
@@ -44,7 +44,7 @@ def _confined(tmp_path: Path) -> dict:
     work = tmp_path / "work"
     work.mkdir()
     policy = protections.confinement().policy(workdir=str(work), read=[])
-    command = sandbox.wrap([sys.executable, "-I", "-c", PROBE, str(secret), str(work)], policy)
+    command = sandbox.wrap([sys.executable, "-I", "-c", PROBE, str(secret), str(work), str(os.getpid())], policy)
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout) | {"work": str(work)}
@@ -78,7 +78,8 @@ def test_portable_mode_turns_every_protection_off() -> None:
     flags = json.loads(done.stdout)
     assert flags["private_copy"] and not any(v for k, v in flags.items() if k != "private_copy")
     on, off = protections.Protections().describe()
-    assert on == ["a private copy of each submitted file"] and len(off) == 4
+    # Each protection the machine could give is named as off: as root, running as a user of its own too.
+    assert on == ["a private copy of each submitted file"] and len(off) == (7 if os.geteuid() == 0 else 6)
 
 
 @pytest.mark.skipif(not PROTECTIONS.active, reason="no sandbox on this machine")
@@ -92,7 +93,7 @@ def test_a_sandboxed_grading_gives_the_same_verdicts(warm: bool) -> None:
         if worker is not None:
             assert worker.ready()
         passed = runner.grade(exercise, exercise.solution_path, worker=worker, sandbox=confinement)
-        failed = runner.grade(exercise, exercise.stub_path, worker=worker, sandbox=confinement)
+        failed = runner.grade(exercise, exercise.stub_path, worker=worker, sandbox=confinement, skip_stub=False)
     finally:
         if worker is not None:
             worker.close()
@@ -108,3 +109,38 @@ def test_a_grading_that_cannot_start_in_its_sandbox_is_a_platform_error() -> Non
     result = runner.grade(exercise, exercise.solution_path, sandbox=empty)
     assert result.status == "error" and "failed to start" in result.message, result.message
     assert "could not start inside its sandbox" in result.message
+
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not SYSTEM_PYTHON.exists(),
+                    reason="only a root `course` becomes a user of its own; needs a Python that user can run")
+def test_a_root_grading_becomes_a_user_of_its_own(tmp_path: Path) -> None:
+    """As root, the sandbox turns into the unprivileged user before anything else, with no capability, in a
+    PID namespace of its own: it cannot write a file root owns, nor signal a process outside."""
+    import tempfile
+
+    open_folder = Path(tempfile.mkdtemp(prefix="course-test-"))
+    try:
+        open_folder.chmod(0o755)
+        owned = open_folder / "graders.py"
+        owned.write_text("# the instructor's\n")
+        owned.chmod(0o644)
+        uid, gid = protections.unprivileged_user()
+        policy = sandbox.Policy(namespace=False, processes=True, user=uid, group=gid, tmpdir=str(open_folder))
+        code = ("import json, os\nseen = {'uid': os.getuid(), 'pid': os.getpid()}\n"
+                f"try:\n    open({str(owned)!r}, 'a').write('x')\n    seen['wrote'] = True\n"
+                "except OSError:\n    seen['wrote'] = False\n"
+                "caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')]\n"
+                "seen['caps'] = caps[0]\nprint(json.dumps(seen))\n")
+        done = subprocess.run(sandbox.wrap([str(SYSTEM_PYTHON), "-S", "-c", code], policy), capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        seen = json.loads(done.stdout)
+        assert seen == {"uid": uid, "pid": 1, "wrote": False, "caps": "0000000000000000"}, seen
+        assert owned.read_text() == "# the instructor's\n"
+    finally:
+        import shutil
+
+        shutil.rmtree(open_folder, ignore_errors=True)

@@ -201,9 +201,10 @@ def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, addres
          watch: Watch, *, worker: Launcher | None, cache_dir: Path | None, hidden: bool,
          sandbox: Confinement | None, read_only_cache: bool, cancel: threading.Event | None) -> None:
     """Run one process of the cohort to its end (on its own thread), and tell `watch` it ended."""
-    folder = invocation.graders_link(proc.workdir, exercise) if sandbox else None
-    command = invocation.command(exercise, submission, proc.workdir, proc.report_path, seed, hidden, folder)
     policy = invocation.policy(sandbox, proc.workdir, exercise, submission)
+    graded, folder = invocation.hand_over(policy, proc.workdir, exercise, submission)
+    folder = folder or (invocation.graders_link(proc.workdir, exercise) if sandbox else None)
+    command = invocation.command(exercise, graded, proc.workdir, proc.report_path, seed, hidden, folder)
     budget = limits.budget(exercise.meta)
     try:
         proc.outcome = isolation.run_isolated(

@@ -298,9 +298,8 @@ def _finish(grading: _Grading, sel: selectors.BaseSelector, gradings: dict[int, 
     sel.unregister(grading.sock)
     grading.sock.close()
     del gradings[grading.pid]
-    for _ in range(isolation.SWEEP_ROUNDS):
-        if not _sweep(set(gradings)):
-            break
+    deadline = time.monotonic() + isolation.SWEEP_S
+    while time.monotonic() < deadline and _sweep(set(gradings)):
         time.sleep(POLL_S)
 
 

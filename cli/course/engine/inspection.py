@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from course.engine import inspect_sections, isolation, limits, report, runner
+from course.engine import inspect_sections, isolation, limits, protections, report, runner
 from course.engine.inspector import read_observation
 from course.engine.isolation import Launcher
 from course.engine.verdict import ExerciseResult, verdict
@@ -90,7 +90,8 @@ def inspect(exercise: Exercise, submission: Path, sections: list[dict[str, Any]]
                                          env=runner.grading_environment(exercise, cache_dir),
                                          timeout_s=budget.cpu_s, wall_s=budget.wall_s,
                                          memory_mb=exercise.meta.memory_mb, launcher=worker,
-                                         stack_path=report.stack_path(report_path))
+                                         stack_path=report.stack_path(report_path),
+                                         sandbox=protections.contained())  # its processes end with it
         source = submission.read_text(encoding="utf-8", errors="replace")  # where a stopped run was
         result = verdict(exercise, report_path, key, outcome, submission.resolve(), source)
         found = _read(exercise, result, out, sections)

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from course.engine import isolation, system
+from course.engine import isolation, protections, system
 from course.engine.protections import Confinement
 from course.engine.sandbox import Policy
 from course.engine.verdict import CheckEvent, ExerciseResult
@@ -36,9 +36,10 @@ def source_text(submission: Path) -> str | None:
 
 
 def policy(sandbox: Confinement | None, workdir: Path, exercise: Exercise, submission: Path) -> Policy | None:
-    """What this grading may touch: its work folder, the grader's folder and the submission's."""
+    """What this grading may touch: its work folder, the grader's folder and the submission's. Not
+    sandboxed, a grading still keeps its processes in (`protections.contained`) where the machine can."""
     if sandbox is None:
-        return None
+        return protections.contained()
     readable = [str(exercise.grader_path.parent), str(submission.resolve().parent)]
     return sandbox.policy(workdir=str(workdir), read=readable)
 
@@ -55,6 +56,27 @@ def events_for(name: str, on_event: Callable[[CheckEvent], None] | None) -> Call
             on_event(event)
 
     return forward
+
+
+def hand_over(policy: Policy | None, workdir: Path, exercise: Exercise, submission: Path) -> tuple[Path, Path | None]:
+    """Where the grading reads its submission and graders from: as they are, or, for a grading that
+    runs as a user of its own (`Policy.user`, a root `course`), copies in its work folder, which
+    that user then owns; the instructor's folders need not be readable by it."""
+    if policy is None or policy.user < 0 or os.geteuid() != 0:
+        return submission, None
+    import shutil
+
+    mine = workdir / "submission" / submission.name
+    mine.parent.mkdir()
+    shutil.copyfile(submission, mine)
+    graders = workdir / "graders"
+    shutil.copytree(exercise.grader_path.parent, graders, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in graders.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)  # readable, never writable, by the grading's user
+    graders.chmod(0o755)
+    for path in (workdir, mine.parent, mine, *(p for p in workdir.iterdir() if p.name != "graders")):
+        os.chown(path, policy.user, policy.group, follow_symlinks=False)
+    return mine, graders
 
 
 def graders_link(workdir: Path, exercise: Exercise) -> Path:

@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +34,9 @@ CPU_POLL_S = 0.2
 """How often the process tree's CPU time is read (a walk of the process table)."""
 STACK_WAIT_S = 2.0
 """How long a run stopped at a limit has to write its stack before it is killed."""
-SWEEP_ROUNDS = 20
+SWEEP_S = 30.0
+"""How long a sweep goes on while each round still finds something: a chain of processes that keeps
+replacing itself loses a round only by luck, so rounds are bounded by time, not counted."""
 CANCELLED = "cancelled"
 FINISHED = "finished"
 """What a `watch` says of a process that has reported all it will: end it now, as if it had exited."""
@@ -56,6 +59,10 @@ class Outcome:
     """What each check printed, by its position in the manifest (cut to CHECK_OUTPUT_KEEP)."""
     cancelled: bool = False
     """Stopped because the caller asked (a newer save, a quit): no verdict at all."""
+    checks_began: bool = False
+    """The grading said its checks were about to run (its manifest written): what goes missing after
+    that, learner code may have removed. Said on the events pipe, so learner code could say it too,
+    which only ever makes a platform failure read as the learner's."""
 
 
 class Launcher(Protocol):
@@ -102,7 +109,9 @@ def run_isolated(
     exited; any other sentence stops it like a limit (its stack is asked for), with that sentence
     as `killed_for`. A grading in several processes watches them all this way (`course.engine.cohort`).
     """
-    system.become_subreaper()
+    kept_in = sandbox is not None and sandbox.processes  # its processes end with it: nothing to sweep
+    if not kept_in:
+        system.become_subreaper()
     events_r, events_w = os.pipe()
     # Start and register under the lock: another thread's sweep must never take a child that
     # exists but is not yet registered for an orphan (it would kill and reap it).
@@ -121,7 +130,8 @@ def run_isolated(
     os.close(fds["keyfd"])
     os.close(events_w)
     born = system.started_at(proc.pid) or time.time()
-    system.cap_memory(proc.pid, memory_mb)
+    for pid in (proc.pid, *(p.pid for p in system.descendants(proc.pid))):
+        system.cap_memory(pid, memory_mb)  # a contained grading runs as its starter's child
     sink, events = OutputSink(proc.stdout, marker), _EventReader(events_r, on_event)
     outcome = Outcome(returncode=None)
     seen: dict[int, Any] = {}  # descendants met while watching, for platforms without a subreaper
@@ -138,10 +148,12 @@ def run_isolated(
         system.kill(list(seen.values()))
         with _active_lock:
             _active.discard(proc.pid)
-        _sweep(born)
+        if not kept_in:
+            _sweep(born)
     sink.join()
     events.join()
     outcome.returncode, outcome.output, outcome.checks_output = proc.returncode, sink.text(), sink.checks()
+    outcome.checks_began = events.checks_began
     if sink.flooded and not outcome.killed_for:
         outcome.killed_for = (
             f"your code printed more than {OUTPUT_LIMIT // 2**20} MiB of output and "
@@ -284,7 +296,8 @@ def _sweep(born: float) -> None:
     An escaped process comes back to a subreaper only once its parent has died, which happens
     just after the group is killed, hence the rounds.
     """
-    for _ in range(SWEEP_ROUNDS):
+    deadline = time.monotonic() + SWEEP_S
+    while time.monotonic() < deadline:
         # Hold the lock so no grading process is started (and not yet registered) meanwhile.
         with _active_lock:
             if system.FEATURES.prctl:
@@ -296,12 +309,18 @@ def _sweep(born: float) -> None:
         time.sleep(POLL_S / 5)
 
 
+def _own_process() -> bool:
+    """True in the `course` command itself, which starts nothing but gradings; False in a host process
+    (a Jupyter kernel calling `course.check`), whose own children must never be taken for a grading's."""
+    return bool(getattr(sys.modules.get("course.entry"), "RUNNING", False))
+
+
 def _is_escapee(proc: Any, born: float) -> bool:
-    """True for a child of ours that no thread of ours started: one born during this grading
-    (grading is all this process starts meanwhile, and an escapee may scrub its environment),
-    or one whose environment shows it descends from a grading process."""
+    """True for a child of ours that no thread of ours started: one whose environment shows it descends
+    from a grading process, or, in the `course` command (which starts nothing else meanwhile), one born
+    during this grading (an escapee may scrub its environment). Only where PID namespaces are missing."""
     started = system.started_at(proc.pid)
-    return (started is not None and started >= born) or system.is_marked(proc)
+    return (_own_process() and started is not None and started >= born) or system.is_marked(proc)
 
 
 class _EventReader:
@@ -312,6 +331,7 @@ class _EventReader:
     def __init__(self, fd: int, on_event: Callable[[dict[str, Any]], None] | None) -> None:
         self._file = os.fdopen(fd, "rb")
         self._on_event = on_event
+        self.checks_began = False
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
@@ -324,7 +344,9 @@ class _EventReader:
                 break
             with contextlib.suppress(ValueError):
                 event = json.loads(line)
-                if isinstance(event, dict) and self._on_event is not None:
+                if isinstance(event, dict) and event.get("checks") == "begin":
+                    self.checks_began = True
+                elif isinstance(event, dict) and self._on_event is not None:
                     self._on_event(event)
 
     def join(self) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from course.engine import guard, notary, peers, streams, submission
+from course.engine import guard, notary, peers, streams, submission, system
 from course.engine.report import manifest_path, stack_path
 
 _SESSION = pytest.StashKey["Grading"]()
@@ -55,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _quiet(config)
     sub = config.getoption("--course-submission")
     sub_path = Path(sub) if sub else None
+    system.not_dumpable()  # before the key arrives: no process of the learner's may read this one's memory
     _preload()
     stack = streams.stack_on_request(stack_path(Path(path)))
     notary.install(
@@ -209,6 +210,16 @@ class Grading:
         self.flush_output()
         notary.notify("course.manifest", listed, tuple(self.collect_errors),
                       tuple(c.item for c in self.checks.values()), self.seed, snap)
+        self._emit({"checks": "begin"})  # no learner code has run before this line
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        """Tell the parent one event (display and diagnosis only); a closed pipe is no matter."""
+        if self.events_fd is None:
+            return
+        try:
+            os.write(self.events_fd, (json.dumps(event) + "\n").encode())
+        except OSError:
+            self.events_fd = None
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item, _phase: Any = _phase) -> Iterator[Any]:
@@ -238,11 +249,7 @@ class Grading:
             return
         statuses = [check.phases.get(p, "failed") for p in ("setup", "call", "teardown")]
         status = next((s for s in statuses if s != "passed"), "passed")
-        line = json.dumps({"id": check.id, "title": check.title, "status": status}) + "\n"
-        try:
-            os.write(self.events_fd, line.encode())
-        except OSError:
-            self.events_fd = None
+        self._emit({"id": check.id, "title": check.title, "status": status})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Ask the notary for the final report."""

@@ -32,11 +32,17 @@ class Protections:
 
     network_namespace: bool = False
     landlock_abi: int = 0
+    pid_namespace: bool = False
+    """Every process a grading starts lives in a PID namespace that ends with it."""
+    seccomp: bool = False
+    """Unix sockets can be refused (a seccomp filter)."""
+    user: tuple[int, int] | None = None
+    """Where `course` runs as root: the unprivileged uid and gid each grading becomes."""
 
     @property
     def active(self) -> bool:
         """True when any protection is on, so gradings should enter the sandbox."""
-        return self.network_namespace or self.landlock_abi > 0
+        return self.network_namespace or self.landlock_abi > 0 or self.pid_namespace or self.user is not None
 
     @property
     def landlock_files(self) -> bool:
@@ -62,6 +68,9 @@ class Protections:
             "landlock_network": self.landlock_network,
             "landlock_scopes": self.landlock_scopes,
             "landlock_abi": self.landlock_abi,
+            "pid_namespace": self.pid_namespace,
+            "unix_sockets_refused": self.seccomp,
+            "unprivileged_user": self.user is not None,
         }
 
     def describe(self) -> tuple[list[str], list[str]]:
@@ -71,9 +80,15 @@ class Protections:
             "landlock_files": "files limited to the grader, the submitted file and a work folder (Landlock)",
             "landlock_network": "TCP refused (Landlock)",
             "landlock_scopes": "no signals to other processes (Landlock)",
+            "pid_namespace": "every process a grading starts ends with it (PID namespace)",
+            "seccomp": "no Unix sockets (seccomp)",
         }
-        on = ["a private copy of each submitted file"] + [t for k, t in words.items() if getattr(self, k)]
-        return on, [t for k, t in words.items() if not getattr(self, k)]
+        flags = {k: bool(getattr(self, k)) for k in words}
+        if os.geteuid() == 0:
+            words["user"] = "submitted code runs as an unprivileged user, not root"
+            flags["user"] = self.user is not None
+        on = ["a private copy of each submitted file"] + [t for k, t in words.items() if flags[k]]
+        return on, [t for k, t in words.items() if not flags[k]]
 
 
 @dataclass(frozen=True)
@@ -85,12 +100,18 @@ class Confinement:
 
     def policy(self, *, workdir: str, read: list[str]) -> Policy:
         """The policy of one grading: its work folder writable, `read` (grader, submission) readable."""
+        found = self.protections
+        uid, gid = found.user or (-1, -1)
         return Policy(
             read=(*self.base_read, *read),
             write=(workdir, *SYSTEM_WRITE),
-            namespace=self.protections.network_namespace,
-            landlock_abi=self.protections.landlock_abi,
+            namespace=found.network_namespace,
+            landlock_abi=found.landlock_abi,
             tmpdir=workdir,
+            processes=found.pid_namespace,
+            unix_sockets=not found.seccomp,
+            user=uid,
+            group=gid,
         )
 
 
@@ -111,20 +132,42 @@ def python_paths() -> list[str]:
     return sorted(p for p in paths if p and os.path.exists(p))
 
 
+def contained() -> Policy | None:
+    """The policy of a grading that is not sandboxed (`course check`, watch, the notebook): only its
+    processes kept in a PID namespace that ends with it. None where the machine cannot."""
+    return Policy(namespace=False, processes=True) if available().pid_namespace else None
+
+
 @functools.cache
 def available() -> Protections:
     """Which protections work here, tried once in a throw-away process (never in this one)."""
     if os.environ.get("COURSE_PORTABLE") == "1" or not sys.platform.startswith("linux"):
         return Protections()
     abi = landlock_abi()
+    user = unprivileged_user() if os.geteuid() == 0 else None
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-S", _SANDBOX_FILE, "--probe"],
+            [sys.executable, "-I", "-S", _SANDBOX_FILE, "--probe", *(str(n) for n in user or ())],
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
-        namespace = done.returncode == 0 and done.stdout.strip() == "namespace"
+        words = set(done.stdout.split()) if done.returncode == 0 else set()
     except (OSError, subprocess.SubprocessError):
-        namespace = False
-    return Protections(network_namespace=namespace, landlock_abi=abi)
+        words = set()
+    return Protections(network_namespace="namespace" in words, landlock_abi=abi, pid_namespace="processes" in words,
+                       seccomp="seccomp" in words, user=user if "user" in words else None)
+
+
+def unprivileged_user() -> tuple[int, int]:
+    """The uid and gid a root `course` grades as: the `course-grader` user where the machine has one
+    (the autograder bundles make it), else `nobody`."""
+    import pwd
+
+    for name in ("course-grader", "nobody"):
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return entry.pw_uid, entry.pw_gid
+    return 65534, 65534
 
 

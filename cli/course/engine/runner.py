@@ -84,11 +84,13 @@ def grade(
         report_path = workdir / "report" / f"{secrets.token_hex(16)}.json"
         report_path.parent.mkdir(mode=0o700)
         key = secrets.token_bytes(32)
-        folder = invocation.graders_link(workdir, exercise) if sandbox else None
+        policy = invocation.policy(sandbox, workdir, exercise, submission)
+        graded, folder = invocation.hand_over(policy, workdir, exercise, submission)
+        folder = folder or (invocation.graders_link(workdir, exercise) if sandbox else None)
         source = invocation.source_text(submission)  # the lines a stopped run's stack points at
         budget = limits.budget(exercise.meta)
         outcome = isolation.run_isolated(
-            invocation.command(exercise, submission, workdir, report_path, seed, hidden, folder),
+            invocation.command(exercise, graded, workdir, report_path, seed, hidden, folder),
             key=key,
             cwd=workdir,
             env=invocation.environment(exercise, cache_dir, read_only_cache),
@@ -97,13 +99,13 @@ def grade(
             memory_mb=exercise.meta.memory_mb,
             launcher=worker,
             on_event=invocation.events_for(exercise.name, on_event),
-            sandbox=invocation.policy(sandbox, workdir, exercise, submission),
+            sandbox=policy,
             stack_path=report.stack_path(report_path),
             marker=report.output_marker(key),
             cancel=cancel,
         )
         result = (cancelled(exercise.name, seed) if outcome.cancelled
-                  else verdict(exercise, report_path, key, outcome, submission.resolve(), source))
+                  else verdict(exercise, report_path, key, outcome, graded.resolve(), source))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started

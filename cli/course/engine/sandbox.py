@@ -15,6 +15,10 @@ and to nothing else: a *private loopback*. One holder process makes the user and
 and brings its `lo` up (the namespace's owner may); each grading process joins that namespace
 instead of making its own, and keeps Landlock's file rules without its TCP rules (`Policy.loopback`).
 
+Every grading, sandboxed or not, is also contained where the kernel allows (`course.engine.contain`,
+which this file loads): its processes in a PID namespace that ends with it, no privilege to gain,
+a user of its own when `course` runs as root, and no Unix sockets in batch grading.
+
 `Policy` says what one grading may touch; `enter` applies it to the calling process, which
 must be single-threaded (a forked child, or the start of a fresh one); `wrap` prefixes a cold
 command with this file run by path (stdlib only, `python -I -S`), which enters the sandbox and
@@ -29,6 +33,7 @@ import functools
 import json
 import os
 import sys
+import types
 from dataclasses import asdict, dataclass, replace
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
@@ -67,6 +72,13 @@ class Policy:
     """TCP allowed (no Landlock network rules): for processes that talk over a private loopback."""
     join: int = 0
     """The pid of a namespace holder (`hold`) whose user and network namespace to join, instead of new ones."""
+    processes: bool = False
+    """Every process the grading starts lives in a PID namespace that ends with it (`course.engine.contain`)."""
+    unix_sockets: bool = True
+    """False: `socket(AF_UNIX)` is refused (no connection to a pathname socket of the instructor's)."""
+    user: int = -1
+    """When the grading runs as root: the uid (and `group`) it becomes before anything else; -1: stay."""
+    group: int = -1
 
     def on_loopback(self, holder: int) -> Policy:
         """This policy for one of several processes that share the private loopback of `holder` (0: none)."""
@@ -81,7 +93,9 @@ class Policy:
         """The policy from `to_json`'s string or its parsed dict."""
         raw = json.loads(data) if isinstance(data, str) else data
         return cls(tuple(raw["read"]), tuple(raw["write"]), bool(raw["namespace"]), int(raw["landlock_abi"]),
-                   str(raw.get("tmpdir", "")), bool(raw.get("loopback", False)), int(raw.get("join", 0)))
+                   str(raw.get("tmpdir", "")), bool(raw.get("loopback", False)), int(raw.get("join", 0)),
+                   bool(raw.get("processes", False)), bool(raw.get("unix_sockets", True)),
+                   int(raw.get("user", -1)), int(raw.get("group", -1)))
 
 
 # ---- inside the grading process -------------------------------------------------------------
@@ -110,12 +124,23 @@ def landlock_abi() -> int:
 
 def _new_namespaces() -> None:
     """A new user and network namespace, keeping our own uid and gid inside it."""
-    uid, gid = os.getuid(), os.getgid()
-    if _libc().unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
-        raise _fail("unshare(user, network)")
-    for name, text in (("uid_map", f"{uid} {uid} 1"), ("setgroups", "deny"), ("gid_map", f"{gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w", encoding="ascii") as fh:
-            fh.write(text)
+    _contain().unshare(_CLONE_NEWUSER | _CLONE_NEWNET)
+
+
+@functools.cache
+def _contain() -> types.ModuleType:
+    """`course.engine.contain`, imported, or loaded by path when this file runs by path (`python -I -S`)."""
+    try:
+        from course.engine import contain
+    except ImportError:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "_course_contain", os.path.join(os.path.dirname(os.path.abspath(__file__)), "contain.py"))
+        assert spec is not None and spec.loader is not None
+        contain = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(contain)
+    return contain
 
 
 def _loopback_up() -> None:
@@ -209,12 +234,23 @@ def enter(policy: Policy | dict | str | None) -> None:
         os.environ["TMPDIR"] = policy.tmpdir
         if "tempfile" in sys.modules:
             sys.modules["tempfile"].tempdir = policy.tmpdir  # it may have chosen /tmp already
+    contain = _contain()
+    if policy.user >= 0 and os.geteuid() == 0:
+        contain.drop_to(policy.user, policy.group)  # first: every step below then runs unprivileged
+        os.environ["HOME"] = policy.tmpdir or "/"  # root's home is not this user's to read
     if policy.join:
         _join_namespaces(policy.join)
     elif policy.namespace:
         _new_namespaces()
+    if policy.processes:
+        contain.keep_processes_in(own_user=not (policy.join or policy.namespace))
+    contain.no_new_privileges()
     if policy.landlock_abi:
         _landlock(policy)
+    if not policy.unix_sockets:
+        contain.refuse_unix_sockets()
+    if policy.processes or policy.namespace or policy.join:
+        contain.drop_capabilities()  # those a new user namespace gave; the programs it runs get none
 
 
 def wrap(command: list[str], policy: Policy) -> list[str]:
@@ -236,18 +272,34 @@ def _hold() -> int:
     return 0
 
 
+def _probe(uid: int = -1, gid: int = -1) -> int:
+    """`--probe [UID GID]`: say which protections this machine gives, one word a line, each tried in a
+    child of its own; with a uid (when root), whether Python still runs as that user ("user")."""
+    tries = {"namespace": _new_namespaces, "processes": lambda: _contain().keep_processes_in(own_user=True),
+             "seccomp": lambda: (_contain().no_new_privileges(), _contain().refuse_unix_sockets())}
+    if uid >= 0:
+        tries["user"] = lambda: (_contain().drop_to(uid, gid), _contain().python_readable())
+    for word, attempt in tries.items():
+        pid = os.fork()
+        if pid == 0:
+            try:
+                attempt()
+            except OSError:
+                os._exit(1)
+            os._exit(0)
+        if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0:
+            sys.stdout.write(word + "\n")
+    sys.stdout.flush()
+    return 0
+
+
 def _main(argv: list[str]) -> int:
-    """`--probe`: try a namespace; `--hold`: keep a private loopback; `POLICY -- COMMAND...`: enter
-    the sandbox, then become COMMAND."""
+    """`--probe [UID GID]`: say what this machine gives; `--hold`: keep a private loopback;
+    `POLICY -- COMMAND...`: enter the sandbox, then become COMMAND."""
     if argv == ["--hold"]:
         return _hold()
-    if argv == ["--probe"]:
-        try:
-            _new_namespaces()
-        except (SandboxError, OSError):
-            return 1
-        sys.stdout.write("namespace\n")
-        return 0
+    if argv[:1] == ["--probe"]:
+        return _probe(*(int(a) for a in argv[1:3]))
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: sandbox.py POLICY_JSON -- COMMAND...\n")
         return 2

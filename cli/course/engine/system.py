@@ -27,6 +27,7 @@ GRADING_MARKER = ("COURSE_GRADING", f"{os.getpid()}-{os.urandom(6).hex()}")
 The value names this `course` process alone, so a sweep never takes another run's gradings
 (two terminals, `course watch` beside `course check`, an instructor grading a class)."""
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -106,6 +107,12 @@ def _prctl(option: int, value: int) -> bool:
 def become_subreaper() -> bool:
     """Ask for orphaned descendants to be re-parented to this process; True if granted."""
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def not_dumpable() -> bool:
+    """Make this process non-dumpable: no other process of the same user may read its memory or trace
+    it (`/proc/PID/mem`, ptrace); True if granted. macOS refuses both to unprivileged processes anyway."""
+    return _prctl(_PR_SET_DUMPABLE, 0)
 
 
 def die_with_parent() -> bool:

@@ -125,10 +125,10 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome,
         return _all_failed(base, None, _stop_reason(exercise, outcome, []), status)
     if manifest is None and problem != "missing":
         return _all_failed(base, None, _report_message(problem, outcome), "failed")
-    if manifest is None and report_path.exists() and report_path.stat().st_size:
-        # A report but no manifest: the grader ran, and the manifest was removed while learner
-        # code ran. That is the learner's doing, not a platform failure.
-        return _all_failed(base, None, _report_message("forged", outcome), "failed")
+    if manifest is None and (outcome.checks_began or report_path.exists() and report_path.stat().st_size):
+        # The manifest was written before any learner code ran, and is gone or damaged now: the
+        # learner's code (or a process it started) removed or changed what the grading writes.
+        return _all_failed(base, None, _removed_message(), "failed")
     if manifest is None:
         base.status, base.message = "error", _no_start_message(outcome)
         return base
@@ -276,6 +276,12 @@ def _report_message(problem: str, outcome: Outcome) -> str:
         "the grading process ended before reporting; does your code call `sys.exit` or `os._exit`, "
         "or close its standard output?"
     )
+
+
+def _removed_message() -> str:
+    """The grading's own files were removed or changed while the learner's code ran."""
+    return ("the grading's report was removed or changed while your code ran, so no check can be trusted; "
+            "does your code (or a process it starts) delete or write files outside its own folder?")
 
 
 def _no_start_message(outcome: Outcome) -> str:

@@ -45,6 +45,8 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     apt-get install -y -qq python3.11 python3.11-venv >/dev/null
     PY=python3.11
 fi
+# Submitted code is graded as this user, never as root (docs/security.md).
+id -u course-grader >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin course-grader
 "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet "$HERE/course"

@@ -155,6 +155,8 @@ def _confinement(plan: ClassRun, scratch: Path) -> tuple[Path | None, protection
     cache = scratch / "xla-cache" if plan.protections.landlock_files and plan.jobs else None
     if cache is not None:
         cache.mkdir()  # before the sandbox names it: a folder that does not exist gets no rule
+    if plan.protections.user is not None:
+        scratch.chmod(0o711)  # gradings that run as a user of their own reach the cache, and list nothing
     return cache, protections.confinement([str(cache)] if cache else []) if plan.protections.active else None
 
 

@@ -66,7 +66,8 @@ DOCKERFILE = """# The image PrairieLearn's external grader runs: Python, the cou
 # `course autograder prairielearn --image`.
 FROM python:3.11-slim
 COPY course /opt/course/source
-RUN python -m venv /opt/course/venv && /opt/course/venv/bin/pip install --no-cache-dir /opt/course/source
+RUN python -m venv /opt/course/venv && /opt/course/venv/bin/pip install --no-cache-dir /opt/course/source \\
+    && useradd --system --no-create-home --shell /usr/sbin/nologin course-grader
 ENV PATH=/opt/course/venv/bin:$PATH
 """
 
