@@ -80,6 +80,8 @@ class ExerciseResult:
     not_tried: bool = False
     tampered: bool = False
     """The grading machinery reported tampering: every check failed for that one reason."""
+    ended_by: int = 0
+    """The signal that ended the grading process (0 when it exited): a stop from outside is no verdict."""
 
     @property
     def passed(self) -> bool:
