@@ -86,6 +86,7 @@ def grade(
         folder = invocation.graders_link(workdir, exercise) if sandbox else None
         source = invocation.source_text(submission)  # the lines a stopped run's stack points at
         budget = limits.budget(exercise.meta)
+        oom_before = limits.oom_kills()
         outcome = isolation.run_isolated(
             invocation.command(exercise, submission, workdir, report_path, seed, hidden, folder),
             key=key,
@@ -101,8 +102,11 @@ def grade(
             marker=report.output_marker(key),
             cancel=cancel,
         )
+        if not (outcome.cancelled or outcome.timed_out or outcome.killed_for):
+            outcome.killed_for = limits.memory_kill(outcome.returncode, oom_before)
         result = (cancelled(exercise.name, seed) if outcome.cancelled
                   else verdict(exercise, report_path, key, outcome, submission.resolve(), source))
+        result.ended_by = -outcome.returncode if (outcome.returncode or 0) < 0 else 0
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started
