@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from course.engine import protections, runner
+from course.engine.verdict import ExerciseResult
 from course.errors import UsageError
 from course.files import write_atomic
 from course.instructor import capacity, layouts, state
@@ -40,7 +41,9 @@ from course.instructor.results import untried as untried_record
 from course.instructor.submissions import Entry, untouched
 from course.registry import Course, Exercise
 
-STOPPING_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+STOPPING_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL}
+"""What a grading dies of when the platform stops the job: its signal, or SIGKILL when the warm worker it
+was forked from is stopped first (its gradings die with it)."""
 STOP_GRACE_S = 2.0
 
 
@@ -202,17 +205,17 @@ def _grade(job: Job, plan: ClassRun, scratch: Path, worker: Any, confinement: pr
                               cache_dir=cache, read_only_cache=True, cancel=plan.stopped)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    if result.status == "cancelled" or _stopped_from_outside(result.ended_by, plan.stopped):
+    if result.status == "cancelled" or _stopped_from_outside(result, plan.stopped):
         return None
     return record(job.exercise, result, rel=job.rel, data=job.data, private=str(private), note=job.note)
 
 
-def _stopped_from_outside(signum: int, stopped: threading.Event) -> bool:
-    """True when a grading ended by a stopping signal belongs to the run's own stop. A platform that
-    signals every process of the job (Slurm, systemd) may reach the grading a moment before this
-    process's handler runs, so the stop is given that moment; a learner's code that signals itself
-    is still graded for it."""
-    return signum in STOPPING_SIGNALS and stopped.wait(STOP_GRACE_S)
+def _stopped_from_outside(result: ExerciseResult, stopped: threading.Event) -> bool:
+    """True when a grading that died of a signal belongs to the run's own stop. A platform that signals
+    every process of the job (Slurm, systemd) may reach the grading a moment before this process's
+    handler runs, so the stop is given that moment; a learner's code that signals itself, or one
+    stopped at its time limit, is still graded for it."""
+    return result.ended_by in STOPPING_SIGNALS and result.status != "timeout" and stopped.wait(STOP_GRACE_S)
 
 
 def _write(plan: ClassRun, student: Student) -> None:
