@@ -88,3 +88,29 @@ def test_a_grading_the_kernel_ends_for_memory_says_memory_with_the_limit(tmp_pat
     assert hog["status"] == "failed" and "stopped for memory" in hog["message"], hog["message"]
     assert f"({LIMIT_MB} MiB)" in hog["message"] and "crash Python" not in json.dumps(hog)
     assert json.loads(done.stdout)["totals"]["ada"] == 3.0
+
+
+def test_an_allocation_over_the_exercises_cap_says_the_cap(tmp_path: Path) -> None:
+    """Under the address-space cap an exercise's `memory_mb` sets, filling 2 GB raises MemoryError in the
+    learner's file; the check says so and names the exercise's limit. (No cgroup needed: the cap is the
+    grading's own.)"""
+    course, subs, out = class_course(tmp_path), tmp_path / "subs", tmp_path / "out"
+    meta = course / "exercises" / "01_ex_pass" / "exercise.toml"
+    meta.write_text(meta.read_text(encoding="utf-8") + "memory_mb = 300\n", encoding="utf-8")
+    write_folder(subs / "hog", {"ex_pass.py": HOG})
+    argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--jobs", "1", "--json"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    hog = json.loads((out / "hog" / "results.json").read_text(encoding="utf-8"))["extra_data"]["exercises"]["ex_pass"]
+    assert hog["status"] == "failed" and hog["checks"], hog
+    for check in hog["checks"]:
+        assert "MemoryError" in check["message"] and "may use 300 MiB of memory" in check["message"], check
+
+
+def test_only_a_failed_allocation_is_followed_by_the_limit() -> None:
+    """Python's MemoryError, XLA's RESOURCE_EXHAUSTED and C++'s bad_alloc get the limit; other messages do not."""
+    for text in ("MemoryError: Unable to allocate 1.86 GiB", "RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes",
+                 "std::bad_alloc", "your code ran out of memory: it asked for more than this exercise allows"):
+        assert limits.with_memory_limit(text, 512) == f"{text}\n(a grading of this exercise may use 512 MiB of memory)"
+    assert limits.with_memory_limit("expected 4, got 5", 512) == "expected 4, got 5"

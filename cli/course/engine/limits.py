@@ -28,6 +28,8 @@ STACK_SIGNAL = signal.SIGUSR1
 MAIN_THREAD = "main thread "
 """How the plugin names the main thread at the top of the stack file, before any dump."""
 MAX_FRAMES = 8
+_OUT_OF_MEMORY = re.compile(r"MemoryError|RESOURCE_EXHAUSTED|[Oo]ut of memory|std::bad_alloc")
+"""How Python, XLA and C++ say an allocation failed (the address-space cap of `system.cap_memory`)."""
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.MULTILINE)
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
 
@@ -137,3 +139,11 @@ def memory_kill(returncode: int | None, before: int, vmstat: str = VMSTAT) -> st
     limit = system.memory_limit() or system.physical_memory()
     return (f"your code was stopped for memory: the grading reached the memory limit of the machine it ran "
             f"on ({limit // 2**20} MiB) and the kernel ended it; is an array far larger than the task needs?")
+
+
+def with_memory_limit(message: str, memory_mb: int) -> str:
+    """`message`, followed by the exercise's memory limit when it tells of an allocation that failed: the
+    learner then knows the limit their arrays must fit, not only that one did not."""
+    if not _OUT_OF_MEMORY.search(message):
+        return message
+    return f"{message}\n(a grading of this exercise may use {memory_mb} MiB of memory)"

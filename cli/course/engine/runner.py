@@ -107,6 +107,8 @@ def grade(
         result = (cancelled(exercise.name, seed) if outcome.cancelled
                   else verdict(exercise, report_path, key, outcome, submission.resolve(), source))
         result.ended_by = -outcome.returncode if (outcome.returncode or 0) < 0 else 0
+        for check in result.checks:
+            check.message = limits.with_memory_limit(check.message, exercise.meta.memory_mb)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started
