@@ -106,7 +106,9 @@ def grade(
             outcome.killed_for = limits.memory_kill(outcome.returncode, oom_before)
         result = (cancelled(exercise.name, seed) if outcome.cancelled
                   else verdict(exercise, report_path, key, outcome, submission.resolve(), source))
-        result.ended_by = -outcome.returncode if (outcome.returncode or 0) < 0 else 0
+        # A signal no limit of ours sent: the learner's own doing, or the platform stopping the job.
+        ours = outcome.timed_out or bool(outcome.killed_for)
+        result.ended_by = -outcome.returncode if (outcome.returncode or 0) < 0 and not ours else 0
         for check in result.checks:
             check.message = limits.with_memory_limit(check.message, exercise.meta.memory_mb)
     finally:
