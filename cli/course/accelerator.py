@@ -67,5 +67,5 @@ def _told(paths: WorkspacePaths, plugin: str) -> bool:
         return True
     told["plugin"] = plugin
     with contextlib.suppress(OSError):  # a read-only workspace is told every time
-        write_atomic(paths.notices, json.dumps(told))
+        write_atomic(paths.notices, json.dumps(told), private=True)
     return False

@@ -27,6 +27,15 @@ class RegistryError(CourseError):
     """`course.toml` or an `exercise.toml` is missing or invalid."""
 
 
+class Stopped(KeyboardInterrupt):
+    """The platform stopped the command with a signal (SIGTERM, SIGINT, SIGHUP): it exits 128 + that signal,
+    as a shell reports a process the signal ended, so a scheduler tells a stop from a failure."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def exit_code_for(exc: BaseException) -> int | None:
     """The edge of every command: report `exc` in one sentence and return its exit code.
 
@@ -44,7 +53,7 @@ def exit_code_for(exc: BaseException) -> int | None:
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         ui.error("interrupted.")
-        return 130
+        return 128 + (exc.signum if isinstance(exc, Stopped) else 2)  # 2 is SIGINT: Ctrl-C
     if isinstance(exc, Exception) and not debug:
         ui.error(f"course itself failed ({type(exc).__name__}: {exc}); rerun with COURSE_DEBUG=1 for the traceback.")
         return 3

@@ -7,23 +7,29 @@ import os
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False) -> None:
+def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False, private: bool = False,
+                 mode: int | None = None) -> None:
     """Replace `path` with `data`: a temporary file in the same folder, flushed to disk, then renamed.
 
-    With `keep_mode`, the new file gets the permissions of the one it replaces.
+    The new file gets the usual permissions (0666 less the umask), as any program's output does, so
+    others may read what is meant for them; `private` makes it 0600 (progress, keys, caches), `mode`
+    exactly that mode whatever the umask. With `keep_mode`, it gets the permissions of the file it replaces.
     """
-    import tempfile  # imported here: `course list`, which only reads, never needs it
-
     raw = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
+    # Created with O_EXCL under its final mode: the umask applies, and nobody can slip a file in first.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
         if keep_mode and path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
+            mode = path.stat().st_mode & 0o7777
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

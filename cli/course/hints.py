@@ -37,7 +37,7 @@ def next_hint(path: Path, exercise: Exercise, level: int | None) -> Hint:
     elif level > len(hints):
         raise UsageError(f"`{exercise.name}` has {len(hints)} hint levels; pick --level 1 to {len(hints)}.")
     seen[exercise.name] = max(seen.get(exercise.name, 0), level)
-    write_atomic(path, json.dumps(seen, indent=2))
+    write_atomic(path, json.dumps(seen, indent=2), private=True)
     return Hint(exercise.name, level, len(hints), hints[level - 1])
 
 

@@ -64,4 +64,4 @@ def save(root: Path, memo: dict[str, Any], files: list[str]) -> None:
     memo = {**memo, "format": FORMAT, "written_ns": time.time_ns(),
             "files": {rel: signature(os.path.join(base, rel)) for rel in files}}
     with contextlib.suppress(OSError):
-        write_atomic(registry_memo(root), json.dumps(memo))
+        write_atomic(registry_memo(root), json.dumps(memo), private=True)

@@ -162,7 +162,7 @@ class ProgressStore:
             for name, entry in results.items():
                 entry.signature = signing.sign(key, entry.payload(name))
                 progress.exercises[name] = entry
-            write_atomic(self.paths.progress, _dump(progress))
+            write_atomic(self.paths.progress, _dump(progress), private=True)
         return progress
 
     def _key(self, *, create: bool) -> bytes:

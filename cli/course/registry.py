@@ -38,6 +38,8 @@ class CourseMeta:
     final: str = ""
     parts: list[dict[str, str]] = field(default_factory=list)
     """Each part's `title` and `first` exercise (`course.schema.PartFile`)."""
+    seed: int | None = None
+    """The seed of graded runs, when the course sets one (`course.instructor.state.course_seed`)."""
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,9 @@ class CourseFile(BaseModel):
     """Shown when every exercise has passed."""
     parts: list[PartFile] = []
     """Headings in `course list`, in course order; exercises before the first part have none."""
+    seed: int | None = Field(default=None, ge=0, lt=2**31)
+    """The seed of every graded run (`course grade`, the autograders), so a regrade scores alike; by
+    default one derived from the course. Kept out of the students' copy."""
 
     @field_validator("exercises")
     @classmethod

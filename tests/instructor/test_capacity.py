@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -131,3 +133,64 @@ def test_slots_hold_gradings_to_their_size() -> None:
     for thread in threads:
         thread.join()
     assert most[0] == 2
+
+
+def test_a_grading_of_several_processes_holds_a_slot_for_each() -> None:
+    """Two slots of three held by one cohort leave one: a single grading runs beside it, a second cohort
+    waits; a cohort larger than the slots runs alone once every slot is free, rather than never."""
+    slots = capacity.Slots(3)
+    with slots.slot(2):
+        assert slots.busy == 2
+        with slots.slot():
+            assert slots.busy == 3
+        started = threading.Event()
+
+        def cohort() -> None:
+            with slots.slot(2):
+                started.set()
+
+        thread = threading.Thread(target=cohort)
+        thread.start()
+        assert not started.wait(0.2)  # waiting: only one slot is free
+    thread.join(timeout=10)
+    assert started.is_set() and slots.busy == 0
+    with slots.slot(5):
+        assert slots.busy == 5
+    assert slots.busy == 0
+
+
+@pytest.mark.slow
+def test_course_grade_gives_a_cohort_as_many_slots_as_it_has_processes(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graded by `course grade` with two slots, each student's cohort of two processes asks for two, so two
+    cohorts never run at once; every student still passes."""
+    import shutil
+
+    from course.instructor import grade
+    from course.registry import load_course
+    from support import FIXTURES
+
+    asked: list[int] = []
+    most = [0]
+
+    class Watched(capacity.Slots):
+        """The slots `course grade` makes, noting each request and the most held at once."""
+
+        @contextmanager
+        def slot(self, count: int = 1) -> Iterator[None]:
+            asked.append(count)
+            with super().slot(count):
+                most[0] = max(most[0], self.busy)
+                yield
+
+    monkeypatch.setattr(capacity, "Slots", Watched)
+    solution = (FIXTURES / "multi_course" / "solutions" / "01_mp_pass" / "mp_pass.py").read_text(encoding="utf-8")
+    course = tmp_path / "course"
+    shutil.copytree(FIXTURES / "multi_course", course)
+    for name in ("ada", "alan", "grace"):
+        (tmp_path / "subs" / name).mkdir(parents=True)
+        (tmp_path / "subs" / name / "mp_pass.py").write_text(solution, encoding="utf-8")
+    plan = grade.prepare(load_course(course), tmp_path / "subs", tmp_path / "out", only=["mp_pass"])
+    done = grade.run(plan, jobs=2)
+    assert [s.records["mp_pass"].status for s in done.students] == ["passed"] * 3
+    assert asked and set(asked) == {2} and most[0] == 2

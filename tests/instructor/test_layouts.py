@@ -181,3 +181,115 @@ def test_a_damaged_zip_inside_an_entry_is_said_where_the_file_is_missing(tmp_pat
     entry = layouts.read_class(write_folder(tmp_path / "subs" / "nia", {"work.zip": "PK broken"}).parent).entries[0]
     found = entry.locate(course.exercises)["ex_pass"]
     assert not found.tried and found.rel is None and "work.zip could not be read as a zip" in found.note
+
+
+# Names as the platforms write them. Canvas (instructure/canvas-lms, lib/content_zipper.rb: get_filename
+# and sanitize_file_name) names each file `<sortable name, lower case>[_LATE]_<user id>_<file id>_<file>`,
+# keeping every character of `[[:word:]]` (Unicode letters, marks, digits, `_`) and dropping the rest, and
+# `anon_<id>` in place of name and user id under anonymous grading. Moodle (mod/assign, download_submissions)
+# writes `<full name>_<participant id>_assignsubmission_file_`, the name as the site spells it; peers'
+# parsers are tested on Hebrew folder names of that form. Gradescope's `submission_metadata.yml` gives
+# each submitter's `:name:`, `:sid:` and `:email:` as UTF-8 YAML.
+WORLD = {  # sortable name -> (Canvas's spelling, Moodle's full name, user id)
+    "Müller, Dana": ("müllerdana", "Dana Müller", "4401"),
+    "García, José": ("garcíajosé", "José García", "4402"),
+    "张, 伟": ("张伟", "张伟", "4403"),
+    "Иванова, Мария": ("ивановамария", "Мария Иванова", "4404"),
+    "Παπαδόπουλος, Γιώργος": ("παπαδόπουλοςγιώργος", "Γιώργος Παπαδόπουλος", "4405"),
+    "الحسن, ليلى": ("الحسنليلى", "ليلى الحسن", "4406"),
+    "शर्मा, प्रिया": ("शर्माप्रिया", "प्रिया शर्मा", "4407"),
+}
+
+
+def test_canvas_names_in_any_script_are_attributed_to_their_student(tmp_path: Path, course) -> None:
+    """Every student of a Canvas export is found by user id whatever the script of their name, late or not,
+    resubmitted or not; a name in decomposed Unicode (as macOS unzips it) too; anonymous grading as well."""
+    import unicodedata
+
+    subs = tmp_path / "canvas"
+    for k, (canvas, _, uid) in enumerate(WORLD.values()):
+        late = "_LATE" if k % 2 else ""
+        write_folder(subs, {f"{canvas}{late}_{uid}_{90000 + k}_ex_pass.py": SOLUTION,
+                            f"{canvas}_{uid}_{91000 + k}_ex_fail-1.py": WRONG})
+    write_folder(subs, {unicodedata.normalize("NFD", "garcíajosé") + "_4412_92000_ex_pass.py": SOLUTION,
+                        "anon_x7k2q_93000_ex_pass.py": SOLUTION, "LATE_anon_p9w4z_93001_ex_fail.py": WRONG})
+    intake = layouts.read_class(subs)
+    assert intake.bad == [] and intake.layout == "Canvas", intake.bad
+    found = {e.student: e for e in intake.entries}
+    assert set(found) == {uid for _, _, uid in WORLD.values()} | {"4412", "x7k2q", "p9w4z"}
+    for canvas, _, uid in WORLD.values():
+        assert found[uid].name == canvas and _files(found[uid], course) == {"ex_pass": "ex_pass.py",
+                                                                           "ex_fail": "ex_fail.py"}
+    assert _files(found["p9w4z"], course)["ex_fail"] == "ex_fail.py"
+
+
+def test_moodle_and_gradescope_names_in_any_script_are_attributed_to_their_student(tmp_path: Path, course) -> None:
+    """Moodle's folders and flat files, and Gradescope's metadata, with names in seven scripts; a roster
+    whose names are composed differently from the export's still matches them."""
+    import unicodedata
+
+    moodle = tmp_path / "moodle"
+    for k, (_, full, uid) in enumerate(WORLD.values()):
+        if k % 2:
+            write_folder(moodle / f"{full}_{uid}_assignsubmission_file_", {"work/ex_pass.py": SOLUTION})
+        else:
+            write_folder(moodle, {f"{full}_{uid}_assignsubmission_file_ex_pass.py": SOLUTION})
+    intake = layouts.read_class(moodle)
+    assert intake.bad == [] and {e.student: e.name for e in intake.entries} == {
+        uid: full for _, full, uid in WORLD.values()}
+    gradescope = tmp_path / "gradescope"
+    lines = []
+    for k, (_, full, uid) in enumerate(WORLD.values()):
+        write_folder(gradescope / f"submission_{k}", {"ex_pass.py": SOLUTION})
+        lines.append(f"submission_{k}:\n  :submitters:\n  - :name: {full}\n    :sid: '{uid}'\n"
+                     f"    :email: s{uid}@example.edu\n")
+    (gradescope / layouts.GRADESCOPE_METADATA).write_text("".join(lines), encoding="utf-8")
+    intake = layouts.read_class(gradescope)
+    assert intake.bad == [] and {e.student: e.name for e in intake.entries} == {
+        uid: full for _, full, uid in WORLD.values()}
+    rows = "".join(f"{unicodedata.normalize('NFD', full)},s{uid}\n" for _, full, uid in WORLD.values())
+    (tmp_path / "roster.csv").write_text("name,student_id\n" + rows, encoding="utf-8")
+    named = tmp_path / "by-name"
+    for _, full, uid in WORLD.values():
+        write_folder(named / f"{full}_{uid}_assignsubmission_file_", {"ex_pass.py": SOLUTION})
+    intake = layouts.read_class(named, roster=roster.load(tmp_path / "roster.csv"))
+    assert intake.bad == [] and intake.missing == []
+    assert {e.student for e in intake.entries} == {f"s{uid}" for _, _, uid in WORLD.values()}
+
+
+def test_a_damaged_zip_is_said_to_be_the_student_it_names(tmp_path: Path) -> None:
+    """`s1006.zip` that cannot be read is s1006's row, not an unattributed one beside a "submitted nothing"."""
+    subs = tmp_path / "subs"
+    write_zip(subs / "s1005.zip", {"ex_pass.py": SOLUTION})
+    (subs / "s1006.zip").write_bytes(b"PK\x03\x04 cut short by the upload")
+    (tmp_path / "roster.csv").write_text("student_id,name\ns1005,Ada\ns1006,Alan\ns1007,Grace\n", encoding="utf-8")
+    intake = layouts.read_class(subs, roster=roster.load(tmp_path / "roster.csv"))
+    assert [(b.label, b.student) for b in intake.bad] == [("s1006.zip", "s1006")]
+    assert "not a readable zip" in intake.bad[0].reason
+    assert intake.missing == [("s1007", "Grace")]
+    assert [(b.label, b.student) for b in layouts.read_class(subs).bad] == [("s1006.zip", "s1006")]
+
+
+@pytest.mark.parametrize("platform", ["Canvas", "Moodle", "Gradescope"])
+def test_a_folder_holding_an_export_is_read_as_that_export(tmp_path: Path, platform: str) -> None:
+    """`course grade downloads/` where downloads/ holds the unpacked export reads the export, never one
+    student named after its folder; an export lying among students' folders is named and left out."""
+    export = tmp_path / "downloads" / "assignment_27_export"
+    if platform == "Canvas":
+        write_folder(export, {"müllerdana_4401_90001_ex_pass.py": SOLUTION, "张伟_LATE_4403_90002_ex_pass.py": WRONG})
+    elif platform == "Moodle":
+        write_folder(export / "Dana Müller_4401_assignsubmission_file_", {"ex_pass.py": SOLUTION})
+        write_folder(export / "张伟_4403_assignsubmission_file_", {"ex_pass.py": WRONG})
+    else:
+        write_folder(export / "submission_1", {"ex_pass.py": SOLUTION})
+        write_folder(export / "submission_2", {"ex_pass.py": WRONG})
+        (export / layouts.GRADESCOPE_METADATA).write_text(
+            "submission_1:\n  :submitters:\n  - :name: Dana Müller\n    :sid: '4401'\n"
+            "submission_2:\n  :submitters:\n  - :name: 张伟\n    :sid: '4403'\n", encoding="utf-8")
+    intake = layouts.read_class(tmp_path / "downloads")
+    assert intake.bad == [] and sorted(e.student for e in intake.entries) == ["4401", "4403"]
+    write_folder(tmp_path / "downloads" / "alice", {"ex_pass.py": SOLUTION})
+    mixed = layouts.read_class(tmp_path / "downloads")
+    assert [e.student for e in mixed.entries] == ["alice"]
+    assert [b.label for b in mixed.bad] == ["assignment_27_export"]
+    assert f"holds a {platform} export" in mixed.bad[0].reason and "course grade" in mixed.bad[0].reason

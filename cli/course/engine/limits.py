@@ -5,7 +5,10 @@ process tree: what an endless loop burns, however busy the machine is. Waits tha
 (a sleep, a lock, a queue) are stopped by a wall-clock cap, WALL_FACTOR times the CPU limit
 unless the exercise sets `wall_timeout_s`. Shortly before it kills the process group, the parent
 asks the grading process for its Python stack (`faulthandler`, on STACK_SIGNAL); the frames in
-the learner's own file say where their code was.
+the learner's own file say where their code was. A process the kernel's out-of-memory killer
+ends (the machine's memory, or its container's cgroup limit) dies of SIGKILL without a word; the
+kernel's own count of such kills (`oom_kill` in /proc/vmstat, every memory cgroup's included)
+rising while it ran is what tells that death from a crash.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+VMSTAT = "/proc/vmstat"
 WALL_FACTOR = 5
 """The wall-clock cap is this many times the CPU limit, unless the exercise says otherwise."""
 STACK_SIGNAL = signal.SIGUSR1
@@ -24,6 +28,8 @@ STACK_SIGNAL = signal.SIGUSR1
 MAIN_THREAD = "main thread "
 """How the plugin names the main thread at the top of the stack file, before any dump."""
 MAX_FRAMES = 8
+_OUT_OF_MEMORY = re.compile(r"MemoryError|RESOURCE_EXHAUSTED|[Oo]ut of memory|std::bad_alloc")
+"""How Python, XLA and C++ say an allocation failed (the address-space cap of `system.cap_memory`)."""
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.MULTILINE)
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
 
@@ -111,3 +117,33 @@ def _threads(dump: str) -> list[tuple[str, list[tuple[str, int, str]]]]:
                 frames.append((match.group(1), int(match.group(2)), match.group(3)))
         found.append((starts[i].group(2), frames))
     return found
+
+
+def oom_kills(vmstat: str = VMSTAT) -> int:
+    """How many processes the kernel's out-of-memory killer has ended since boot (-1 where it does not say)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(vmstat).read_text(encoding="ascii").splitlines():
+            name, _, count = line.partition(" ")
+            if name == "oom_kill":
+                return int(count)
+    return -1
+
+
+def memory_kill(returncode: int | None, before: int, vmstat: str = VMSTAT) -> str:
+    """What the learner is told when the out-of-memory killer ended their grading ('' when it did not):
+    the process died of SIGKILL, and the kernel counted a kill for memory since `before` was read."""
+    if returncode != -signal.SIGKILL or before < 0 or oom_kills(vmstat) <= before:
+        return ""
+    from course.engine import system  # imported here: only a grading that died this way needs it
+
+    limit = system.memory_limit() or system.physical_memory()
+    return (f"your code was stopped for memory: the grading reached the memory limit of the machine it ran "
+            f"on ({limit // 2**20} MiB) and the kernel ended it; is an array far larger than the task needs?")
+
+
+def with_memory_limit(message: str, memory_mb: int) -> str:
+    """`message`, followed by the exercise's memory limit when it tells of an allocation that failed: the
+    learner then knows the limit their arrays must fit, not only that one did not."""
+    if not _OUT_OF_MEMORY.search(message):
+        return message
+    return f"{message}\n(a grading of this exercise may use {memory_mb} MiB of memory)"

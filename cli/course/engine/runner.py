@@ -89,6 +89,7 @@ def grade(
         folder = folder or (invocation.graders_link(workdir, exercise) if sandbox else None)
         source = invocation.source_text(submission)  # the lines a stopped run's stack points at
         budget = limits.budget(exercise.meta)
+        oom_before = limits.oom_kills()
         outcome = isolation.run_isolated(
             invocation.command(exercise, graded, workdir, report_path, seed, hidden, folder),
             key=key,
@@ -104,8 +105,15 @@ def grade(
             marker=report.output_marker(key),
             cancel=cancel,
         )
+        if not (outcome.cancelled or outcome.timed_out or outcome.killed_for):
+            outcome.killed_for = limits.memory_kill(outcome.returncode, oom_before)
         result = (cancelled(exercise.name, seed) if outcome.cancelled
                   else verdict(exercise, report_path, key, outcome, graded.resolve(), source))
+        # A signal no limit of ours sent: the learner's own doing, or the platform stopping the job.
+        ours = outcome.timed_out or bool(outcome.killed_for)
+        result.ended_by = -outcome.returncode if (outcome.returncode or 0) < 0 and not ours else 0
+        for check in result.checks:
+            check.message = limits.with_memory_limit(check.message, exercise.meta.memory_mb)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started

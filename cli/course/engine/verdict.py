@@ -80,6 +80,9 @@ class ExerciseResult:
     not_tried: bool = False
     tampered: bool = False
     """The grading machinery reported tampering: every check failed for that one reason."""
+    ended_by: int = 0
+    """The signal that ended the grading process when no limit of the grading stopped it (0 otherwise):
+    the learner's code, or the platform stopping the job, whose grading is no verdict."""
 
     @property
     def passed(self) -> bool:

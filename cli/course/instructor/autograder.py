@@ -16,7 +16,6 @@ import io
 import json
 import math
 import re
-import secrets
 import sys
 import time
 import traceback
@@ -215,7 +214,7 @@ def grade_submission(course_dir: Path, submission: Path, results: Path, metadata
     from course import ui
     from course.engine import protections
     from course.errors import RegistryError
-    from course.instructor import classrun, grade, submissions
+    from course.instructor import classrun, grade, state, submissions
     from course.registry import load_course
 
     started = time.monotonic()
@@ -224,7 +223,7 @@ def grade_submission(course_dir: Path, submission: Path, results: Path, metadata
                             "looks for it ($AUTOGRADER_ROOT/source/course); upload the zip `course autograder` wrote.")
     found = load_course(course_dir.resolve())
     ui.raw(f"grading {submission} against {found.meta.title} ({len(found.exercises)} exercises)\n")
-    run = classrun.ClassRun(found, results.parent, found.exercises, secrets.randbelow(2**31), protections.available(),
+    run = classrun.ClassRun(found, results.parent, found.exercises, state.course_seed(found), protections.available(),
                          single=results, started=started)
     submission.mkdir(parents=True, exist_ok=True)  # an empty upload is "not tried", not a crash
     entry = submissions.Entry.of("submission", submission, name=_submitters(metadata))

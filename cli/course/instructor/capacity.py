@@ -5,8 +5,9 @@ not from `os.cpu_count()`, which counts the whole machine. Memory is the cgroup'
 (`memory.max`), or the machine's when there is none. What one grading costs is measured while the
 class is graded: a gauge samples the memory in use and divides what the gradings add by how many
 run, keeping the largest share seen; the number of gradings at once is lowered (or raised again,
-up to the CPUs) so that the largest share, with headroom, fits in what is left. `--jobs` overrides
-all of it.
+up to the CPUs) so that the largest share, with headroom, fits in what is left. A grading in
+several processes (an exercise's `processes = N`: a cohort) holds N slots, one per process.
+`--jobs` overrides all of it.
 """
 
 from __future__ import annotations
@@ -69,16 +70,17 @@ class Slots:
             self._cond.notify_all()
 
     @contextmanager
-    def slot(self) -> Iterator[None]:
-        """Hold one slot while the block runs, waiting for one to be free."""
+    def slot(self, count: int = 1) -> Iterator[None]:
+        """Hold `count` slots while the block runs (a cohort's processes, one each), waiting until they
+        are free; more than there are waits for all of them, so it runs alone rather than never."""
         with self._cond:
-            self._cond.wait_for(lambda: self.busy < self.size)
-            self.busy += 1
+            self._cond.wait_for(lambda: self.busy + count <= self.size or self.busy == 0)
+            self.busy += count
         try:
             yield
         finally:
             with self._cond:
-                self.busy -= 1
+                self.busy -= count
                 self._cond.notify_all()
 
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,8 @@ class ClassRun:
     """The CPUs, memory limit and gradings at once this run used, and what one grading was seen to need."""
     counted: tuple[int, int] | None = None
     """(graded now, reused) when they come from elsewhere: the shards of a merged class."""
+    stopped: threading.Event = field(default_factory=threading.Event)
+    """Set when the run is being stopped (a signal, a crash): from then on no grading is a verdict."""
 
     def results_path(self, student: str) -> Path:
         """Where a student's `results.json` is written."""

@@ -7,6 +7,7 @@ modules they call are imported inside each command, so a learner's command pays 
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Annotated
 import typer
 
 from course import ui
-from course.errors import UsageError
+from course.errors import Stopped, UsageError
 from course.options import CourseOpt, Group, JobsOpt
 
 __all__ = ["register"]
@@ -96,22 +97,26 @@ def release(
 
 
 @contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """While the block runs, SIGTERM ends it as Ctrl-C does: gradings stopped, scratch folders removed."""
+def stopping_signals(stopped: threading.Event) -> Iterator[None]:
+    """While the block runs, SIGTERM, SIGINT and SIGHUP end it as Ctrl-C does (gradings stopped, scratch
+    folders removed), after setting `stopped`: a grading ended by the stop is then no verdict."""
 
-    def interrupt(_signum: int, _frame: object) -> None:
-        """Raise where the main thread is, so every clean-up on the way out runs."""
-        raise KeyboardInterrupt
+    def interrupt(signum: int, _frame: object) -> None:
+        """Mark the run stopped first, then raise where the main thread is, so every clean-up runs."""
+        stopped.set()
+        raise Stopped(signum)
 
+    wanted = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = {s: signal.signal(s, interrupt) for s in wanted}
     except ValueError:  # not the main thread: nothing to install
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
@@ -162,7 +167,7 @@ def grade(
     names = [n.strip() for item in only or [] for n in item.split(",") if n.strip()]
     plan = grading.prepare(found, submissions, out, only=names, regrade=regrade, seed=seed, roster=roster,
                            shard=_shard(shard))
-    with sigterm_interrupts(), instructor.ClassWatch(plan, jobs or capacity.default_jobs(),
+    with stopping_signals(plan.stopped), instructor.ClassWatch(plan, jobs or capacity.default_jobs(),
                                                              enabled=not as_json) as watch:
         done = grading.run(plan, jobs=jobs, listener=watch)
     summary, written, note = gradebook.write(done)

@@ -3,16 +3,19 @@
 Every (student, exercise) that needs grading becomes one job; the jobs run through one warm
 worker, as many at once as the CPUs and memory allow (`course.instructor.capacity`), each in the
 sandbox (`course.engine.sandbox`) where the machine has one. A student's `results.json` is
-written atomically as soon as their last job ends, so a crash, Ctrl-C or SIGTERM loses only the
-students in flight. A rerun reuses every exercise whose grader and file hashes are unchanged (and
-that the platform did not fail), unless asked to regrade. What cannot be graded (a damaged zip, a
-stray file, a name that maps to no student) is kept aside with the reason (`course.instructor.layouts`).
+written atomically as soon as their last job ends, so a crash, a signal (SIGTERM, SIGINT,
+SIGHUP) or a shard's time limit loses only the students in flight: a grading the stop ended is
+never recorded as theirs, since only a finished grading is a verdict. A rerun reuses every
+exercise whose grader and file hashes are unchanged (and that the platform did not fail), unless
+asked to regrade. What cannot be graded (a damaged zip, a stray file, a name that maps to no
+student) is kept aside with the reason (`course.instructor.layouts`).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from course.engine import protections, runner
+from course.engine.verdict import ExerciseResult
 from course.errors import UsageError
 from course.files import write_atomic
 from course.instructor import capacity, layouts, state
@@ -37,6 +41,11 @@ from course.instructor.results import untried as untried_record
 from course.instructor.submissions import Entry, untouched
 from course.registry import Course, Exercise
 
+STOPPING_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL}
+"""What a grading dies of when the platform stops the job: its signal, or SIGKILL when the warm worker it
+was forked from is stopped first (its gradings die with it)."""
+STOP_GRACE_S = 2.0
+
 
 def prepare(course: Course, folder: Path, out: Path, *, only: list[str] | None = None, regrade: bool = False,
             seed: int | None = None, roster: Path | None = None, shard: tuple[int, int] | None = None) -> ClassRun:
@@ -47,10 +56,9 @@ def prepare(course: Course, folder: Path, out: Path, *, only: list[str] | None =
     if out.resolve() == folder.resolve() or inside:
         raise UsageError(f"{out} is the submissions folder or inside a student's entry; write the results elsewhere.")
     intake = layouts.read_class(folder, out=out, roster=rosters.load(roster) if roster else None)
-    fallback = state.class_seed(course, intake) if shard else None
     if shard:
         intake = intake.shard(*shard)
-    kept = state.load(out, seed, fallback)
+    kept = state.load(out, seed, course)
     run = ClassRun(course, out, course.select(only) if only else course.exercises, kept["seed"],
                    protections.available(), bad=intake.bad, missing=intake.missing, layout=intake.layout)
     run.references = state.kept_references(course, kept)
@@ -107,11 +115,18 @@ def run(plan: ClassRun, *, jobs: int = 0, listener: Listener | None = None) -> C
     slots = capacity.Slots(threads)
 
     def one(job: Job) -> None:
-        """Grade one job from a private copy, then finish its student if it was their last."""
-        with slots.slot():
-            started = time.monotonic()
-            rec = _grade(job, plan.seed, scratch, worker, confinement, cache)
+        """Grade one job from a private copy, then finish its student if it was their last. A grading
+        the run's stop ended (or that ended after it) is no verdict: nothing of it is recorded."""
+        try:
+            with slots.slot(job.exercise.meta.processes):  # a cohort holds a slot per process
+                started = time.monotonic()
+                rec = _grade(job, plan, scratch, worker, confinement, cache)
+        except BaseException:
+            plan.stopped.set()  # before the pool kills the other gradings: none of them is a verdict
+            raise
         with lock:
+            if rec is None or plan.stopped.is_set():
+                return
             student = job.student
             student.started = started if student.started is None else min(student.started, started)
             student.ended = time.monotonic()
@@ -171,7 +186,7 @@ def _prewarm(plan: ClassRun, cache: Path, worker: Any, slots: capacity.Slots, th
 
     def one(exercise: Exercise) -> str:
         """Grade one reference, holding a slot like any grading."""
-        with slots.slot():
+        with slots.slot(exercise.meta.processes):
             result = runner.grade(exercise, exercise.solution_path, seed=plan.seed, worker=worker, cache_dir=cache,
                                   hidden=True)
         listener.reference(exercise.name, result.duration_s)
@@ -180,18 +195,29 @@ def _prewarm(plan: ClassRun, cache: Path, worker: Any, slots: capacity.Slots, th
     plan.references.update(zip([e.name for e in exercises], runner.map_jobs(one, exercises, threads), strict=True))
 
 
-def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: protections.Confinement | None,
-           cache: Path | None) -> Record:
-    """Grade one submitted file from a private copy that only this grading may read."""
+def _grade(job: Job, plan: ClassRun, scratch: Path, worker: Any, confinement: protections.Confinement | None,
+           cache: Path | None) -> Record | None:
+    """Grade one submitted file from a private copy that only this grading may read; None when the
+    grading was stopped from outside rather than finished (no verdict)."""
     stage = Path(tempfile.mkdtemp(dir=scratch))
     private = stage / f"{job.exercise.name}.py"
     private.write_bytes(job.data)
     try:
-        result = runner.grade(job.exercise, private, seed=seed, worker=worker, hidden=True, sandbox=confinement,
-                              cache_dir=cache, read_only_cache=True)
+        result = runner.grade(job.exercise, private, seed=plan.seed, worker=worker, hidden=True, sandbox=confinement,
+                              cache_dir=cache, read_only_cache=True, cancel=plan.stopped)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+    if result.status == "cancelled" or _stopped_from_outside(result, plan.stopped):
+        return None
     return record(job.exercise, result, rel=job.rel, data=job.data, private=str(private), note=job.note)
+
+
+def _stopped_from_outside(result: ExerciseResult, stopped: threading.Event) -> bool:
+    """True when a grading that died of a signal belongs to the run's own stop. A platform that signals
+    every process of the job (Slurm, systemd) may reach the grading a moment before this process's
+    handler runs, so the stop is given that moment; a learner's code that signals itself, or one
+    stopped at its time limit, is still graded for it."""
+    return result.ended_by in STOPPING_SIGNALS and result.status != "timeout" and stopped.wait(STOP_GRACE_S)
 
 
 def _write(plan: ClassRun, student: Student) -> None:

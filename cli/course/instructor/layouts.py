@@ -7,11 +7,15 @@ Known layouts, recognised by their names:
   submission; the metadata names each folder's submitters (their `:sid:`, `:email:`, `:name:`);
 - Moodle's "Download all submissions": `<Full name>_<participant id>_assignsubmission_file_`, a
   folder per student, or (without folders) each file so named with its own name at the end;
-- Canvas's "Download submissions": files named `<name>_<user id>_<submission id>_<file>`, with
-  `_late` after the name for a late one and `-<n>` before the extension for a file resubmitted.
+- Canvas's "Download submissions": files named `<name>_<user id>_<file id>_<file>`, the name the
+  student's sortable name in lower case with every Unicode word character kept (`müllerdana`,
+  `张伟`), `_LATE` after it for a late one, `anon_<id>` in its place under anonymous grading, and
+  `-<n>` before the extension for a file resubmitted.
 
-Whatever cannot be an entry (a stray file, a damaged zip, a name that maps to no student, two
-entries of one student) becomes a `BadEntry` naming it and saying why; the others are graded.
+A folder that holds nothing but one unpacked export is read as that export; an export found among
+students' entries is named and left out. Whatever cannot be an entry (a stray file, a damaged
+zip, a name that maps to no student, two entries of one student) becomes a `BadEntry` naming it
+and saying why (a damaged zip is still said to be the student it names); the others are graded.
 """
 
 from __future__ import annotations
@@ -27,7 +31,12 @@ from course.instructor.submissions import Entry, Source, check_zip, usable_id
 
 GRADESCOPE_METADATA = "submission_metadata.yml"
 _MOODLE = re.compile(r"^(?P<name>[^_]+)_(?P<id>\d+)_assign(?:submission|feedback)_[a-z]+_(?P<rest>.*)$", re.DOTALL)
-_CANVAS = re.compile(r"^(?P<name>[a-z0-9-]+?)(?P<late>_late)?_(?P<id>\d+)_(?P<sub>\d+)_(?P<rest>.+)$", re.IGNORECASE)
+# Canvas keeps every Unicode word character of the name ([[:word:]]: letters, marks, digits, `_`), so the
+# name is whatever comes before the ids; it never holds `_<digits>_`, which Canvas takes out of names.
+_CANVAS = re.compile(r"^(?P<name>[^/\\]+?)(?P<late>_late)?_(?P<id>\d+)_(?P<sub>\d+)_(?P<rest>.+)$",
+                     re.IGNORECASE | re.DOTALL)
+_CANVAS_ANONYMOUS = re.compile(r"^(?P<late>late_)?anon_(?P<id>[a-z0-9]+)_(?P<sub>\d+)_(?P<rest>.+)$",
+                               re.IGNORECASE | re.DOTALL)
 _RESUBMITTED = re.compile(r"^(?P<stem>.+?)-\d+(?P<ext>\.[^.]+)?$")
 _GRADESCOPE_FOLDER = re.compile(r"^submission_\d+$")
 
@@ -86,6 +95,9 @@ def read_class(folder: Path, *, out: Path | None = None, roster: Roster | None =
              and not (out is not None and p.resolve() == out.resolve())]
     if not items:
         raise UsageError(f"{folder} holds no submissions; put one folder or .zip per student there.")
+    inner = items[0] if len(items) == 1 and items[0].is_dir() else None
+    if inner is not None and not _MOODLE.match(inner.name) and export_kind(inner):
+        return read_class(inner, out=out, roster=roster)  # the folder that holds an unpacked export
     bad: list[BadEntry] = []
     metadata, layout = {}, "folders"
     if any(p.name == GRADESCOPE_METADATA for p in items):
@@ -95,7 +107,7 @@ def read_class(folder: Path, *, out: Path | None = None, roster: Roster | None =
     for path in items:
         candidate, why = _candidate(path, metadata)
         if candidate is None:
-            bad.append(BadEntry(path.name, why))
+            bad.append(BadEntry(path.name, why, _owner(path, roster)))
         elif candidate.label in grouped:  # Moodle's and Canvas's flat files: one more file of a student
             grouped[candidate.label].sources += candidate.sources
         else:
@@ -119,18 +131,46 @@ def _candidate(path: Path, metadata: dict[str, dict[str, Any]]) -> tuple[_Candid
         info = metadata.get(path.name)
         if info is not None:
             return _Candidate(path.name, [Source(path)], info["keys"], info["name"], info["members"]), ""
+        kind = export_kind(path)
+        if kind:
+            return None, (f"holds a {kind} export, not one student's files; grade it on its own: "
+                          f"`course grade {path}`")
         return _Candidate(path.name, [Source(path)], [path.name]), ""
-    canvas = _CANVAS.match(path.name)
+    canvas = _CANVAS_ANONYMOUS.match(path.name) or _CANVAS.match(path.name)
     if canvas and path.is_file():
         rest = _RESUBMITTED.sub(lambda m: m["stem"] + (m["ext"] or ""), canvas["rest"])
-        label = f"{canvas['name']}_{canvas['id']}"
-        return _Candidate(label, [Source(path, rest)], [canvas["id"], canvas["name"]], canvas["name"],
-                          layout="Canvas"), ""
+        name = canvas.groupdict().get("name") or ""
+        label = f"{name or 'anon'}_{canvas['id']}"
+        keys = [canvas["id"], name] if name else [canvas["id"]]
+        return _Candidate(label, [Source(path, rest)], keys, name, layout="Canvas"), ""
     if path.is_file() and path.suffix.lower() == ".zip":
         why = check_zip(path)
         return (None, why) if why else (_Candidate(path.name, [Source(path)], [path.stem]), "")
     return None, ("is not a submission: neither a folder nor a .zip, nor a file named as Moodle or Canvas "
                   "name their downloads; remove it or put it in its student's folder")
+
+
+def export_kind(folder: Path) -> str:
+    """The platform whose export `folder` is ('' for none): Gradescope's, with its metadata file, or
+    Moodle's or Canvas's, where at least half of what it holds is named as they name their downloads."""
+    try:
+        names = [p.name for p in folder.iterdir() if not p.name.startswith(".")]
+    except OSError:
+        return ""
+    if GRADESCOPE_METADATA in names:
+        return "Gradescope"
+    moodle = sum(bool(_MOODLE.match(n)) for n in names)
+    canvas = sum(bool(_CANVAS_ANONYMOUS.match(n) or _CANVAS.match(n)) for n in names)
+    if max(moodle, canvas) * 2 < len(names) or not names:
+        return ""
+    return "Moodle" if moodle >= canvas else "Canvas"
+
+
+def _owner(path: Path, roster: Roster | None) -> str:
+    """The student a damaged zip names (its name without `.zip`), so the gradebook says it is theirs."""
+    if not (path.is_file() and path.suffix.lower() == ".zip"):
+        return ""
+    return _identify([path.stem], "", roster)[0] or ""
 
 
 def _gradescope_metadata(path: Path, bad: list[BadEntry]) -> dict[str, dict[str, Any]]:

@@ -23,6 +23,7 @@ student no attempt; so is a grading the platform itself failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import json
 import os
@@ -38,6 +39,8 @@ from course.registry import COURSE_FILE, Course, Exercise
 
 GRADER = "course_grader"
 ENTRYPOINT = f"/grade/serverFilesCourse/{GRADER}/run.sh"
+RESULTS_MODE = 0o644
+"""`results.json` is readable by all, whatever the container's umask: the grader host reads it as its own user."""
 
 RUN_SH = """#!/usr/bin/env bash
 # PrairieLearn's external grader runs this in the grading container for every submission: grade
@@ -171,11 +174,19 @@ def pl_results(exercise: Exercise, rec: Any) -> dict[str, Any]:
             "tests": tests}
 
 
+def publish(results: Path, data: dict[str, Any]) -> None:
+    """Write `results.json` readable by all, in a folder all may enter, whatever the container's umask:
+    the grader host reads it as its own user, which need not be the container's."""
+    write_atomic(results, json.dumps(data, indent=2), mode=RESULTS_MODE)
+    with contextlib.suppress(OSError):  # a folder the platform made and keeps is the platform's
+        os.chmod(results.parent, results.parent.stat().st_mode & 0o7777 | 0o755)
+
+
 def grade_question(course_dir: Path, student: Path, name: str, results: Path) -> int:
     """Grade the student's file for exercise `name` and write PrairieLearn's results; 0, or 3 on a platform failure."""
     from course.engine import protections
     from course.errors import RegistryError, UsageError
-    from course.instructor import classrun, grade, submissions
+    from course.instructor import classrun, grade, state, submissions
     from course.registry import load_course
 
     if not (course_dir / COURSE_FILE).is_file():
@@ -186,12 +197,12 @@ def grade_question(course_dir: Path, student: Path, name: str, results: Path) ->
     exercise = found.get(name)
     student.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="course-pl-") as scratch:
-        run = classrun.ClassRun(found, Path(scratch), [exercise], int.from_bytes(os.urandom(4), "big") % 2**31,
-                             protections.available(), single=Path(scratch) / "results.json")
+        run = classrun.ClassRun(found, Path(scratch), [exercise], state.course_seed(found), protections.available(),
+                                single=Path(scratch) / "results.json")
         graded = grade.add_student(run, submissions.Entry.of("student", student), regrade=True)
         grade.run(run)
     data = pl_results(exercise, graded.records[exercise.name])
-    write_atomic(results, json.dumps(data, indent=2))
+    publish(results, data)
     sys.stdout.write(f"{name}: {graded.records[exercise.name].status}, score {data['score']}\n")
     return run.exit_code
 
@@ -207,8 +218,7 @@ def main(argv: list[str]) -> int:
         return grade_question(args.course, args.student, args.exercise, args.results)
     except BaseException as exc:  # noqa: BLE001 - whatever failed, PrairieLearn must get a results file
         why = f"the grader failed ({type(exc).__name__}: {exc}); tell your instructor"
-        write_atomic(args.results, json.dumps({"gradable": False, "score": 0, "message": why, "format_errors": [why],
-                                               "tests": []}))
+        publish(args.results, {"gradable": False, "score": 0, "message": why, "format_errors": [why], "tests": []})
         sys.stdout.write(traceback.format_exc())
         return 3
 

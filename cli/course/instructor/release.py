@@ -20,6 +20,7 @@ from pathlib import Path
 import course
 from course.errors import UsageError
 from course.files import write_atomic
+from course.instructor import state
 from course.paths import STATE_DIR
 from course.registry import COURSE_FILE, Course, Exercise
 from course.stubs import LOCK, handed_out
@@ -57,7 +58,8 @@ def files(found: Course, *, hidden: bool = False) -> dict[Path, Path | bytes]:
     (an autograder bundle, never for students).
     """
     root = found.root
-    plan: dict[Path, Path | bytes] = {Path(COURSE_FILE): root / COURSE_FILE}
+    # The students' copy leaves the grading seed out; a bundle has it written in (`state.course_toml`).
+    plan: dict[Path, Path | bytes] = {Path(COURSE_FILE): state.course_toml(found, seeded=hidden)}
     plan.update({Path(name): root / name for name in TOP_FILES if (root / name).is_file()})
     if (root / "docs").is_dir():
         plan.update({p.relative_to(root): p for p in _tree(root / "docs")

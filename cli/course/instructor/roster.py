@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,8 +25,9 @@ _IDENTIFYING = re.compile(r"\b(id|ids|sid|name|email|e-mail|login|identifier|stu
 
 
 def key(text: str) -> str:
-    """A cell or a name as it is compared: case and spacing aside."""
-    return " ".join(text.casefold().split())
+    """A cell or a name as it is compared: case, spacing and Unicode composition aside (a name unzipped
+    on macOS spells `é` as `e` and an accent)."""
+    return " ".join(unicodedata.normalize("NFC", text).casefold().split())
 
 
 @dataclass(frozen=True)
