@@ -15,6 +15,7 @@ import argparse
 import io
 import json
 import math
+import os
 import re
 import secrets
 import sys
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from course.files import write_atomic
+from course.instructor import budget
 from course.registry import COURSE_FILE, Course, Exercise
 
 BUNDLE_COURSE = "course"
@@ -57,8 +59,12 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 # found from $AUTOGRADER_ROOT/source (default /autograder/source), never beside the script.
 # It grades $AUTOGRADER_ROOT/submission and writes $AUTOGRADER_ROOT/results/results.json; the
 # grading log goes to stdout, which Gradescope shows to instructors only. Whatever happens, a
-# results file is written; if grading itself failed, it says so and scores 0.
+# results file is written; if grading itself failed, it says so and scores 0. The whole run keeps
+# within a budget of BUDGET seconds, set by `course autograder gradescope --budget`: keep it under
+# the assignment's timeout on Gradescope (AUTOGRADER_BUDGET_S overrides it).
+STARTED="${EPOCHREALTIME:-}"
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
+BUDGET="${AUTOGRADER_BUDGET_S:-@BUDGET@}"
 SOURCE="$ROOT/source"
 PY="${AUTOGRADER_PYTHON:-${AUTOGRADER_VENV:-/autograder/venv}/bin/python}"
 RESULTS="$ROOT/results/results.json"
@@ -66,7 +72,8 @@ mkdir -p "$ROOT/results"
 rm -f "$RESULTS"
 cd "$ROOT" || true
 "$PY" -m course.instructor.autograder --course "$SOURCE/course" --submission "$ROOT/submission" \\
-    --results "$RESULTS" --metadata "$ROOT/submission_metadata.json" 2>&1
+    --results "$RESULTS" --metadata "$ROOT/submission_metadata.json" --budget "$BUDGET" \\
+    --started "$STARTED" 2>&1
 code=$?
 if [ ! -s "$RESULTS" ]; then
     cat > "$RESULTS" <<EOF
@@ -80,21 +87,24 @@ exit 0
 """
 
 
-def bundle_files(found: Course) -> dict[str, bytes]:
-    """Every file of the Gradescope bundle: the two scripts and the grading copy of the course."""
+def bundle_files(found: Course, budget_s: float = budget.DEFAULT_BUDGET_S) -> dict[str, bytes]:
+    """Every file of the Gradescope bundle: the two scripts (run_autograder knowing its budget) and the
+    grading copy of the course."""
     from course.instructor.release import files
 
-    out = {"setup.sh": SETUP_SH.encode(), "run_autograder": RUN_AUTOGRADER.encode()}
+    run = RUN_AUTOGRADER.replace("@BUDGET@", f"{budget_s:g}")
+    out = {"setup.sh": SETUP_SH.encode(), "run_autograder": run.encode()}
     for rel, source in files(found, hidden=True).items():
         out[f"{BUNDLE_COURSE}/{rel.as_posix()}"] = source if isinstance(source, bytes) else source.read_bytes()
     return out
 
 
-def gradescope(found: Course, out: Path) -> Path:
-    """Write `autograder.zip` for Gradescope; the scripts are executable at its root."""
+def gradescope(found: Course, out: Path, budget_s: float = budget.DEFAULT_BUDGET_S) -> Path:
+    """Write `autograder.zip` for Gradescope, each run within `budget_s` seconds; the scripts are executable
+    at its root."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in sorted(bundle_files(found).items()):
+        for name, data in sorted(bundle_files(found, budget_s).items()):
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
             info.external_attr = (0o755 if name in ("setup.sh", "run_autograder") else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -208,29 +218,79 @@ def log_lines(run: Any) -> list[str]:
     return lines
 
 
-def grade_submission(course_dir: Path, submission: Path, results: Path, metadata: Path | None = None) -> int:
-    """Grade one Gradescope submission and write its results, the log on stdout; 0, or 3 when the platform failed."""
+def grade_submission(course_dir: Path, submission: Path, results: Path, metadata: Path | None = None,
+                     budget_s: float = budget.DEFAULT_BUDGET_S, started: float | None = None) -> int:
+    """Grade one Gradescope submission within `budget_s` seconds and write its results as each exercise
+    ends, the log on stdout; 0, or 3 when the platform failed. `started` is when the run began (epoch seconds)."""
     from course import ui
     from course.engine import protections
     from course.errors import RegistryError
     from course.instructor import classrun, grade, submissions
     from course.registry import load_course
 
-    started = time.monotonic()
+    clock = budget.Budget(budget_s, _since(started))
     if not (course_dir / COURSE_FILE).is_file():
         raise RegistryError(f"{course_dir} holds no {COURSE_FILE}: the bundle is not unpacked where run_autograder "
                             "looks for it ($AUTOGRADER_ROOT/source/course); upload the zip `course autograder` wrote.")
     found = load_course(course_dir.resolve())
-    ui.raw(f"grading {submission} against {found.meta.title} ({len(found.exercises)} exercises)\n")
+    ui.raw(f"grading {submission} against {found.meta.title} ({len(found.exercises)} exercises) "
+           f"within {budget_s:g} s\n")
     run = classrun.ClassRun(found, results.parent, found.exercises, secrets.randbelow(2**31), protections.available(),
-                         single=results, started=started)
+                         single=results, started=clock.started)
     submission.mkdir(parents=True, exist_ok=True)  # an empty upload is "not tried", not a crash
     entry = submissions.Entry.of("submission", submission, name=_submitters(metadata))
-    grade.add_student(run, entry, regrade=True)
-    grade.run(run)
+    student = grade.add_student(run, entry, regrade=True)
+    budget.grade_within(run, clock, lambda left: _write_results(run, student, [j.exercise for j in left]))
     ui.raw("".join(line + "\n" for line in log_lines(run)))
-    ui.raw(f"seed {run.seed}; {time.monotonic() - started:.1f} s in all; results in {results}\n")
+    ui.raw(f"seed {run.seed}; {time.monotonic() - clock.started:.1f} s in all of a budget of {budget_s:g} s; "
+           f"results in {results}\n")
     return run.exit_code
+
+
+def _epoch(text: str) -> float | None:
+    """Bash's $EPOCHREALTIME as a number (a locale may write it with a comma); None when unset or odd."""
+    try:
+        return float(text.replace(",", "."))
+    except ValueError:
+        return None
+
+
+def _since(epoch: float | None) -> float:
+    """The moment `epoch` (seconds since 1970, when run_autograder started) on the `time.monotonic()`
+    clock, so that Python's own start-up counts too; now, without one."""
+    now = time.monotonic()
+    return now if epoch is None else now - min(max(0.0, time.time() - epoch), 60.0)
+
+
+NOT_GRADED = ("not graded: the autograder was stopped before it graded this exercise (at Gradescope's timeout, "
+              "or out of memory); this is not your mistake: submit again, or tell your instructor")
+
+
+def _write_results(run: Any, student: Any, left: list[Exercise]) -> None:
+    """Write the results as they stand: what was graded, and each exercise not graded yet said to be
+    not graded, so that a run stopped now still leaves a results file that says what it did."""
+    from course.instructor.results import Record, grader_fingerprint, max_points, results_json
+
+    records = dict(student.records)
+    for exercise in left:
+        records[exercise.name] = Record(exercise.name, "error", 0.0, max_points(exercise), NOT_GRADED,
+                                        grader=grader_fingerprint(exercise))
+    data = results_json(run.course.exercises, records, run.context(student),
+                        execution_time=time.monotonic() - run.started)
+    if left:
+        data["output"] += (f"\nNot graded: {', '.join(e.name for e in left)}. The autograder was stopped before "
+                           "it graded them; they score 0 here.")
+        data["extra_data"]["not_graded"] = [e.name for e in left]
+    _publish(run.single, json.dumps(data, indent=2))
+
+
+def _publish(path: Path, text: str) -> None:
+    """Replace `path` atomically with a file others may read (the umask's mode, as Gradescope's harness
+    may read it as another user), never a half-written one."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o666))  # the umask decides, as for any new file
+    write_atomic(path, text, keep_mode=True)
 
 
 def main(argv: list[str]) -> int:
@@ -239,11 +299,13 @@ def main(argv: list[str]) -> int:
     for name in ("--course", "--submission", "--results"):
         parser.add_argument(name, type=Path, required=True)
     parser.add_argument("--metadata", type=Path, default=None)
+    parser.add_argument("--budget", type=float, default=budget.DEFAULT_BUDGET_S)
+    parser.add_argument("--started", type=_epoch, default=None)
     args = parser.parse_args(argv)
     try:
-        return grade_submission(args.course, args.submission, args.results, args.metadata)
+        return grade_submission(args.course, args.submission, args.results, args.metadata, args.budget, args.started)
     except BaseException as exc:  # noqa: BLE001 - whatever failed, Gradescope must get a results file
-        write_atomic(args.results, json.dumps(crash_results(f"{type(exc).__name__}: {exc}", traceback.format_exc())))
+        _publish(args.results, json.dumps(crash_results(f"{type(exc).__name__}: {exc}", traceback.format_exc())))
         sys.stdout.write(traceback.format_exc())
         return 3
 
