@@ -6,9 +6,9 @@ under that timeout and spends it one exercise at a time: each exercise may run u
 limits or until only what the exercises after it are promised is left, whichever comes first. A
 grading still running then is stopped like one at a limit: the checks it finished keep their
 verdicts, and the one it was in says the budget ran out. Every exercise is promised an equal
-share of half the budget, so a submission that loops in every exercise still has each of them
+share of 70% of the budget, so a submission that loops in every exercise still has each of them
 graded (and stopped) before the budget ends, and one that loops in a single exercise leaves the
-others all the time they need.
+others most of the budget (`docs/grading.md` gives the figures measured on Gradescope's limits).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ GRADESCOPE_MEMORY_MB = 768
 DEFAULT_BUDGET_S = 480
 """A run's budget by default: two minutes under Gradescope's default timeout, for the container's
 start, Python's and the course's imports, and a machine busier than the one it was measured on."""
-PROMISED = 0.5
+PROMISED = 0.7
 """The share of the budget promised to the exercises, equally; the rest goes to whoever needs it first."""
 STOPPED = "stopped: the autograder's time budget ran out; this check did not finish"
 
@@ -109,3 +109,56 @@ def _grade(job: Job, seed: int, scratch: Path, worker: Any, confinement: Any, de
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return record(job.exercise, result, rel=job.rel, data=job.data, private=str(private), note=job.note)
+
+
+MARGIN_S = GRADESCOPE_TIMEOUT_S - DEFAULT_BUDGET_S
+"""What a budget leaves under the timeout it is given, at least."""
+MEASURED = Path("benchmarks", "gradescope.json")
+"""Where `benchmarks/bench_gradescope.py` keeps what it measured of this course on Gradescope's limits."""
+
+
+def check(budget_s: float) -> None:
+    """Refuse a budget that Gradescope's longest timeout could not hold with its margin."""
+    from course.errors import UsageError
+
+    top = GRADESCOPE_MAX_TIMEOUT_S - MARGIN_S
+    if not 30 <= budget_s <= top:
+        raise UsageError(f"a budget of {budget_s:g} s cannot be kept: it must be between 30 and {top} s, "
+                         f"{MARGIN_S} s under Gradescope's longest timeout ({GRADESCOPE_MAX_TIMEOUT_S // 60} minutes).")
+
+
+def timeout_minutes(budget_s: float) -> int:
+    """The Gradescope timeout to set for a budget: the default, or the budget and its margin, in whole minutes."""
+    return max(GRADESCOPE_TIMEOUT_S // 60, -(-int(budget_s + MARGIN_S) // 60))
+
+
+def settings(course_root: Path, title: str, budget_s: float) -> list[str]:
+    """What to set on Gradescope's "Autograder Settings" for a bundle of `budget_s`, and what was measured."""
+    minutes = timeout_minutes(budget_s)
+    default = " (Gradescope's default)" if minutes * 60 == GRADESCOPE_TIMEOUT_S else ""
+    lines = [f"Set in Gradescope's Autograder Settings: timeout {minutes} minutes{default}; "
+             f"{GRADESCOPE_CPUS:g} CPU and {GRADESCOPE_MEMORY_MB} MiB of memory (its defaults, which the figures "
+             "below were measured with).",
+             f"Each submission's run keeps within a budget of {budget_s:g} s and stops what is still running then, "
+             "saying so."]
+    return lines + measured(course_root, title)
+
+
+def measured(course_root: Path, title: str) -> list[str]:
+    """What `benchmarks/bench_gradescope.py` measured of this course, in words; a hint when it was not."""
+    import json
+
+    try:
+        data = json.loads((course_root / MEASURED).read_text(encoding="utf-8"))
+        runs = data["runs"] if data.get("course") == title else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        runs = {}
+    said = [f"a {kind} submission took {run['wall_s']:g} s (score {run['score']:g}, "
+            f"peak memory {run.get('peak_mb', '?')} MiB)" for kind, run in sorted(runs.items())
+            if isinstance(run, dict) and {"wall_s", "score"} <= set(run)]
+    if not said:
+        return [f"Not measured for this course on Gradescope's limits: {MEASURED} is missing; "
+                "benchmarks/bench_gradescope.py measures it."]
+    when = data.get("measured", "?")
+    return [f"Measured at {data.get('cpus', GRADESCOPE_CPUS):g} CPU and {data.get('memory_mb', GRADESCOPE_MEMORY_MB)} "
+            f"MiB on {when}, with a budget of {data.get('budget_s', '?')} s: " + "; ".join(said) + "."]
