@@ -271,16 +271,19 @@ def _write_results(run: Any, student: Any, left: list[Exercise]) -> None:
     not graded, so that a run stopped now still leaves a results file that says what it did."""
     from course.instructor.results import Record, grader_fingerprint, max_points, results_json
 
-    records = dict(student.records)
-    for exercise in left:
-        records[exercise.name] = Record(exercise.name, "error", 0.0, max_points(exercise), NOT_GRADED,
-                                        grader=grader_fingerprint(exercise))
-    data = results_json(run.course.exercises, records, run.context(student),
-                        execution_time=time.monotonic() - run.started)
+    graded = {name: rec for name, rec in student.records.items() if name not in {e.name for e in left}}
+    context, wall = run.context(student), time.monotonic() - run.started
+    data = results_json(run.course.exercises, graded, context, execution_time=wall)
     if left:
-        data["output"] += (f"\nNot graded: {', '.join(e.name for e in left)}. The autograder was stopped before "
-                           "it graded them; they score 0 here.")
-        data["extra_data"]["not_graded"] = [e.name for e in left]
+        # Kept as the platform's failure (never reused, never the student's), but said in words of its own.
+        holders = {e.name: Record(e.name, "error", 0.0, max_points(e), NOT_GRADED, grader=grader_fingerprint(e))
+                   for e in left}
+        whole = results_json(run.course.exercises, {**graded, **holders}, context, execution_time=wall)
+        data["tests"], data["extra_data"] = whole["tests"], {**whole["extra_data"], "not_graded": list(holders)}
+        lines = [f"{e.name}: not graded, 0/{min(max_points(e), e.max_score or 0.0):g}" for e in left]
+        lines.append(f"Not graded: {', '.join(holders)}. The autograder was stopped before it graded them; "
+                     "they score 0 here.")
+        data["output"] = "\n".join(filter(None, [data["output"], *lines]))
     _publish(run.single, json.dumps(data, indent=2))
 
 

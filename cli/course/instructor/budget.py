@@ -144,6 +144,10 @@ def settings(course_root: Path, title: str, budget_s: float) -> list[str]:
     return lines + measured(course_root, title)
 
 
+KINDS = {"correct": "a full correct submission", "looping": "one looping in every exercise",
+         "first_looping": "one looping in its first exercise alone"}
+
+
 def measured(course_root: Path, title: str) -> list[str]:
     """What `benchmarks/bench_gradescope.py` measured of this course, in words; a hint when it was not."""
     import json
@@ -153,8 +157,8 @@ def measured(course_root: Path, title: str) -> list[str]:
         runs = data["runs"] if data.get("course") == title else {}
     except (OSError, ValueError, KeyError, TypeError):
         runs = {}
-    said = [f"a {kind} submission took {run['wall_s']:g} s (score {run['score']:g}, "
-            f"peak memory {run.get('peak_mb', '?')} MiB)" for kind, run in sorted(runs.items())
+    said = [f"{KINDS.get(kind, kind)}: {run['wall_s']:g} s (score {run['score']:g}, peak memory "
+            f"{run.get('peak_mb', '?')} MiB)" for kind, run in runs.items()
             if isinstance(run, dict) and {"wall_s", "score"} <= set(run)]
     if not said:
         return [f"Not measured for this course on Gradescope's limits: {MEASURED} is missing; "
