@@ -182,6 +182,18 @@ def test_a_run_keeps_within_its_budget_and_says_which_checks_it_stopped(gradesco
     assert "within 6 s" in stdout and "a budget of 6 s" in stdout
 
 
+@pytest.mark.parametrize("exercises", [1, 2, 25])
+def test_every_exercise_is_promised_its_share_and_the_last_ends_with_the_budget(exercises: int) -> None:
+    """Deadlines come in the order exercises are graded, each at least its promised share after the one
+    before, and the last at the budget's end: a run stopped at every deadline still grades them all."""
+    clock = budget.Budget(480, started=1000.0)
+    deadlines = [clock.deadline(exercises - i - 1, exercises).at for i in range(exercises)]
+    assert deadlines[-1] == clock.end == 1480.0
+    gaps = [b - a for a, b in zip([clock.started, *deadlines], deadlines, strict=False)]
+    assert all(gap >= clock.promise(exercises) - 1e-9 for gap in gaps), gaps
+    assert clock.promise(exercises) * exercises == pytest.approx(480 * budget.PROMISED)
+
+
 def test_a_run_stopped_midway_keeps_what_it_graded(gradescope: Path) -> None:
     """Gradescope kills the container midway (here: SIGKILL to every process of the run once the first
     exercise is graded, the second sleeping forever): results.json holds the first exercise's grades,

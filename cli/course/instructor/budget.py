@@ -157,9 +157,9 @@ def measured(course_root: Path, title: str) -> list[str]:
         runs = data["runs"] if data.get("course") == title else {}
     except (OSError, ValueError, KeyError, TypeError):
         runs = {}
-    said = [f"{KINDS.get(kind, kind)}: {run['wall_s']:g} s (score {run['score']:g}, peak memory "
-            f"{run.get('peak_mb', '?')} MiB)" for kind, run in runs.items()
-            if isinstance(run, dict) and {"wall_s", "score"} <= set(run)]
+    said = [f"{KINDS.get(kind, kind)}: {run['wall_s']:g} s (score {run['score']:g} of {run['max_score']:g}, "
+            f"peak memory {run.get('peak_mb', '?')} MiB)" for kind, run in runs.items()
+            if isinstance(run, dict) and {"wall_s", "score", "max_score"} <= set(run)]
     if not said:
         return [f"Not measured for this course on Gradescope's limits: {MEASURED} is missing; "
                 "benchmarks/bench_gradescope.py measures it."]
