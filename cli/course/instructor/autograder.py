@@ -2,9 +2,10 @@
 
 Gradescope runs `setup.sh` once to build its image and `run_autograder` in a fresh container per
 submission; `run_autograder` calls `python -m course.instructor.autograder` here, which grades
-`$AUTOGRADER_ROOT/submission` with `course grade`'s engine (hidden checks included) and writes
-`$AUTOGRADER_ROOT/results/results.json`, with the grading log on stdout (instructors only). If
-anything fails, a results file still says so and scores 0. GitHub Classroom runs a workflow in the
+`$AUTOGRADER_ROOT/submission` with `course grade`'s engine (hidden checks included), one exercise
+after another within the run's budget (`course.instructor.budget`), and rewrites
+`$AUTOGRADER_ROOT/results/results.json` as each one ends, with the grading log on stdout
+(instructors only). If anything fails, a results file still says so and scores 0. GitHub Classroom runs a workflow in the
 student's own repository: one step per exercise through the command grader (`course check NAME`,
 all or nothing), then the grading reporter. PrairieLearn is `course.instructor.prairielearn`.
 """
