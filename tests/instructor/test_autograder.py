@@ -36,9 +36,12 @@ from class_helpers import (
     write_folder,
 )
 from course.cli import app
+from course.engine import runner
+from course.engine.limits import Deadline
 from course.instructor import autograder, budget
 from course.instructor.release import release
 from course.registry import load_course
+from support import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE_BIN = Path(sys.executable).with_name("course")
@@ -192,6 +195,18 @@ def test_every_exercise_is_promised_its_share_and_the_last_ends_with_the_budget(
     gaps = [b - a for a, b in zip([clock.started, *deadlines], deadlines, strict=False)]
     assert all(gap >= clock.promise(exercises) - 1e-9 for gap in gaps), gaps
     assert clock.promise(exercises) * exercises == pytest.approx(480 * budget.PROMISED)
+
+
+def test_an_exercise_graded_in_several_processes_is_stopped_at_its_deadline_too(tmp_path: Path) -> None:
+    """Both processes of a cohort loop forever; the deadline, far before their own limits (20 s of CPU each),
+    stops them and the result says the budget ran out, with no check passed after it."""
+    exercise = load_course(FIXTURES / "multi_course").get("mp_pass")
+    loops = tmp_path / "mp_pass.py"
+    loops.write_text("def total(value):\n    while True:\n        pass\n", encoding="utf-8")
+    result = runner.grade(exercise, loops, seed=1, hidden=True, deadline=Deadline(time.monotonic() + 5, budget.STOPPED))
+    said = [result.message, *(c.message for c in result.checks)]
+    assert result.status == "failed" and any(budget.STOPPED in text for text in said), said
+    assert result.score < exercise.max_score
 
 
 def test_a_run_stopped_midway_keeps_what_it_graded(gradescope: Path) -> None:
