@@ -5,9 +5,10 @@ submission; `run_autograder` calls `python -m course.instructor.autograder` here
 `$AUTOGRADER_ROOT/submission` with `course grade`'s engine (hidden checks included), one exercise
 after another within the run's budget (`course.instructor.budget`), and rewrites
 `$AUTOGRADER_ROOT/results/results.json` as each one ends, with the grading log on stdout
-(instructors only). If anything fails, a results file still says so and scores 0. GitHub Classroom runs a workflow in the
-student's own repository: one step per exercise through the command grader (`course check NAME`,
-all or nothing), then the grading reporter. PrairieLearn is `course.instructor.prairielearn`.
+(instructors only). If anything fails, a results file still says so and scores 0. GitHub
+Classroom runs a workflow in the student's own repository: one step per exercise through the
+command grader (`course check NAME`, all or nothing), then the grading reporter. PrairieLearn
+is `course.instructor.prairielearn`.
 """
 
 from __future__ import annotations
@@ -229,7 +230,7 @@ def grade_submission(course_dir: Path, submission: Path, results: Path, metadata
     from course.instructor import classrun, grade, submissions
     from course.registry import load_course
 
-    clock = budget.Budget(budget_s, _since(started))
+    clock = budget.Budget.since(budget_s, started)
     if not (course_dir / COURSE_FILE).is_file():
         raise RegistryError(f"{course_dir} holds no {COURSE_FILE}: the bundle is not unpacked where run_autograder "
                             "looks for it ($AUTOGRADER_ROOT/source/course); upload the zip `course autograder` wrote.")
@@ -246,21 +247,6 @@ def grade_submission(course_dir: Path, submission: Path, results: Path, metadata
     ui.raw(f"seed {run.seed}; {time.monotonic() - clock.started:.1f} s in all of a budget of {budget_s:g} s; "
            f"results in {results}\n")
     return run.exit_code
-
-
-def _epoch(text: str) -> float | None:
-    """Bash's $EPOCHREALTIME as a number (a locale may write it with a comma); None when unset or odd."""
-    try:
-        return float(text.replace(",", "."))
-    except ValueError:
-        return None
-
-
-def _since(epoch: float | None) -> float:
-    """The moment `epoch` (seconds since 1970, when run_autograder started) on the `time.monotonic()`
-    clock, so that Python's own start-up counts too; now, without one."""
-    now = time.monotonic()
-    return now if epoch is None else now - min(max(0.0, time.time() - epoch), 60.0)
 
 
 NOT_GRADED = ("not graded: the autograder was stopped before it graded this exercise (at Gradescope's timeout, "
@@ -304,7 +290,7 @@ def main(argv: list[str]) -> int:
         parser.add_argument(name, type=Path, required=True)
     parser.add_argument("--metadata", type=Path, default=None)
     parser.add_argument("--budget", type=float, default=budget.DEFAULT_BUDGET_S)
-    parser.add_argument("--started", type=_epoch, default=None)
+    parser.add_argument("--started", type=budget.epoch, default=None)
     args = parser.parse_args(argv)
     try:
         return grade_submission(args.course, args.submission, args.results, args.metadata, args.budget, args.started)

@@ -50,6 +50,13 @@ class Budget:
     total_s: float
     started: float
 
+    @classmethod
+    def since(cls, total_s: float, epoch: float | None) -> Budget:
+        """A budget counted from `epoch` (seconds since 1970: when run_autograder started, so that Python's
+        own start-up counts too), or from now without one."""
+        now = time.monotonic()
+        return cls(total_s, now if epoch is None else now - min(max(0.0, time.time() - epoch), 60.0))
+
     @property
     def end(self) -> float:
         """The moment the run must be done by."""
@@ -66,6 +73,14 @@ class Budget:
     def left(self) -> float:
         """Seconds left of the budget (never below 0)."""
         return max(0.0, self.end - time.monotonic())
+
+
+def epoch(text: str) -> float | None:
+    """Bash's $EPOCHREALTIME as a number (a locale may write it with a comma); None when unset or odd."""
+    try:
+        return float(text.replace(",", "."))
+    except ValueError:
+        return None
 
 
 def grade_within(plan: ClassRun, budget: Budget, after_each: Callable[[list[Job]], None]) -> None:
