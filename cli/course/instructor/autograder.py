@@ -202,21 +202,18 @@ def _submitters(metadata: Path | None) -> str:
     return ", ".join(str(u["name"]) for u in users or [] if isinstance(u, dict) and u.get("name"))
 
 
-def log_lines(run: Any) -> list[str]:
-    """The grading log, for instructors only (Gradescope's stdout): every exercise and check, hidden too,
+def log_lines(name: str, rec: Any) -> list[str]:
+    """One exercise's grading log, for instructors only (Gradescope's stdout): every check, hidden too,
     and what each check's code printed."""
-    lines = []
-    for student in run.students:
-        for name, rec in student.records.items():
-            lines.append(f"{name}: {rec.status}, {rec.score:g}/{rec.max_score:g} in {rec.duration_s:.1f} s"
-                         + (f" ({rec.file})" if rec.file else ""))
-            for check in rec.checks:
-                first = (check["message"].splitlines() or [""])[0][:300]
-                hidden = " (hidden)" if check.get("hidden") else ""
-                lines.append(f"  {check['status']:>7}  {check['id']}{hidden}: {first}".rstrip(": "))
-                lines += [f"           | {line}" for line in check.get("output", "").splitlines()[:40]]
-            if not rec.checks and rec.message:
-                lines.append(f"  {rec.message.splitlines()[0][:300]}")
+    lines = [f"{name}: {rec.status}, {rec.score:g}/{rec.max_score:g} in {rec.duration_s:.1f} s"
+             + (f" ({rec.file})" if rec.file else "")]
+    for check in rec.checks:
+        first = (check["message"].splitlines() or [""])[0][:300]
+        hidden = " (hidden)" if check.get("hidden") else ""
+        lines.append(f"  {check['status']:>7}  {check['id']}{hidden}: {first}".rstrip(": "))
+        lines += [f"           | {line}" for line in check.get("output", "").splitlines()[:40]]
+    if not rec.checks and rec.message:
+        lines.append(f"  {rec.message.splitlines()[0][:300]}")
     return lines
 
 
@@ -242,8 +239,18 @@ def grade_submission(course_dir: Path, submission: Path, results: Path, metadata
     submission.mkdir(parents=True, exist_ok=True)  # an empty upload is "not tried", not a crash
     entry = submissions.Entry.of("submission", submission, name=_submitters(metadata))
     student = grade.add_student(run, entry, regrade=True)
-    budget.grade_within(run, clock, lambda left: _write_results(run, student, [j.exercise for j in left]))
-    ui.raw("".join(line + "\n" for line in log_lines(run)))
+    logged: set[str] = set()
+
+    def progress(left: list[Any]) -> None:
+        """Write the results as they stand, and log each exercise as it ends (a stopped run keeps both)."""
+        _write_results(run, student, [j.exercise for j in left])
+        pending = {j.exercise.name for j in left}
+        for name, rec in student.records.items():
+            if name not in pending and name not in logged:
+                logged.add(name)
+                ui.raw("".join(line + "\n" for line in log_lines(name, rec)))
+
+    budget.grade_within(run, clock, progress)
     ui.raw(f"seed {run.seed}; {time.monotonic() - clock.started:.1f} s in all of a budget of {budget_s:g} s; "
            f"results in {results}\n")
     return run.exit_code
