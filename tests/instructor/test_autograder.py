@@ -7,15 +7,19 @@ rebuild that layout in a temporary root and check every results file against the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -32,9 +36,12 @@ from class_helpers import (
     write_folder,
 )
 from course.cli import app
-from course.instructor import autograder
+from course.engine import runner
+from course.engine.limits import Deadline
+from course.instructor import autograder, budget
 from course.instructor.release import release
 from course.registry import load_course
+from support import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE_BIN = Path(sys.executable).with_name("course")
@@ -64,16 +71,31 @@ def gradescope(tmp_path: Path, cli: CliRunner) -> Path:
     return root
 
 
-def _submit(root: Path, files: dict[str, str], python: str = sys.executable) -> tuple[dict, str, float]:
-    """One submission graded as Gradescope grades it: a fresh R/submission and R/results, the copy of
-    run_autograder run from R; the results file, the stdout Gradescope keeps for instructors, the wall time."""
+LOOP = "def double(x):\n    while True:\n        pass\n"
+SLEEPS = "import time\n\n\ndef double(x):\n    while True:\n        time.sleep(1)\n"
+
+
+def _environment(root: Path, python: str = sys.executable, **extra: str) -> dict[str, str]:
+    """run_autograder's environment: Gradescope's root at `root`, this Python, nothing of the caller's course."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("COURSE_")},
+            "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": python, **extra}
+
+
+def _fresh(root: Path, files: dict[str, str]) -> None:
+    """A fresh R/submission holding `files`, no R/results, and Gradescope's submission metadata."""
     for folder in ("submission", "results"):
         shutil.rmtree(root / folder, ignore_errors=True)
     write_folder(root / "submission", files)
     (root / "submission_metadata.json").write_text(json.dumps(
         {"id": 123456, "users": [{"email": "ada@example.edu", "id": 1815, "name": "Ada Lovelace"}]}), encoding="utf-8")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COURSE_")},
-           "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": python}
+
+
+def _submit(root: Path, files: dict[str, str], python: str = sys.executable,
+            **extra: str) -> tuple[dict, str, float]:
+    """One submission graded as Gradescope grades it: a fresh R/submission and R/results, the copy of
+    run_autograder run from R; the results file, the stdout Gradescope keeps for instructors, the wall time."""
+    _fresh(root, files)
+    env = _environment(root, python, **extra)
     started = time.monotonic()
     done = subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True,
                           timeout=300, check=False)
@@ -145,6 +167,114 @@ def test_a_platform_crash_still_writes_results_that_say_so(gradescope: Path) -> 
     missing, stdout, _ = _submit(gradescope, {"ex_pass.py": SOLUTION})
     assert "holds no course.toml" in missing["output"] and "every exercise in course.toml" not in missing["output"]
     assert "Traceback" in stdout
+
+
+def test_a_run_keeps_within_its_budget_and_says_which_checks_it_stopped(gradescope: Path) -> None:
+    """Both exercises loop forever and the run's budget is far below their own limits (20 s of CPU each):
+    each is stopped when its share of the budget is spent, scores nothing, and says the budget ran out."""
+    results, stdout, _ = _submit(gradescope, {"ex_pass.py": LOOP, "ex_fail.py": LOOP}, AUTOGRADER_BUDGET_S="6")
+    assert_gradescope(results, "submission")
+    assert_hides_hidden(results)
+    assert results["score"] == 0 and "not_graded" not in results["extra_data"], results["output"]
+    for name, rec in results["extra_data"]["exercises"].items():
+        assert rec["status"] == "failed" and budget.STOPPED in rec["message"], (name, rec)
+        stopped = [c for c in rec["checks"] if budget.STOPPED in c["message"]]
+        assert len(stopped) <= 1 and all(c["status"] != "passed" for c in rec["checks"]), rec["checks"]
+    tests = [t for t in results["tests"] if t["visibility"] == "visible"]
+    assert any(budget.STOPPED in t["output"] for t in tests if t["tags"][0] == "ex_pass")
+    assert "within 6 s" in stdout and "a budget of 6 s" in stdout
+
+
+@pytest.mark.parametrize("exercises", [1, 2, 25])
+def test_every_exercise_is_promised_its_share_and_the_last_ends_with_the_budget(exercises: int) -> None:
+    """Deadlines come in the order exercises are graded, each at least its promised share after the one
+    before, and the last at the budget's end: a run stopped at every deadline still grades them all."""
+    clock = budget.Budget(480, started=1000.0)
+    deadlines = [clock.deadline(exercises - i - 1, exercises).at for i in range(exercises)]
+    assert deadlines[-1] == clock.end == 1480.0
+    gaps = [b - a for a, b in zip([clock.started, *deadlines], deadlines, strict=False)]
+    assert all(gap >= clock.promise(exercises) - 1e-9 for gap in gaps), gaps
+    assert clock.promise(exercises) * exercises == pytest.approx(480 * budget.PROMISED)
+
+
+def test_an_exercise_graded_in_several_processes_is_stopped_at_its_deadline_too(tmp_path: Path) -> None:
+    """Both processes of a cohort loop forever; the deadline, far before their own limits (20 s of CPU each),
+    stops them and the result says the budget ran out, with no check passed after it."""
+    exercise = load_course(FIXTURES / "multi_course").get("mp_pass")
+    loops = tmp_path / "mp_pass.py"
+    loops.write_text("def total(value):\n    while True:\n        pass\n", encoding="utf-8")
+    result = runner.grade(exercise, loops, seed=1, hidden=True, deadline=Deadline(time.monotonic() + 5, budget.STOPPED))
+    said = [result.message, *(c.message for c in result.checks)]
+    assert result.status == "failed" and any(budget.STOPPED in text for text in said), said
+    assert result.score < exercise.max_score
+
+
+def test_a_run_stopped_midway_keeps_what_it_graded(gradescope: Path) -> None:
+    """Gradescope kills the container midway (here: SIGKILL to every process of the run once the first
+    exercise is graded, the second sleeping forever): results.json holds the first exercise's grades,
+    says the second was not graded, has Gradescope's shape, and others may read it; the log on stdout
+    has the first exercise's checks."""
+    _fresh(gradescope, {"ex_pass.py": SOLUTION, "ex_fail.py": SLEEPS})
+    results = gradescope / "results" / "results.json"
+    log = gradescope / "stdout.txt"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([str(gradescope / "run_autograder")], cwd=gradescope, env=_environment(gradescope),
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        seen = _wait_for(results, lambda data: data["extra_data"]["exercises"]["ex_pass"]["status"] != "error")
+        assert seen["extra_data"]["not_graded"] == ["ex_fail"]
+    finally:
+        family = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGKILL)
+        for child in family:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        proc.wait()
+    data = json.loads(results.read_text(encoding="utf-8"))
+    assert_gradescope(data, "submission")
+    assert_hides_hidden(data)
+    records = data["extra_data"]["exercises"]
+    assert records["ex_pass"]["status"] == "passed" and data["score"] == 3.0
+    assert records["ex_fail"]["status"] == "error" and records["ex_fail"]["message"] == autograder.NOT_GRADED
+    assert data["extra_data"]["not_graded"] == ["ex_fail"] and "Not graded: ex_fail." in data["output"]
+    assert "ex_pass: passed, 3/3" in data["output"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert results.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert not list(results.parent.glob(".results.json.*"))  # no half-written file left beside it
+    said = log.read_text(encoding="utf-8")  # the log Gradescope keeps for instructors, as far as it got
+    assert "ex_pass: passed, 3/3" in said and "test_zero" in said and "ex_fail:" not in said, said
+
+
+def _wait_for(path: Path, ready: Callable[[dict], bool]) -> dict:
+    """The results file once `ready` says so (read whole each time: it is only ever replaced whole)."""
+    for _ in range(6000):  # at most 10 minutes, for a machine far busier than any CI
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if ready(data):
+                return data
+        time.sleep(0.1)
+    raise AssertionError(f"{path} never showed the first exercise graded")
+
+
+def test_the_bundle_knows_its_budget(gradescope: Path, tmp_path: Path, cli: CliRunner) -> None:
+    """`--budget` (by default, two minutes under Gradescope's default timeout) is written into run_autograder;
+    the command says what to set on Gradescope, and refuses a budget no timeout could hold."""
+    default = (gradescope / "run_autograder").read_text(encoding="utf-8")
+    assert f'BUDGET="${{AUTOGRADER_BUDGET_S:-{budget.DEFAULT_BUDGET_S}}}"' in default
+    course = tmp_path / "course"  # the fixture's
+    done = cli.invoke(app, ["autograder", "gradescope", "--out", str(tmp_path / "a.zip"), "--course", str(course),
+                            "--budget", "300"])
+    assert done.exit_code == 0, done.output
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        script = archive.read("run_autograder").decode()
+    assert 'BUDGET="${AUTOGRADER_BUDGET_S:-300}"' in script and '--budget "$BUDGET"' in script
+    said = " ".join(done.output.split())
+    assert "timeout" in said and "10 minutes" in said and "0.5 CPU" in said and "768 MiB" in said
+    assert "300 s" in said
+    refused = cli.invoke(app, ["autograder", "gradescope", "--out", str(tmp_path / "b.zip"), "--course", str(course),
+                               "--budget", "2400"])
+    assert refused.exit_code != 0 and "budget" in refused.output and not (tmp_path / "b.zip").exists()
 
 
 def test_the_real_course_bundle_installs_the_pinned_jax() -> None:

@@ -21,6 +21,11 @@ from typer.testing import CliRunner
 
 from class_helpers import MINI, SOLUTION, STUB, WRONG, class_course, write_folder
 from course.cli import app
+from course.engine import limits
+from course.instructor import prairielearn
+from course.registry import load_course
+
+REPO = Path(__file__).resolve().parents[2]
 
 HIDDEN_ONLY = (MINI / "solutions" / "02_ex_fail" / "wrong" / "positive_only.py").read_text(encoding="utf-8")
 
@@ -80,7 +85,7 @@ def test_each_exercise_is_a_question_graded_externally(written: Path) -> None:
     assert info["gradingMethod"] == "External" and options["enabled"] and options["image"] == "me/grader:1"
     assert options["entrypoint"].startswith("/grade/serverFilesCourse/") and options["environment"] == {
         "COURSE_EXERCISE": "ex_fail"}
-    assert 0 < options["timeout"] <= 600
+    assert options["timeout"] == 100 + prairielearn.STARTUP_S  # ex_fail: 20 s of CPU, hence 100 s of wall clock
     grader = written / "serverFilesCourse" / "course_grader"
     assert (grader / "course" / "graders" / "02_ex_fail" / "hidden" / "test_ex_fail_hidden.py").is_file()
     assert not (grader / "course" / "solutions").exists() and "FROM python:3.11" in (grader / "Dockerfile").read_text()
@@ -112,3 +117,20 @@ def test_a_crashing_submission_and_a_crashing_grader(written: Path, tmp_path: Pa
     assert crash["gradable"] and crash["score"] == 0 and "ended before reporting" in crash["tests"][0]["message"]
     gone = _grade(written, tmp_path, "ex_pass", {"ex_pass.py": SOLUTION}, python=str(tmp_path / "no-python"))
     assert gone["gradable"] is False and "grader failed" in gone["message"]
+
+
+@pytest.mark.parametrize("root", [REPO, MINI], ids=["course", "mini_course"])
+def test_each_question_outlasts_every_cap_its_grading_applies(root: Path) -> None:
+    """PrairieLearn's timeout for each question is above the exercise's CPU limit and its wall-clock cap (the
+    cap a loop under load, or a wait, meets) with room for start-up: a grading the course stops says so
+    itself, never in PrairieLearn's generic timeout. Exercises with a wall cap of their own and one graded in
+    several processes are among them."""
+    found = load_course(root)
+    written = prairielearn.files(found, "me/grader:1")
+    for exercise in found.exercises:
+        info = json.loads(written[f"questions/{exercise.name}/info.json"])
+        caps = limits.budget(exercise.meta)
+        timeout = info["externalGradingOptions"]["timeout"]
+        assert isinstance(timeout, int) and timeout >= max(caps.cpu_s, caps.wall_s) + prairielearn.STARTUP_S, (
+            exercise.name, timeout, caps)
+    assert any(e.meta.wall_timeout_s for e in found.exercises)

@@ -146,14 +146,15 @@ class Watch:
 
 def grade(exercise: Exercise, submission: Path, *, seed: int, worker: Launcher | None, cache_dir: Path | None,
           on_event: Callable[[CheckEvent], None] | None, hidden: bool, sandbox: Confinement | None,
-          read_only_cache: bool, cancel: threading.Event | None) -> ExerciseResult:
+          read_only_cache: bool, cancel: threading.Event | None,
+          deadline: limits.Deadline | None = None) -> ExerciseResult:
     """Grade `submission` in `exercise.meta.processes` processes at once; one result (`course.engine.runner.grade` says
     what each keyword does)."""
     started = time.monotonic()
     procs = [_new_process(i) for i in range(exercise.meta.processes)]
     watch = Watch(len(procs), invocation.events_for(exercise.name, on_event))
     options = {"worker": worker, "cache_dir": cache_dir, "hidden": hidden, "sandbox": sandbox,
-               "read_only_cache": read_only_cache, "cancel": cancel}
+               "read_only_cache": read_only_cache, "cancel": cancel, "deadline": deadline}
     try:
         try:
             with _private_loopback(sandbox) as holder:
@@ -199,7 +200,8 @@ def _new_process(index: int) -> _Process:
 
 def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, address: str, holder: int,
          watch: Watch, *, worker: Launcher | None, cache_dir: Path | None, hidden: bool,
-         sandbox: Confinement | None, read_only_cache: bool, cancel: threading.Event | None) -> None:
+         sandbox: Confinement | None, read_only_cache: bool, cancel: threading.Event | None,
+         deadline: limits.Deadline | None) -> None:
     """Run one process of the cohort to its end (on its own thread), and tell `watch` it ended."""
     policy = invocation.policy(sandbox, proc.workdir, exercise, submission)
     graded, folder = invocation.hand_over(policy, proc.workdir, exercise, submission)
@@ -214,7 +216,7 @@ def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, addres
             on_event=lambda raw: watch.event(proc.index, raw),
             sandbox=policy.on_loopback(holder) if policy is not None else None,
             stack_path=report.stack_path(proc.report_path), marker=report.output_marker(proc.key),
-            cancel=cancel, watch=lambda pid: watch(proc.index, pid),
+            cancel=cancel, watch=lambda pid: (deadline.watch(pid) if deadline else "") or watch(proc.index, pid),
         )
     except BaseException as exc:  # raised again on the caller's thread
         proc.error = exc

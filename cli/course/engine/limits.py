@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import re
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,19 @@ class Budget:
 
     cpu_s: float
     wall_s: float
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A moment (`time.monotonic()`) past which a grading is stopped whatever its own limits are left,
+    with the sentence the learner reads: a budget the grading shares with others (an autograder's run)."""
+
+    at: float
+    why: str
+
+    def watch(self, _pid: int = 0) -> str:
+        """`why` once the moment has passed, '' before: what `isolation.run_isolated` asks its `watch`."""
+        return self.why if time.monotonic() >= self.at else ""
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ def grade(
     read_only_cache: bool = False,
     skip_stub: bool = True,
     cancel: threading.Event | None = None,
+    deadline: limits.Deadline | None = None,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
@@ -61,8 +62,9 @@ def grade(
     a file that is still the exercise's stub is not graded: the result says it was not tried
     (`course.stubs`); `course validate` turns it off, to prove each stub fails. Setting
     `cancel` stops the grading at once: the result's status is then "cancelled", a non-verdict
-    nobody records. An exercise with `processes = N` is graded by N processes at once
-    (`course.engine.cohort`).
+    nobody records. With `deadline`, a grading still running at its moment is stopped like one at a
+    limit, its check failing with the deadline's sentence. An exercise with `processes = N` is
+    graded by N processes at once (`course.engine.cohort`).
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
     if cancel is not None and cancel.is_set():
@@ -75,7 +77,8 @@ def grade(
         return not_tried(exercise, seed, untouched)
     if exercise.meta.processes > 1:
         return cohort.grade(exercise, submission, seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
-                            hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel)
+                            hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel,
+                            deadline=deadline)
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
     try:
@@ -104,6 +107,7 @@ def grade(
             stack_path=report.stack_path(report_path),
             marker=report.output_marker(key),
             cancel=cancel,
+            watch=deadline.watch if deadline is not None else None,
         )
         if not (outcome.cancelled or outcome.timed_out or outcome.killed_for):
             outcome.killed_for = limits.memory_kill(outcome.returncode, oom_before)

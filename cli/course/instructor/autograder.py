@@ -2,11 +2,13 @@
 
 Gradescope runs `setup.sh` once to build its image and `run_autograder` in a fresh container per
 submission; `run_autograder` calls `python -m course.instructor.autograder` here, which grades
-`$AUTOGRADER_ROOT/submission` with `course grade`'s engine (hidden checks included) and writes
-`$AUTOGRADER_ROOT/results/results.json`, with the grading log on stdout (instructors only). If
-anything fails, a results file still says so and scores 0. GitHub Classroom runs a workflow in the
-student's own repository: one step per exercise through the command grader (`course check NAME`,
-all or nothing), then the grading reporter. PrairieLearn is `course.instructor.prairielearn`.
+`$AUTOGRADER_ROOT/submission` with `course grade`'s engine (hidden checks included), one exercise
+after another within the run's budget (`course.instructor.budget`), and rewrites
+`$AUTOGRADER_ROOT/results/results.json` as each one ends, with the grading log on stdout
+(instructors only). If anything fails, a results file still says so and scores 0. GitHub
+Classroom runs a workflow in the student's own repository: one step per exercise through the
+command grader (`course check NAME`, all or nothing), then the grading reporter. PrairieLearn
+is `course.instructor.prairielearn`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import io
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from course.files import write_atomic
+from course.instructor import budget
 from course.registry import COURSE_FILE, Course, Exercise
 
 BUNDLE_COURSE = "course"
@@ -58,8 +62,12 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 # found from $AUTOGRADER_ROOT/source (default /autograder/source), never beside the script.
 # It grades $AUTOGRADER_ROOT/submission and writes $AUTOGRADER_ROOT/results/results.json; the
 # grading log goes to stdout, which Gradescope shows to instructors only. Whatever happens, a
-# results file is written; if grading itself failed, it says so and scores 0.
+# results file is written; if grading itself failed, it says so and scores 0. The whole run keeps
+# within a budget of BUDGET seconds, set by `course autograder gradescope --budget`: keep it under
+# the assignment's timeout on Gradescope (AUTOGRADER_BUDGET_S overrides it).
+STARTED="${EPOCHREALTIME:-}"
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
+BUDGET="${AUTOGRADER_BUDGET_S:-@BUDGET@}"
 SOURCE="$ROOT/source"
 PY="${AUTOGRADER_PYTHON:-${AUTOGRADER_VENV:-/autograder/venv}/bin/python}"
 RESULTS="$ROOT/results/results.json"
@@ -67,7 +75,8 @@ mkdir -p "$ROOT/results"
 rm -f "$RESULTS"
 cd "$ROOT" || true
 "$PY" -m course.instructor.autograder --course "$SOURCE/course" --submission "$ROOT/submission" \\
-    --results "$RESULTS" --metadata "$ROOT/submission_metadata.json" 2>&1
+    --results "$RESULTS" --metadata "$ROOT/submission_metadata.json" --budget "$BUDGET" \\
+    --started "$STARTED" 2>&1
 code=$?
 if [ ! -s "$RESULTS" ]; then
     cat > "$RESULTS" <<EOF
@@ -81,21 +90,24 @@ exit 0
 """
 
 
-def bundle_files(found: Course) -> dict[str, bytes]:
-    """Every file of the Gradescope bundle: the two scripts and the grading copy of the course."""
+def bundle_files(found: Course, budget_s: float = budget.DEFAULT_BUDGET_S) -> dict[str, bytes]:
+    """Every file of the Gradescope bundle: the two scripts (run_autograder knowing its budget) and the
+    grading copy of the course."""
     from course.instructor.release import files
 
-    out = {"setup.sh": SETUP_SH.encode(), "run_autograder": RUN_AUTOGRADER.encode()}
+    run = RUN_AUTOGRADER.replace("@BUDGET@", f"{budget_s:g}")
+    out = {"setup.sh": SETUP_SH.encode(), "run_autograder": run.encode()}
     for rel, source in files(found, hidden=True).items():
         out[f"{BUNDLE_COURSE}/{rel.as_posix()}"] = source if isinstance(source, bytes) else source.read_bytes()
     return out
 
 
-def gradescope(found: Course, out: Path) -> Path:
-    """Write `autograder.zip` for Gradescope; the scripts are executable at its root."""
+def gradescope(found: Course, out: Path, budget_s: float = budget.DEFAULT_BUDGET_S) -> Path:
+    """Write `autograder.zip` for Gradescope, each run within `budget_s` seconds; the scripts are executable
+    at its root."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in sorted(bundle_files(found).items()):
+        for name, data in sorted(bundle_files(found, budget_s).items()):
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
             info.external_attr = (0o755 if name in ("setup.sh", "run_autograder") else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -191,47 +203,92 @@ def _submitters(metadata: Path | None) -> str:
     return ", ".join(str(u["name"]) for u in users or [] if isinstance(u, dict) and u.get("name"))
 
 
-def log_lines(run: Any) -> list[str]:
-    """The grading log, for instructors only (Gradescope's stdout): every exercise and check, hidden too,
+def log_lines(name: str, rec: Any) -> list[str]:
+    """One exercise's grading log, for instructors only (Gradescope's stdout): every check, hidden too,
     and what each check's code printed."""
-    lines = []
-    for student in run.students:
-        for name, rec in student.records.items():
-            lines.append(f"{name}: {rec.status}, {rec.score:g}/{rec.max_score:g} in {rec.duration_s:.1f} s"
-                         + (f" ({rec.file})" if rec.file else ""))
-            for check in rec.checks:
-                first = (check["message"].splitlines() or [""])[0][:300]
-                hidden = " (hidden)" if check.get("hidden") else ""
-                lines.append(f"  {check['status']:>7}  {check['id']}{hidden}: {first}".rstrip(": "))
-                lines += [f"           | {line}" for line in check.get("output", "").splitlines()[:40]]
-            if not rec.checks and rec.message:
-                lines.append(f"  {rec.message.splitlines()[0][:300]}")
+    lines = [f"{name}: {rec.status}, {rec.score:g}/{rec.max_score:g} in {rec.duration_s:.1f} s"
+             + (f" ({rec.file})" if rec.file else "")]
+    for check in rec.checks:
+        first = (check["message"].splitlines() or [""])[0][:300]
+        hidden = " (hidden)" if check.get("hidden") else ""
+        lines.append(f"  {check['status']:>7}  {check['id']}{hidden}: {first}".rstrip(": "))
+        lines += [f"           | {line}" for line in check.get("output", "").splitlines()[:40]]
+    if not rec.checks and rec.message:
+        lines.append(f"  {rec.message.splitlines()[0][:300]}")
     return lines
 
 
-def grade_submission(course_dir: Path, submission: Path, results: Path, metadata: Path | None = None) -> int:
-    """Grade one Gradescope submission and write its results, the log on stdout; 0, or 3 when the platform failed."""
+def grade_submission(course_dir: Path, submission: Path, results: Path, metadata: Path | None = None,
+                     budget_s: float = budget.DEFAULT_BUDGET_S, started: float | None = None) -> int:
+    """Grade one Gradescope submission within `budget_s` seconds and write its results as each exercise
+    ends, the log on stdout; 0, or 3 when the platform failed. `started` is when the run began (epoch seconds)."""
     from course import ui
     from course.engine import protections
     from course.errors import RegistryError
     from course.instructor import classrun, grade, state, submissions
     from course.registry import load_course
 
-    started = time.monotonic()
+    clock = budget.Budget.since(budget_s, started)
     if not (course_dir / COURSE_FILE).is_file():
         raise RegistryError(f"{course_dir} holds no {COURSE_FILE}: the bundle is not unpacked where run_autograder "
                             "looks for it ($AUTOGRADER_ROOT/source/course); upload the zip `course autograder` wrote.")
     found = load_course(course_dir.resolve())
-    ui.raw(f"grading {submission} against {found.meta.title} ({len(found.exercises)} exercises)\n")
+    ui.raw(f"grading {submission} against {found.meta.title} ({len(found.exercises)} exercises) "
+           f"within {budget_s:g} s\n")
     run = classrun.ClassRun(found, results.parent, found.exercises, state.course_seed(found), protections.available(),
-                         single=results, started=started)
+                         single=results, started=clock.started)
     submission.mkdir(parents=True, exist_ok=True)  # an empty upload is "not tried", not a crash
     entry = submissions.Entry.of("submission", submission, name=_submitters(metadata))
-    grade.add_student(run, entry, regrade=True)
-    grade.run(run)
-    ui.raw("".join(line + "\n" for line in log_lines(run)))
-    ui.raw(f"seed {run.seed}; {time.monotonic() - started:.1f} s in all; results in {results}\n")
+    student = grade.add_student(run, entry, regrade=True)
+    logged: set[str] = set()
+
+    def progress(left: list[Any]) -> None:
+        """Write the results as they stand, and log each exercise as it ends (a stopped run keeps both)."""
+        _write_results(run, student, [j.exercise for j in left])
+        pending = {j.exercise.name for j in left}
+        for name, rec in student.records.items():
+            if name not in pending and name not in logged:
+                logged.add(name)
+                ui.raw("".join(line + "\n" for line in log_lines(name, rec)))
+
+    budget.grade_within(run, clock, progress)
+    ui.raw(f"seed {run.seed}; {time.monotonic() - clock.started:.1f} s in all of a budget of {budget_s:g} s; "
+           f"results in {results}\n")
     return run.exit_code
+
+
+NOT_GRADED = ("not graded: the autograder was stopped before it graded this exercise (at Gradescope's timeout, "
+              "or out of memory); this is not your mistake: submit again, or tell your instructor")
+
+
+def _write_results(run: Any, student: Any, left: list[Exercise]) -> None:
+    """Write the results as they stand: what was graded, and each exercise not graded yet said to be
+    not graded, so that a run stopped now still leaves a results file that says what it did."""
+    from course.instructor.results import Record, grader_fingerprint, max_points, results_json
+
+    graded = {name: rec for name, rec in student.records.items() if name not in {e.name for e in left}}
+    context, wall = run.context(student), time.monotonic() - run.started
+    data = results_json(run.course.exercises, graded, context, execution_time=wall)
+    if left:
+        # Kept as the platform's failure (never reused, never the student's), but said in words of its own.
+        holders = {e.name: Record(e.name, "error", 0.0, max_points(e), NOT_GRADED, grader=grader_fingerprint(e))
+                   for e in left}
+        whole = results_json(run.course.exercises, {**graded, **holders}, context, execution_time=wall)
+        data["tests"], data["extra_data"] = whole["tests"], {**whole["extra_data"], "not_graded": list(holders)}
+        lines = [f"{e.name}: not graded, 0/{min(max_points(e), e.max_score or 0.0):g}" for e in left]
+        lines.append(f"Not graded: {', '.join(holders)}. The autograder was stopped before it graded them; "
+                     "they score 0 here.")
+        data["output"] = "\n".join(filter(None, [data["output"], *lines]))
+    _publish(run.single, json.dumps(data, indent=2))
+
+
+def _publish(path: Path, text: str) -> None:
+    """Replace `path` atomically with a file others may read (the umask's mode, as Gradescope's harness
+    may read it as another user), never a half-written one."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o666))  # the umask decides, as for any new file
+    write_atomic(path, text, keep_mode=True)
 
 
 def main(argv: list[str]) -> int:
@@ -240,11 +297,13 @@ def main(argv: list[str]) -> int:
     for name in ("--course", "--submission", "--results"):
         parser.add_argument(name, type=Path, required=True)
     parser.add_argument("--metadata", type=Path, default=None)
+    parser.add_argument("--budget", type=float, default=budget.DEFAULT_BUDGET_S)
+    parser.add_argument("--started", type=budget.epoch, default=None)
     args = parser.parse_args(argv)
     try:
-        return grade_submission(args.course, args.submission, args.results, args.metadata)
+        return grade_submission(args.course, args.submission, args.results, args.metadata, args.budget, args.started)
     except BaseException as exc:  # noqa: BLE001 - whatever failed, Gradescope must get a results file
-        write_atomic(args.results, json.dumps(crash_results(f"{type(exc).__name__}: {exc}", traceback.format_exc())))
+        _publish(args.results, json.dumps(crash_results(f"{type(exc).__name__}: {exc}", traceback.format_exc())))
         sys.stdout.write(traceback.format_exc())
         return 3
 

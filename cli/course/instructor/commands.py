@@ -207,17 +207,23 @@ def gradebook_merge(
 
 def autograder_gradescope(
     out: Annotated[Path, typer.Option("--out", "-o", help="The bundle to write.")] = Path("autograder.zip"),
+    budget_s: Annotated[
+        float, typer.Option("--budget", help="Seconds one submission's whole run may take (keep it under the "
+                                             "assignment's timeout on Gradescope).")
+    ] = 480,
     course: CourseOpt = None,
 ) -> None:
     """Write Gradescope's autograder.zip: setup.sh, run_autograder and the course with its hidden checks."""
     from course import workspace
-    from course.instructor import autograder
+    from course.instructor import autograder, budget
     from course.ui import instructor
 
+    budget.check(budget_s)
     found = workspace.resolve(course).course
-    path = autograder.gradescope(found, out)
+    path = autograder.gradescope(found, out, budget_s)
     instructor.paths_written("Gradescope autograder bundle:", [path.resolve()],
                              "Next: upload it as the assignment's autograder (Docker base image with Ubuntu).")
+    instructor.notes(budget.settings(found.root, found.meta.title, budget_s))
 
 
 def autograder_classroom(

@@ -26,9 +26,11 @@ import argparse
 import contextlib
 import html
 import json
+import math
 import os
 import sys
 import tempfile
+import time
 import traceback
 import uuid
 from pathlib import Path
@@ -38,6 +40,9 @@ from course.files import write_atomic
 from course.registry import COURSE_FILE, Course, Exercise
 
 GRADER = "course_grader"
+STARTUP_S = 60
+"""What a question's grading needs beyond its exercise's own caps: the container's start, Python's and
+JAX's imports, stopping a run at a cap (its stack is asked for first) and writing the results."""
 ENTRYPOINT = f"/grade/serverFilesCourse/{GRADER}/run.sh"
 RESULTS_MODE = 0o644
 """`results.json` is readable by all, whatever the container's umask: the grader host reads it as its own user."""
@@ -95,10 +100,20 @@ def info_json(found: Course, exercise: Exercise, image: str) -> dict[str, Any]:
             "image": image,
             "serverFilesCourse": [f"{GRADER}/"],
             "entrypoint": ENTRYPOINT,
-            "timeout": min(600, int(exercise.meta.timeout_s * 2 + 60)),
+            "timeout": question_timeout(exercise),
             "environment": {"COURSE_EXERCISE": exercise.name},
         },
     }
+
+
+def question_timeout(exercise: Exercise) -> int:
+    """PrairieLearn's timeout for a question, above every cap the grading applies: the exercise's wall-clock
+    cap (above its CPU limit, which a busy grader host spends more slowly), with room for start-up. A
+    grading the course stops at a cap then says so in its own words, never in PrairieLearn's generic timeout."""
+    from course.engine import limits
+
+    caps = limits.budget(exercise.meta)
+    return math.ceil(max(caps.cpu_s, caps.wall_s) + STARTUP_S)
 
 
 def question_html(exercise: Exercise) -> str:
@@ -186,7 +201,7 @@ def grade_question(course_dir: Path, student: Path, name: str, results: Path) ->
     """Grade the student's file for exercise `name` and write PrairieLearn's results; 0, or 3 on a platform failure."""
     from course.engine import protections
     from course.errors import RegistryError, UsageError
-    from course.instructor import classrun, grade, state, submissions
+    from course.instructor import budget, classrun, grade, state, submissions
     from course.registry import load_course
 
     if not (course_dir / COURSE_FILE).is_file():
@@ -200,7 +215,10 @@ def grade_question(course_dir: Path, student: Path, name: str, results: Path) ->
         run = classrun.ClassRun(found, Path(scratch), [exercise], state.course_seed(found), protections.available(),
                                 single=Path(scratch) / "results.json")
         graded = grade.add_student(run, submissions.Entry.of("student", student), regrade=True)
-        grade.run(run)
+        # One file: graded at once, without warming a compilation cache with the reference first (which
+        # would cost as long again), within the exercise's own caps and so within the question's timeout.
+        within = question_timeout(exercise) - STARTUP_S / 2
+        budget.grade_within(run, budget.Budget(within, time.monotonic()), lambda left: None)
     data = pl_results(exercise, graded.records[exercise.name])
     publish(results, data)
     sys.stdout.write(f"{name}: {graded.records[exercise.name].status}, score {data['score']}\n")

@@ -257,3 +257,9 @@ def paths_written(lead: str, paths: list[Path], next_step: str) -> None:
     for path in paths:
         ui.line(f"  {path}")
     ui.line(next_step)
+
+
+def notes(lines: list[str]) -> None:
+    """Lines of advice after what was written, one each."""
+    for text in lines:
+        ui.line(text)
