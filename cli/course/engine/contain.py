@@ -127,7 +127,8 @@ def _wait_and_mirror(child: int) -> None:
                 continue
         code = os.waitstatus_to_exitcode(status)
         if code < 0:
-            signal.signal(-code, signal.SIG_DFL)
+            if -code not in (signal.SIGKILL, signal.SIGSTOP):  # those two keep their default and cannot be set
+                signal.signal(-code, signal.SIG_DFL)
             os.kill(os.getpid(), -code)
     finally:
         os._exit(code if code >= 0 else _LOST)
