@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 
 from course.grading.trace_model import Buffer, Event, Window
 
-__all__ = ["Copy", "DmaReplay", "Hang", "Touch", "WaitMismatch", "replay_dmas"]
+__all__ = ["DmaCopy", "DmaReplay", "Hang", "Touch", "WaitMismatch", "replay_dmas"]
 
 # Memory a kernel reaches only by DMA: data landing there is not waiting to be read by the kernel.
 _HBM = frozenset({"any", "hbm"})
 
 
 @dataclass(eq=False)
-class Copy:
+class DmaCopy:
     """One DMA: its start, the wait that answered it (None if none did) and the source blocks it carries."""
 
     start: Event
@@ -66,8 +66,8 @@ class Hang:
     wait: Event
     wanted: int
     available: int
-    in_flight: tuple[Copy, ...]
-    described: Copy | None = None  # a copy in flight elsewhere into the window the wait names
+    in_flight: tuple[DmaCopy, ...]
+    described: DmaCopy | None = None  # a copy in flight elsewhere into the window the wait names
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class WaitMismatch:
 
     wait: Event
     wanted: int
-    in_flight: tuple[Copy, ...]
+    in_flight: tuple[DmaCopy, ...]
     landed: int  # bytes already counted on the semaphore before the wait
 
 
@@ -85,7 +85,7 @@ class Touch:
     """Memory of a copy in flight touched by `event`; `how` is "read", "write", "source" or "refill"."""
 
     event: Event
-    copy: Copy
+    copy: DmaCopy
     how: str
 
 
@@ -95,7 +95,7 @@ class _Landed:
 
     window: Window
     blocks: frozenset[int]
-    copy: Copy
+    copy: DmaCopy
     used: bool = False
 
 
@@ -103,15 +103,15 @@ class _Landed:
 class DmaReplay:
     """What the replay found; `hang` is set when it stopped at a wait that never returns."""
 
-    copies: list[Copy] = field(default_factory=list)
+    copies: list[DmaCopy] = field(default_factory=list)
     hang: Hang | None = None
     mismatches: list[WaitMismatch] = field(default_factory=list)
     touches: list[Touch] = field(default_factory=list)
     reads: list[tuple[Event, frozenset[int]]] = field(default_factory=list)
-    in_flight_at: dict[int, tuple[Copy, ...]] = field(default_factory=dict)
+    in_flight_at: dict[int, tuple[DmaCopy, ...]] = field(default_factory=dict)
 
     @property
-    def unwaited(self) -> list[Copy]:
+    def unwaited(self) -> list[DmaCopy]:
         """Copies that no wait answered."""
         return [c for c in self.copies if c.wait is None]
 
@@ -119,7 +119,7 @@ class DmaReplay:
         """The first read that consumed `block` of the source."""
         return next((e for e, blocks in self.reads if block in blocks), None)
 
-    def flying(self, event: Event) -> tuple[Copy, ...]:
+    def flying(self, event: Event) -> tuple[DmaCopy, ...]:
         """The copies in flight (started, not yet answered) just before a read."""
         return self.in_flight_at.get(event.order, ())
 
@@ -153,22 +153,22 @@ class _State:
     rows: int
     landing: str
     out: DmaReplay = field(default_factory=DmaReplay)
-    queues: dict[object, list[Copy]] = field(default_factory=dict)
+    queues: dict[object, list[DmaCopy]] = field(default_factory=dict)
     counts: dict[object, int] = field(default_factory=dict)
     landed: list[_Landed] = field(default_factory=list)
 
-    def flying(self) -> list[Copy]:
+    def flying(self) -> list[DmaCopy]:
         """Every copy in flight, oldest first."""
         return sorted((c for q in self.queues.values() for c in q), key=lambda c: c.start.order)
 
-    def land(self, copy: Copy) -> None:
+    def land(self, copy: DmaCopy) -> None:
         """The copy's data arrives: it replaces what its destination held."""
         self.landed = [d for d in self.landed if not copy.dst.covers(d.window)]
         self.landed.append(_Landed(copy.dst, copy.blocks, copy))
 
     def start(self, event: Event) -> None:
         """A DMA starts: check what it overwrites, then put it in flight."""
-        copy = Copy(event, _blocks(event.src, self.source, self.rows))
+        copy = DmaCopy(event, _blocks(event.src, self.source, self.rows))
         for other in self.flying():
             if other.dst.overlaps(event.dst):
                 self.out.touches.append(Touch(event, other, "write"))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NoReturn
 
+__all__ = ["CheckFailed", "check", "fail"]
+
 
 class CheckFailed(AssertionError):
     """A check's verdict: the learner broke the rule named in the message.
