@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 from course import ui
-from course.grading.observe import calls, distributed, hlo
+from course.grading.observe import calls, compiler, distributed, hlo
 from course.ui.inspection import draw_section
 from grading.eight_devices import on_eight_devices
 
@@ -41,6 +41,10 @@ def rows_mean(x, mesh):
     return jnp.mean(x, axis=0)
 
 
+def dense(x, w):
+    return x @ w
+
+
 def mean_on_its_mesh(x):
     replicated = NamedSharding(x.sharding.mesh, P())
     return jax.jit(lambda y: jnp.sum(y, axis=0) / y.shape[0], out_shardings=replicated)(x)
@@ -51,17 +55,19 @@ grid = jax.make_mesh((2, 4), ("x", "y"))
 x = put(f32(8 * 24, 40), mesh, P("i"))
 xs = [put(f32(8 * k, 10), mesh, P("i")) for k in range(1, 7)]
 rows = put(f32(8, 16), grid, P("y"))
+xr = put(f32(12, 24), mesh, P())
+w = put(f32(24, 64), mesh, P(None, "i"))
 """
 
 
-def observed(tmp_path: Path, texts: list[str]) -> list[dict]:
-    """The distributed section's report of each call, on the learner's module above."""
+def observed(tmp_path: Path, texts: list[str], section: types.ModuleType = distributed) -> list[dict]:
+    """A section's report of each call (the distributed one by default), on the learner's module above."""
     path = tmp_path / "mine.py"
     path.write_text(LEARNER)
     module = types.ModuleType("mine")
     module.__file__ = str(path)
     exec(compile(LEARNER, str(path), "exec"), module.__dict__)  # noqa: S102 - a learner's file
-    return distributed.observe(calls.make_calls(texts, SETUP, module), module, path)
+    return section.observe(calls.make_calls(texts, SETUP, module), module, path)
 
 
 def drawn(report: dict, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -122,6 +128,16 @@ def test_a_function_that_reads_its_inputs_sharding_is_run_not_traced(tmp_path, m
     assert report["outputs"][0]["spec"] == "P()"
     text = drawn(report, monkeypatch)
     assert "raised" not in text and "so it ran for real" in " ".join(text.split())
+
+
+@on_eight_devices
+def test_an_explicit_mode_matmul_is_shown_at_one_devices_shapes(tmp_path) -> None:
+    """`x @ w` with w split on its columns over 8 devices: each device multiplies (12, 24) by (24, 8)."""
+    (report,) = observed(tmp_path, ["dense(xr, w)"], compiler)
+    (matmul,) = report["matmuls"]
+    assert (matmul["lhs"], matmul["rhs"], matmul["out"]) == ("float32[12, 24]", "float32[24, 8]", "float32[12, 8]")
+    assert matmul["global"] == "float32[12, 24] @ float32[24, 64] -> float32[12, 64]"
+    assert matmul["flops"] == report["matmul_flops"] == 2 * 12 * 8 * 24
 
 
 def test_xla_spellings_of_replica_groups_give_the_same_groups() -> None:

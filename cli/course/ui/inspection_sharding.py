@@ -59,8 +59,13 @@ def _layout(word: str, layout: dict[str, Any]) -> None:
             copies = f", each block on {layout['copies']} devices" if layout.get("copies", 1) > 1 else ""
             text += f"; each of {layout['devices']} devices holds a {tuple(layout['block'])} block ({size}){copies}"
     ui.block(text, indent=4)
-    for line in (layout.get("picture") or "").splitlines():
-        ui.out.print(Text(" " * 8 + line), soft_wrap=True)
+    picture = (layout.get("picture") or "").splitlines()
+    wide = max((len(line) for line in picture), default=0)
+    indent = next((i for i in (8, 4) if i + wide <= ui.out.width), None)
+    if picture and indent is None:
+        ui.block("(JAX's picture of this layout is wider than the terminal)", indent=8, style="dim")
+    for line in picture if indent is not None else []:
+        ui.out.print(Text(" " * indent + line), soft_wrap=True)
 
 
 def _dims(type_text: str) -> list[int]:

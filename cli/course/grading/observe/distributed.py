@@ -177,7 +177,7 @@ def picture(shape: tuple[int, ...], sharding: Any) -> str:
     buffer = io.StringIO()
     try:
         with contextlib.redirect_stdout(buffer):
-            jax.debug.visualize_sharding(shape, sharding, use_color=False, max_width=44, scale=0.5)
+            jax.debug.visualize_sharding(shape, sharding, use_color=False, max_width=56, scale=0.5)
     except Exception:  # noqa: BLE001 - a layout JAX cannot draw is described in words instead
         return ""
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines() if line.strip())
