@@ -25,8 +25,9 @@ def distributed(call: dict[str, Any]) -> None:
         ui.block(f"... and {call['more_inputs']} more input leaves", indent=4, style="dim")
     jaxpr = call.get("jaxpr", [])
     if call.get("ran"):
-        ui.block(f"not traced: your function reads what only a real array has ({call['ran']}); so it ran "
-                 "for real, and below are the collectives of the programs it compiled.", indent=4, style="yellow")
+        ui.block(f"not traced: as one jitted program your function fails ({call['ran']}), but a real call "
+                 "runs; so it ran for real, and below are the collectives of the programs it compiled.", indent=4,
+                 style="yellow")
     else:
         ui.block("collectives in the jaxpr (who wrote them):" if jaxpr else "no collective in the jaxpr",
                  indent=4, style="bold")

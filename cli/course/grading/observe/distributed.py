@@ -6,8 +6,9 @@ do, so the layouts, the jaxpr and the HLO describe one program. Each layout is d
 wrote them and how often they run (`course.grading.collectives`), and from the compiled HLO, with
 what each costs a device and along which of the learner's mesh axes it runs (`course.grading.observe.hlo`).
 
-A plain function that reads what only a real array has (`x.sharding.mesh`, a graded file may) cannot
-be traced whole; it is then run for real, and the programs it compiles are read instead (`_ran`).
+A plain function that cannot be traced whole under one jit (it reads `x.sharding.mesh`, as a graded
+file may, or reshards an input that sits on one device onto the mesh) is run for real instead, and
+the programs it compiles are read (`_ran`): a correct file is never shown as raising.
 """
 
 from __future__ import annotations
@@ -44,11 +45,11 @@ def _one(call: Call, path: Path | None) -> dict[str, Any]:
     fn, arrays, names = call.traced()
     try:
         traced = jax.jit(fn).trace(*arrays)
+        compiled = traced.lower().compile()
     except Exception as exc:
-        if isinstance(call.fn, jax.stages.Wrapped) or not describe_error(exc, path)["yours"]:
-            raise
+        if isinstance(call.fn, jax.stages.Wrapped):
+            raise  # the learner's own jit: what it raises is what their call raises
         return _ran(call, path, arrays, names, exc)
-    compiled = traced.lower().compile()
     outputs = jax.tree_util.tree_leaves(traced.out_info)
     out_names = leaf_labels([traced.out_info], ["result"])
     out_shardings = jax.tree_util.tree_leaves(compiled.output_shardings)
@@ -65,8 +66,9 @@ def _one(call: Call, path: Path | None) -> dict[str, Any]:
 
 
 def _ran(call: Call, path: Path | None, arrays: list[Any], names: list[str], exc: Exception) -> dict[str, Any]:
-    """The report of a plain function that a trace cannot follow (it reads what only a real array has, such
-    as `x.sharding`): the call made for real, with the collectives of every program it compiled."""
+    """The report of a plain function that cannot be traced as one program (it reads what only a real array
+    has, such as `x.sharding`, or reshards an input that is not yet on the mesh): the call made for real, with
+    the collectives of every program it compiled. Should the real call raise too, that is the error shown."""
     with compiled_programs() as texts:
         result = call.run()
         jax.block_until_ready(result)
