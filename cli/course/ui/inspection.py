@@ -29,7 +29,7 @@ def inspection(found: Inspection, file_hint: str) -> None:
     """The whole inspection of one exercise, then what to do next."""
     head = Text.assemble((found.name, "bold"), "  ", ("what your code does, as the graders see it", "dim"))
     ui.out.print(head)
-    ui.block(f"your file: {file_hint}", indent=2, style="dim")
+    ui.block(f"your file: {ui.shown_path(file_hint)}", indent=2, style="dim")
     if found.status != "inspected":
         ui.line()
         ui.block(found.message, indent=2, style="yellow" if found.not_tried else ui.STYLES.get(found.status, ""))
