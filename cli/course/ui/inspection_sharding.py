@@ -124,8 +124,9 @@ def _hlo_collective(c: dict[str, Any], count: int) -> str:
     loop = ", inside a loop" if c.get("in_loop") else ""
     times = f"{count} × " if count > 1 else ""
     if c["op"] == "collective-permute":
-        among = f" among {_groups(c['groups'], c['op'])}" if c.get("groups") else ""
-        return f"{times}{c['op']} of {operands}: sends {_size(c.get('sends', c['bytes']))}{among}{made}{loop}"
+        pairs = f", pairs (source, target) {c['groups']}" if c.get("groups") else ""
+        return (f"{times}{c['op']} of {operands}: each sending device sends {_size(c.get('sends', c['bytes']))}"
+                f"{pairs}{made}{loop}")
     keeps = f"keeps {_size(c['result_bytes'])}, sends {_size(c['sends'])} per device" if "sends" in c else \
         f"{_size(c['bytes'])} per device"
     return f"{times}{c['op']} of {operands} {_among(c)}: {keeps}{made}{loop}"
@@ -137,7 +138,7 @@ def _among(c: dict[str, Any]) -> str:
         return f"over {tuple(c['axes'])}"
     if c.get("axes") == [] or not c.get("groups"):
         return "within each device"
-    return f"among {_groups(c['groups'], c['op'])}"
+    return f"among {_groups(c['groups'])}"
 
 
 def _size(n: float) -> str:
@@ -147,14 +148,12 @@ def _size(n: float) -> str:
     return f"{n / 2**10:.1f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
 
 
-def _groups(text: str, op: str) -> str:
-    """`4 groups of 2 devices {{0,4},...}`, or `8 sends {{0,1},...}` for a permute: who talks to whom, counted."""
+def _groups(text: str) -> str:
+    """`4 groups of 2 devices {{0,4},...}`: who talks to whom, counted."""
     if not text.startswith("{{"):
-        return text  # JAX's compact form, `[2,4]<=[8]`, as printed
+        return text  # a spelling the HLO reader did not take apart, as printed
     groups = [g for g in text.strip("{}").split("},{") if g]
     sizes = {len(g.split(",")) for g in groups}
-    if op == "collective-permute":
-        return f"{len(groups)} sends (source, target) {text}"
     if len(sizes) != 1:
         return text
     return f"{len(groups)} group{'s' if len(groups) != 1 else ''} of {sizes.pop()} devices {text}"
