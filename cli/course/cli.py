@@ -254,7 +254,8 @@ def inspect_(
     if as_json:
         ui.emit_json(inspection.as_json(session, found))
     else:
-        drawing.inspection(found, str(session.submission(exercise)))
+        with ui.paged():  # on a terminal, an inspection taller than the screen opens at its title
+            drawing.inspection(found, str(session.submission(exercise)))
     raise typer.Exit(found.exit_code)
 
 

@@ -65,7 +65,9 @@ def test_json_is_one_object(cli: CliRunner, workspace: Path) -> None:
     result = inspect(cli, workspace, "update_with_donate", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert set(data) == {"course", "jax_version", "name", "status", "message", "duration_s", "sections"}
+    assert set(data) == {"course", "jax_version", "name", "status", "message", "duration_s", "processes", "devices",
+                         "sections"}
+    assert (data["processes"], data["devices"]) == (1, 1)
     assert (data["name"], data["status"], data["jax_version"]) == ("update_with_donate", "inspected", "0.10.2")
     assert [s["show"] for s in data["sections"]] == ["donation", "compiles"]
     (jit,) = data["sections"][0]["calls"][0]["jits"]

@@ -7,16 +7,21 @@ the facts a learner should be able to read off it, and the mistake the variant m
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from course import ui
 from course.engine.inspection import Inspection, inspect
 from course.engine.runner import map_jobs, start_worker
 from course.inspection import sections_of
 from course.registry import Course, load_course
+from course.ui.inspection import inspection as drawn
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -170,8 +175,10 @@ def shard_and_reduce(found: Inspection, wrong: bool) -> None:
     assert psum["lax"] == "psum" and reduce["op"] == "all-reduce" and reduce["result"] == "f32[]"
     if wrong:  # psum_one_axis
         assert psum["axes"] == ["x"] and reduce["groups"] == "{{0,4},{1,5},{2,6},{3,7}}"
+        assert reduce["axes"] == ["x"] and reduce["group_size"] == 2
     else:
         assert psum["axes"] == ["x", "y"] and reduce["groups"] == "{{0,1,2,3,4,5,6,7}}"
+        assert reduce["axes"] == ["x", "y"] and (reduce["result_bytes"], reduce["sends"]) == (4, 7)
 
 
 def ring_allreduce(found: Inspection, wrong: bool) -> None:
@@ -284,8 +291,14 @@ def fsdp_step(found: Inspection, wrong: bool) -> None:
         assert {"f32[48,24]", "f32[48,16]"} <= gathered
         return
     assert gathered == {"f32[24,40]", "f32[40]", "f32[40,16]", "f32[16]"}
-    assert {h["result"] for h in step["hlo"] if h["op"] == "reduce-scatter"} == {"f32[3,40]", "f32[5]", "f32[5,16]",
-                                                                                   "f32[2]"}
+    scattered = {h["result"]: (h["bytes"], h["result_bytes"], h["sends"], h["axes"])
+                 for h in step["hlo"] if h["op"] == "reduce-scatter"}
+    # each device adds its whole gradient (8 blocks), keeps one block, and sends 7 of the 8 in a ring
+    assert scattered == {f"f32[{dims}]": (8 * 4 * n, 4 * n, 7 * 4 * n, ["fsdp"]) for dims, n in
+                         (("3,40", 120), ("5", 5), ("5,16", 80), ("2", 2))}
+    scatters = [c for c in step["jaxpr"] if c["lax"] == "psum_scatter"]
+    assert {(c["bytes"], c["keeps"], c["sends"]) for c in scatters} == {(4 * n, n // 2, 7 * n // 2) for n in
+                                                                         (960, 40, 640, 16)}
     assert [o["spec"] for o in step["outputs"]][0] == "P()"
 
 
@@ -328,6 +341,8 @@ def pipeline_stages(found: Inspection, wrong: bool) -> None:
     (matmul,) = compiler["matmuls"]
     assert (matmul["lhs"], matmul["rhs"], matmul["count"]) == ("float32[5, 16]", "float32[16, 16]", 9)
     others = [(h["op"], h["result"]) for h in report["hlo"] if h["op"] != "collective-permute"]
+    reduce = next(h for h in report["hlo"] if h["op"] == "all-reduce")  # (6, 5, 16) float32 among 4 stages
+    assert (reduce["bytes"], reduce["result_bytes"], reduce["sends"], reduce["axes"]) == (1920, 1920, 2880, ["stage"])
     if wrong:  # replicated_weights_indexed: the right schedule, after every device received every layer
         assert others == [("all-gather", "f32[4,16,16]"), ("all-reduce", "f32[6,5,16]")]
         return
@@ -343,7 +358,8 @@ def multi_process(found: Inspection, wrong: bool) -> None:
         return
     assert (x["spec"], x["block"], x["devices"]) == ("P('data')", [4, 4], 2)
     assert report["outputs"][0]["copies"] == 2
-    assert [(h["op"], h["result"]) for h in report["hlo"]] == [("all-reduce", "f32[4]")]
+    assert [(h["op"], h["result"], h["axes"]) for h in report["hlo"]] == [("all-reduce", "f32[4]", ["data"])]
+    assert (found.processes, found.devices) == (2, 2)  # said on the screen: graded in two processes
 
 
 def tiled_matmul(found: Inspection, wrong: bool) -> None:
@@ -473,3 +489,41 @@ def test_inspection_reports_what_the_code_does(inspected: dict[tuple, Inspection
     found = inspected[(name, variant)]
     CASES[name][1](found, variant is not None)
     assert found.exit_code == 0, found.errors()
+
+
+def screen(found: Inspection, width: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The lines `course inspect` prints for `found` on a terminal `width` columns wide, without colour."""
+    buffer = io.StringIO()
+    monkeypatch.setattr(ui, "out", Console(file=buffer, width=width, color_system=None))
+    drawn(found, f"exercises/{found.name}/{found.name}.py")
+    return buffer.getvalue().splitlines()
+
+
+def verbatim(found: Inspection) -> list[str]:
+    """Every text the screen shows as it is (example calls, jaxpr equations, the learner's lines, ref names)."""
+    texts = []
+    for section in found.sections:
+        for report in section["calls"]:  # the kernels section shows each kernel's lines, not the program's
+            shown = report.get("source", {}) if section["show"] != "kernels" else {}
+            texts += [report.get("call", ""), *shown.values()]
+            texts += [r["text"] for r in report.get("listing", {}).get("rows", [])]
+            for k in report.get("kernels", []):
+                texts += [*k["source"].values(), *(r["text"] for r in k["listing"]["rows"])]
+                texts += [f"{r['name']} {r['type']}" for r in k["refs"]]
+    return texts
+
+
+@pytest.mark.parametrize("width", [80, 60])
+@pytest.mark.parametrize(("name", "variant"), FILES, ids=[f"{n}-{v or 'solution'}" for n, v in FILES])
+def test_every_screen_fits_the_terminal(inspected: dict[tuple, Inspection], name: str, variant: str | None,
+                                        width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 and at 60 columns no line is longer than the terminal (so none is cut or folded by it), and
+    every word of every equation, call and line of code shown is whole: folds fall between words."""
+    found = inspected[(name, variant)]
+    lines = screen(found, width, monkeypatch)
+    assert [line for line in lines if len(line) > width] == []
+    shown = set(re.findall(r"\w+", "\n".join(lines)))
+    broken = {w for text in verbatim(found) for w in re.findall(r"\w+", text)} - shown
+    assert broken == set(), f"words not shown whole: {sorted(broken)[:10]}"
+    if found.processes > 1:
+        assert any(line.lstrip().startswith(f"Graded in {found.processes} processes") for line in lines)

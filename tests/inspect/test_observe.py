@@ -248,3 +248,57 @@ def test_a_kernel_drawing_names_each_dmas_semaphore_and_the_types_made_outside()
     assert "sems scratch semaphore memory semaphore[2]" in text
     assert "DMA at line 27 from x_hbm_ref (ANY) into bufs (VMEM) on sems, waited at line 29" in text
     assert "outside the kernels: dot_general f32[256,512] (line 19)" in text
+
+
+def test_a_jitted_function_called_twice_lists_each_call_with_its_own_names() -> None:
+    """JAX shares one inner jaxpr between two calls of a jit; the second call reads b_ref, not a stale a_ref."""
+
+    @jax.jit
+    def bump(r):
+        r[...] = r[...] + 1.0
+
+    def twice(a, b):
+        bump(a)
+        bump(b)
+
+    closed = jax.make_jaxpr(twice)(jax.new_ref(jnp.zeros(3)), jax.new_ref(jnp.ones(3)))
+    rows = listing(closed, dict(zip(closed.jaxpr.invars, ["a_ref", "b_ref"], strict=True)), None)["rows"]
+    first, second = ([r for r in rows[i + 1:i + 4]] for i in (0, 4))
+    assert [r.get("ref") for r in first if r.get("ref")] == ["a_ref", "a_ref"]
+    assert [r.get("ref") for r in second if r.get("ref")] == ["b_ref", "b_ref"]
+    assert {r["text"].split(":")[0] for r in first}.isdisjoint(r["text"].split(":")[0] for r in second)
+
+
+EMIT_PIPELINE = '''
+import jax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def kernel(x_hbm, o_hbm):
+    def body(x_ref, o_ref):
+        o_ref[...] = 2 * x_ref[...]
+
+    block = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    pltpu.emit_pipeline(body, grid=(x_hbm.shape[0] // 8,), in_specs=[block], out_specs=[block])(x_hbm, o_hbm)
+
+
+@jax.jit
+def stream_scale(x):
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          in_specs=[pl.BlockSpec(memory_space=pl.ANY)], out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                          interpret=pltpu.InterpretParams())(x)
+'''
+
+
+def test_a_kernel_that_asks_for_a_tpu_while_traced_is_traced_on_one(tmp_path) -> None:
+    """`emit_pipeline` asks which TPU it runs on; the kernels section traces it as the graders do, not as an error."""
+    from course.grading.observe import kernels as observe_kernels
+
+    module = learner(tmp_path, EMIT_PIPELINE)
+    (report,) = observe_kernels.observe(calls.make_calls(["stream_scale(f32(40, 128))"], "", module), module,
+                                        tmp_path / "mine.py")
+    assert "error" not in report, report["error"]
+    (kernel,) = report["kernels"]
+    spaces = {r["name"]: r["space"] for r in kernel["refs"]}
+    assert (spaces["x_hbm"], spaces["o_hbm"]) == ("ANY", "ANY") and "VMEM" in spaces.values()  # the pipeline's slots

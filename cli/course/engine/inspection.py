@@ -42,6 +42,10 @@ class Inspection:
     duration_s: float = 0.0
     output: str = ""
     not_tried: bool = False
+    processes: int = 1
+    """How many processes grade this exercise together; an inspection always runs in one."""
+    devices: int = 1
+    """CPU devices in each process, in grading as in the inspection."""
 
     def errors(self) -> list[dict[str, Any]]:
         """Every error a call met, in section order (the learner's and the inspection's own)."""
@@ -60,7 +64,8 @@ class Inspection:
     def to_json(self) -> dict[str, Any]:
         """The exercise part of `course inspect --json`."""
         return {"name": self.name, "status": self.status, "message": self.message,
-                "duration_s": round(self.duration_s, 3), "sections": self.sections}
+                "duration_s": round(self.duration_s, 3), "processes": self.processes, "devices": self.devices,
+                "sections": self.sections}
 
 
 def inspect(exercise: Exercise, submission: Path, sections: list[dict[str, Any]], *,
@@ -98,6 +103,7 @@ def inspect(exercise: Exercise, submission: Path, sections: list[dict[str, Any]]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     found.duration_s, found.output = time.monotonic() - started, outcome.output
+    found.processes, found.devices = exercise.meta.processes, exercise.meta.devices
     return found
 
 

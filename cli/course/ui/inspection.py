@@ -16,6 +16,7 @@ from course.ui import inspection_compiler as compiler
 from course.ui import inspection_kernels as kernels
 from course.ui import inspection_sharding as sharding
 from course.ui.inspection_kernels import source
+from course.ui.inspection_text import fit
 
 if TYPE_CHECKING:
     from course.engine.inspection import Inspection
@@ -28,13 +29,19 @@ def inspection(found: Inspection, file_hint: str) -> None:
     """The whole inspection of one exercise, then what to do next."""
     head = Text.assemble((found.name, "bold"), "  ", ("what your code does, as the graders see it", "dim"))
     ui.out.print(head)
-    ui.block(f"your file: {file_hint}", indent=2, style="dim")
+    ui.block(f"your file: {ui.shown_path(file_hint)}", indent=2, style="dim")
     if found.status != "inspected":
         ui.line()
         ui.block(found.message, indent=2, style="yellow" if found.not_tried else ui.STYLES.get(found.status, ""))
         if found.status == "error":
             ui.line("Something is wrong with the course itself, not your code; tell your instructor.", style="bold")
         return
+    if found.processes > 1:
+        ui.line()
+        ui.block(f"Graded in {found.processes} processes of {found.devices} devices each, joined into one mesh "
+                 f"of {found.processes * found.devices}; inspected here in one process with its {found.devices}, "
+                 "so a global array holds this process's rows only, and a collective below runs between this "
+                 "process's devices where grading also crosses between the processes.", indent=2, style="yellow")
     for section in found.sections:
         ui.line()
         draw_section(section)
@@ -61,11 +68,18 @@ def draw_section(section: dict[str, Any]) -> None:
         compiles(section["calls"])
         return
     for call in section.get("calls", []):
-        ui.out.print(Text.assemble("  ", (call.get("call", ""), "bold cyan")), soft_wrap=True)
+        _call_text(call.get("call", ""), indent=2)
         if call.get("error") and show != "donation":
             error(call["error"], indent=4)
             continue
         DRAW.get(show, lambda c: None)(call)
+
+
+def _call_text(text: str, indent: int, number: str = "") -> None:
+    """An example call as the exercise wrote it, folded to the width after a space or a mark."""
+    head = " " * indent + number
+    for i, piece in enumerate(fit(text, ui.out.width - len(head), hang=4)):
+        ui.out.print(Text.assemble(head if i == 0 else " " * len(head), (piece, "bold cyan")), soft_wrap=True)
 
 
 def error(err: dict[str, Any], indent: int) -> None:
@@ -86,7 +100,7 @@ def compiles(calls: list[dict[str, Any]]) -> None:
         own = [c for c in call.get("compiles", []) if c.get("own", True)]
         theirs = [c["function"] for c in call.get("compiles", []) if not c.get("own", True)]
         total += bool(own)
-        ui.out.print(Text.assemble(f"  {i:>2}  ", (call.get("call", ""), "bold cyan")), soft_wrap=True)
+        _call_text(call.get("call", ""), indent=2, number=f"{i:>2}  ")
         for entry in own:
             ui.block(compile_reason(entry), indent=6, style="yellow")
         if not own:

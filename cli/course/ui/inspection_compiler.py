@@ -46,6 +46,9 @@ def _matmuls(call: dict[str, Any]) -> None:
     cost = call.get("cost_flops")
     xla = f"; XLA's cost_analysis says {_mflop(cost)}, counting each loop's body once" if cost is not None else ""
     ui.block(f"{work}, each matmul counted as often as its loops run{xla}", indent=4, style="bold")
+    if any(m.get("global") for m in rows):
+        ui.block("shapes and work are one device's: the arrays are sharded (explicit mode), and the jaxpr's "
+                 "global shapes follow in brackets", indent=4, style="dim")
     for m in rows:
         at = f"line {m['line']}" if m.get("line") else "no line of yours"
         copies = f", {m['count']} of them" if m["count"] > 1 else ""
@@ -55,7 +58,8 @@ def _matmuls(call: dict[str, Any]) -> None:
             each = " each" if m["count"] > 1 else ""
             runs = f"{m['times']} run{'s' if m['times'] != 1 else ''}{each}, {_mflop(m['total_flops'] * m['count'])}"
         into = f" (preferred_element_type {m['preferred']})" if m.get("mixed") else ""
-        ui.block(f"{at:<9} {m['lhs']} @ {m['rhs']} -> {m['out']}{into}{copies}: {runs}", indent=6)
+        whole = f" [global {m['global']}]" if m.get("global") else ""
+        ui.block(f"{at:<9} {m['lhs']} @ {m['rhs']} -> {m['out']}{into}{copies}: {runs}{whole}", indent=6)
     if call.get("more_matmuls"):
         ui.block(f"... and {call['more_matmuls']} more", indent=6, style="dim")
 

@@ -11,6 +11,7 @@ from typing import Any
 from rich.text import Text
 
 from course import ui
+from course.ui.inspection_text import fit, labelled_code, table
 
 KINDS = {"load": "loads", "store": "stores", "update": "updates", "freeze": "freezes"}
 
@@ -26,8 +27,7 @@ def kernels(call: dict[str, Any]) -> None:
             if k.get("steps") is not None else f"grid {tuple(k['grid'])}"
         ui.block(Text.assemble(("kernel ", "bold"), (k["kernel"], "bold"), f"  (pallas_call{at}, {k['interpret']}; "
                                f"{steps})"), indent=4)
-        for row in _refs_table(k["refs"]):
-            ui.out.print(row, soft_wrap=True)
+        _refs_table(k["refs"])
         for alias in k.get("aliases", []):
             ui.block(f"aliased: operand {alias['input']} ({alias['input_ref']}) is output {alias['output']} "
                      f"({alias['output_ref']}): one buffer", indent=6)
@@ -61,21 +61,28 @@ def refs(call: dict[str, Any]) -> None:
     source(call.get("source", {}), indent=4)
 
 
-def _refs_table(refs: list[dict[str, Any]]) -> list[Text]:
-    """One row per ref: role, memory space, type, and the block the pipeline copies for it (columns
-    aligned by hand, so no row ends in padding)."""
-    rows = [["ref", "role", "space", "type", "block of the array"]]
+def _refs_table(refs: list[dict[str, Any]]) -> None:
+    """One row per ref: role, memory space, type, and the block the pipeline copies for it. When that is
+    wider than the terminal, the block goes on a line of its own under its ref; narrower still, a ref a line."""
+    rows, blocks = [["ref", "role", "space", "type"]], ["block of the array"]
     for ref in refs:
-        block = f"{_shape(ref['block'])} of {_shape(ref['array'])}" if "block" in ref else (
+        blocks.append(f"{_shape(ref['block'])} of {_shape(ref['array'])}" if "block" in ref else (
             f"made at line {ref['line']}" if ref.get("line") else "none: stays in HBM, reached by DMA"
-            if ref["space"] in ("ANY", "HBM") else "")
-        rows.append([ref["name"], ref["role"], ref["space"], ref["type"], block])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for k, row in enumerate(rows):
-        text = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        out.append(Text(" " * 6 + text, style="dim" if k == 0 else ""))
-    return out
+            if ref["space"] in ("ANY", "HBM") else ""))
+        rows.append([ref["name"], ref["role"], ref["space"], ref["type"]])
+    whole = table([[*row, block] for row, block in zip(rows, blocks, strict=True)], indent=6)
+    if whole is not None:
+        for text in whole:
+            ui.out.print(text, soft_wrap=True)
+        return
+    short = table(rows, indent=6)
+    for k, (row, block) in enumerate(zip(rows, blocks, strict=True)):
+        if short is not None:
+            ui.out.print(short[k], soft_wrap=True)
+        elif k:
+            ui.block(f"{row[0]}: {row[1]}, {row[2]}, {row[3]}", indent=6)
+        if k and block:
+            ui.block(f"block {block}" if "block" in refs[k - 1] else block, indent=8, style="dim")
 
 
 def _counts(rows: list[dict[str, Any]]) -> str:
@@ -115,27 +122,34 @@ def _dma(dma: dict[str, Any]) -> str:
 
 
 def listing(found: dict[str, Any], indent: int) -> None:
-    """The jaxpr, one equation a row: numbered accesses in the margin, the learner's line at the right."""
+    """The jaxpr, one equation a row: numbered accesses in the margin, the learner's line at the right.
+
+    The `line N` column stands where the terminal leaves room for it; an equation longer than its
+    room is folded (or elided, past `fit`'s limit) under its own first line, never padded past the width.
+    """
     rows = found.get("rows", [])
-    width = min(max((len(r["text"]) + 2 * r["depth"] for r in rows), default=0), 90)
     ui.block("jaxpr:", indent=indent, style="dim")
+    tag = max((len(f"line {r['line']}") for r in rows if r.get("line")), default=0)
+    room = ui.out.width - indent - 4 - (tag + 2 if tag else 0)
+    column = max(min(max((len(r["text"]) + 2 * r["depth"] for r in rows), default=0), room), 24)
     for row in rows:
         number = f"{row['n']:>3} " if row.get("n") else "    "
-        body = "  " * row["depth"] + row["text"]
-        padded = body.ljust(width) if row.get("line") else body
-        line = Text.assemble(" " * indent, (number, "bold yellow"), (padded, "" if row.get("n") else "dim"))
-        if row.get("line"):
-            line.append(f"  line {row['line']}", style="dim")
-        ui.out.print(line, soft_wrap=True)
+        pieces = fit("  " * row["depth"] + row["text"], column, hang=2 * row["depth"] + 4)
+        for i, piece in enumerate(pieces):
+            line = Text.assemble(" " * indent, (number if i == 0 else "    ", "bold yellow"),
+                                 (piece, "" if row.get("n") else "dim"))
+            if i == 0 and row.get("line"):
+                line.append(" " * (column - len(piece)) + f"  line {row['line']}", style="dim")
+            ui.out.print(line, soft_wrap=True)
     if found.get("cut"):
         ui.block(f"... and {found['cut']} more equations (`--json` has the first ones only too)", indent=indent,
                  style="dim")
 
 
 def source(lines: dict[str, str], indent: int) -> None:
-    """The learner's lines the listing refers to, verbatim."""
+    """The learner's lines the listing refers to, verbatim (folded to the width after a space or a mark)."""
     for number, text in sorted(lines.items(), key=lambda kv: int(kv[0])):
-        ui.out.print(Text.assemble(" " * indent, (f"line {number}: ", "dim"), text), soft_wrap=True)
+        labelled_code(f"line {number}: ", text, indent)
 
 
 def _shape(dims: list[Any]) -> str:

@@ -24,8 +24,13 @@ def distributed(call: dict[str, Any]) -> None:
     if call.get("more_inputs"):
         ui.block(f"... and {call['more_inputs']} more input leaves", indent=4, style="dim")
     jaxpr = call.get("jaxpr", [])
-    ui.block("collectives in the jaxpr (who wrote them):" if jaxpr else "no collective in the jaxpr", indent=4,
-             style="bold")
+    if call.get("ran"):
+        ui.block(f"not traced: as one jitted program your function fails ({call['ran']}), but a real call "
+                 "runs; so it ran for real, and below are the collectives of the programs it compiled.", indent=4,
+                 style="yellow")
+    else:
+        ui.block("collectives in the jaxpr (who wrote them):" if jaxpr else "no collective in the jaxpr",
+                 indent=4, style="bold")
     for c, lines in _grouped(jaxpr, ("line",)):
         ui.block(_jaxpr_collective(c, lines), indent=6)
     if len(jaxpr) > 1:
@@ -35,6 +40,10 @@ def distributed(call: dict[str, Any]) -> None:
              "no collective in the compiled HLO: the devices exchange nothing", indent=4, style="bold")
     for c, same in _grouped(hlo, ()):
         ui.block(_hlo_collective(c, len(same)), indent=6)
+    if any(c.get("sends") for c in [*jaxpr, *hlo]):
+        ui.block("keeps: the result each device holds; sends: what one device sends, counted as a ring of n "
+                 "devices sends it: all-reduce 2(n-1)/n × its operand, reduce-scatter (n-1)/n × its operand, "
+                 "all-gather (n-1)/n × its result, a permute its operand.", indent=4, style="dim")
     source(call.get("source", {}), indent=4)
 
 
@@ -51,8 +60,13 @@ def _layout(word: str, layout: dict[str, Any]) -> None:
             copies = f", each block on {layout['copies']} devices" if layout.get("copies", 1) > 1 else ""
             text += f"; each of {layout['devices']} devices holds a {tuple(layout['block'])} block ({size}){copies}"
     ui.block(text, indent=4)
-    for line in (layout.get("picture") or "").splitlines():
-        ui.out.print(Text(" " * 8 + line), soft_wrap=True)
+    picture = (layout.get("picture") or "").splitlines()
+    wide = max((len(line) for line in picture), default=0)
+    indent = next((i for i in (8, 4) if i + wide <= ui.out.width), None)
+    if picture and indent is None:
+        ui.block("(JAX's picture of this layout is wider than the terminal)", indent=8, style="dim")
+    for line in picture if indent is not None else []:
+        ui.out.print(Text(" " * indent + line), soft_wrap=True)
 
 
 def _dims(type_text: str) -> list[int]:
@@ -74,7 +88,7 @@ def _grouped(items: list[dict[str, Any]], apart: tuple[str, ...]) -> list[tuple[
 
 
 def _jaxpr_collective(c: dict[str, Any], lines: list[tuple[Any, ...]]) -> str:
-    """`psum over ('x', 'y') of () (1 element per device), 1 time, line 27`, or `7 × ppermute ...`."""
+    """`psum over ('x', 'y') of a scalar: keeps 4 B, sends 7 B per device; 1 time, line 27`, or `7 × ppermute ...`."""
     shapes = ", ".join(str(tuple(s)) if s else "a scalar" for s in c["shapes"])
     times = (f"{c['times']} time{'s' if c['times'] != 1 else ''}" if c.get("times") is not None
              else f"an unknown number of times (inside a {c['enclosing']})")
@@ -82,40 +96,64 @@ def _jaxpr_collective(c: dict[str, Any], lines: list[tuple[Any, ...]]) -> str:
     where = f", line{'s' if len(set(known)) > 1 else ''} {', '.join(dict.fromkeys(known))}" if known else ""
     perm = f", pairs {[tuple(p) for p in c['perm'][:8]]}" if c.get("perm") else ""
     count = f"{len(lines)} × " if len(lines) > 1 else ""
-    element = "element" if c["elements"] == 1 else "elements"
-    return (f"{count}{c['lax']} over {tuple(c['axes'])} of {shapes} ({c['elements']} {element} per device), "
-            f"{times} each{perm}{where}" if count else
-            f"{c['lax']} over {tuple(c['axes'])} of {shapes} ({c['elements']} {element} per device), "
-            f"{times}{perm}{where}")
+    each = " each" if count else ""
+    return f"{count}{c['lax']} over {tuple(c['axes'])} of {shapes}: {_cost(c)}; {times}{each}{perm}{where}"
+
+
+def _cost(c: dict[str, Any]) -> str:
+    """What one run costs a device: what it keeps and what it sends (see `RING`), or only its operand's size."""
+    if c.get("sends") is None:
+        return f"{_size(c.get('bytes', 0))} per device"
+    return f"keeps {_size(c['keeps'])}, sends {_size(c['sends'])} per device"
 
 
 def _jaxpr_total(found: list[dict[str, Any]]) -> str:
-    """How many times the collectives run in all, and how much they move per device."""
+    """How many times the collectives run in all, and how much they send per device."""
     if any(c.get("times") is None for c in found):
         return "in all: an unknown number of runs (a collective sits inside a while or a cond)"
     runs = sum(c["times"] for c in found)
-    moved = sum(c["times"] * c["elements"] for c in found)
-    return f"in all: {runs} runs, moving {moved} elements per device"
+    if any(c.get("sends") is None for c in found):
+        return f"in all: {runs} runs"
+    return f"in all: {runs} runs, sending {_size(sum(c['times'] * c['sends'] for c in found))} per device"
 
 
 def _hlo_collective(c: dict[str, Any], count: int) -> str:
-    """`all-reduce of f32[] (4 bytes per device) among {{0,4},{1,5}} (from psum), in a loop`."""
+    """`all-reduce of f32[] over ('x', 'y'), 8 devices: keeps 4 B, sends 7 B per device (from psum), in a loop`."""
     operands = ", ".join(c["operands"]) or c["result"]
-    among = f" among {_groups(c['groups'], c['op'])}" if c.get("groups") else ""
     made = f" (from {c['from']})" if c.get("from") else ""
     loop = ", inside a loop" if c.get("in_loop") else ""
     times = f"{count} × " if count > 1 else ""
-    return f"{times}{c['op']} of {operands} ({c['bytes']} bytes per device){among}{made}{loop}"
+    if c["op"] == "collective-permute":
+        pairs = f", pairs (source, target) {c['groups']}" if c.get("groups") else ""
+        return (f"{times}{c['op']} of {operands}: each sending device sends {_size(c.get('sends', c['bytes']))}"
+                f"{pairs}{made}{loop}")
+    keeps = f"keeps {_size(c['result_bytes'])}, sends {_size(c['sends'])} per device" if "sends" in c else \
+        f"{_size(c['bytes'])} per device"
+    return f"{times}{c['op']} of {operands} {_among(c)}: {keeps}{made}{loop}"
 
 
-def _groups(text: str, op: str) -> str:
-    """`4 groups of 2 devices {{0,4},...}`, or `8 sends {{0,1},...}` for a permute: who talks to whom, counted."""
+def _among(c: dict[str, Any]) -> str:
+    """`over ('x', 'y')` in the learner's mesh axes, else the groups of devices as XLA lists them."""
+    if c.get("axes"):
+        return f"over {tuple(c['axes'])}"
+    if c.get("axes") == [] or not c.get("groups"):
+        return "within each device"
+    return f"among {_groups(c['groups'])}"
+
+
+def _size(n: float) -> str:
+    """Bytes exactly up to 100 KiB (`3,840 B`, so two collectives compare at a glance), then `1.2 MiB`."""
+    if n < 100 * 2**10:
+        return f"{int(n):,} B"
+    return f"{n / 2**10:.1f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
+
+
+def _groups(text: str) -> str:
+    """`4 groups of 2 devices {{0,4},...}`: who talks to whom, counted."""
     if not text.startswith("{{"):
-        return text  # JAX's compact form, `[2,4]<=[8]`, as printed
+        return text  # a spelling the HLO reader did not take apart, as printed
     groups = [g for g in text.strip("{}").split("},{") if g]
     sizes = {len(g.split(",")) for g in groups}
-    if op == "collective-permute":
-        return f"{len(groups)} sends (source, target) {text}"
     if len(sizes) != 1:
         return text
     return f"{len(groups)} group{'s' if len(groups) != 1 else ''} of {sizes.pop()} devices {text}"

@@ -11,12 +11,13 @@ when a fix lands.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import jax
 
-from course.grading.loops import jaxpr_size, loops_in
+from course.grading.loops import eqn_runs, jaxpr_size, loops_in
 from course.grading.matmuls import Matmul, matmul_flops, matmuls_in
 from course.grading.observe.calls import Call, CallError
 from course.grading.observe.report import each_call, source_lines
@@ -41,10 +42,11 @@ def _one(call: Call, path: Path | None) -> dict[str, Any]:
     program = compile_lowered(traced.lower(), "call")
     memory = program.memory
     found = matmuls_in(traced.jaxpr, path=path)
+    local = [_per_device(run.eqn) for run in eqn_runs(traced.jaxpr, path=path) if run.primitive == "dot_general"]
     residuals = scan_residuals(traced.jaxpr, path=path)
     loops = [{"kind": lp.kind, "length": lp.length, "reverse": lp.reverse, "unroll": lp.unroll,
               "carry": list(lp.carry), "times": lp.times, "line": lp.line} for lp in loops_in(traced.jaxpr, path=path)]
-    matmuls = _grouped([_matmul(m) for m in found])
+    matmuls = _grouped([_matmul(m, each) for m, each in zip(found, local, strict=True)])
     saved = _grouped([_residual(r) for r in residuals])
     lines = {r["line"] for r in matmuls + saved + loops if r.get("line")}
     return {
@@ -54,7 +56,7 @@ def _one(call: Call, path: Path | None) -> dict[str, Any]:
         "jaxpr_equations": jaxpr_size(traced.jaxpr),
         "cost_flops": program.flops,
         "loops": loops,
-        "matmul_flops": matmul_flops(found),
+        "matmul_flops": _total(found, local),
         "matmuls": matmuls[:MAX_ROWS],
         "more_matmuls": max(0, len(matmuls) - MAX_ROWS),
         "residuals": saved[:MAX_ROWS],
@@ -64,12 +66,41 @@ def _one(call: Call, path: Path | None) -> dict[str, Any]:
     }
 
 
-def _matmul(m: Matmul) -> dict[str, Any]:
-    """One matmul, as plain data."""
-    return {"lhs": m.lhs, "rhs": m.rhs, "out": m.out, "preferred": m.preferred, "flops": m.flops,
-            "times": m.times, "total_flops": m.total_flops, "unknown": m.unknown, "line": m.line,
-            "loops": [list(lp) for lp in m.loops], "dims": m.dims,
-            "mixed": m.preferred is not None and not m.lhs_dtype == m.rhs_dtype == m.preferred}
+def _matmul(m: Matmul, local: tuple[list[str], int] | None) -> dict[str, Any]:
+    """One matmul, as plain data: at the shapes one device multiplies, and the global ones when they differ."""
+    found = {"lhs": m.lhs, "rhs": m.rhs, "out": m.out, "preferred": m.preferred, "flops": m.flops,
+             "times": m.times, "total_flops": m.total_flops, "unknown": m.unknown, "line": m.line,
+             "loops": [list(lp) for lp in m.loops], "dims": m.dims,
+             "mixed": m.preferred is not None and not m.lhs_dtype == m.rhs_dtype == m.preferred}
+    if local is not None:
+        (found["lhs"], found["rhs"], found["out"]), found["flops"] = local
+        found["total_flops"] = None if m.times is None else local[1] * m.times
+        found["global"] = m.describe()
+    return found
+
+
+def _per_device(eqn: Any) -> tuple[list[str], int] | None:
+    """([lhs, rhs, out] at the shapes one device holds, flops of one run there) for a matmul of arrays sharded
+    in explicit mode, whose jaxpr types are global; None when every operand is whole on each device."""
+    avals = [eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval]
+    try:
+        shapes = [tuple(a.sharding.shard_shape(a.shape)) for a in avals]
+    except Exception:  # noqa: BLE001 - no sharding in the type (inside shard_map, or no mesh): shapes are local
+        return None
+    if all(s == tuple(a.shape) for s, a in zip(shapes, avals, strict=True)):
+        return None
+    (contracted, _), _ = eqn.params["dimension_numbers"]
+    flops = 2 * math.prod(shapes[2]) * math.prod(shapes[0][d] for d in contracted)
+    texts = [f"{a.dtype}[{', '.join(str(d) for d in s)}]" for a, s in zip(avals, shapes, strict=True)]
+    return texts, flops
+
+
+def _total(found: list[Matmul], local: list[tuple[list[str], int] | None]) -> int | None:
+    """The matmul work of one device over every run, or None when a trip count is unknown."""
+    if any(m.times is None for m in found):
+        return matmul_flops(found)
+    return sum((each[1] if each is not None else m.flops) * (m.times or 0)
+               for m, each in zip(found, local, strict=True))
 
 
 def _residual(r: Residual) -> dict[str, Any]:

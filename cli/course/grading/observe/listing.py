@@ -50,6 +50,8 @@ class _State:
         self.context, self.settings, self.path = context, settings, path
         self.rows: list[dict[str, Any]] = []
         self.count = 0
+        self.seen: set[int] = set()
+        """The inner jaxprs listed so far (by identity), whose names are dropped when one is met again."""
         self.into_kernels = True
         self.scoped: list[str] = []
         """The name of every buffer a `run_scoped` makes, in program order."""
@@ -71,6 +73,7 @@ class _State:
             self.add(depth, self.header(eqn), None, None, line)
             for i, sub in enumerate(subs):
                 inner = getattr(sub, "jaxpr", sub)
+                self.forget(inner)
                 nested = sub_env(eqn, inner, env) if env else {}
                 if len(inner.invars) == len(eqn.invars):  # a call: its binders read as its operands
                     self.context.suggest_same_var_names(inner.invars, eqn.invars)
@@ -78,6 +81,18 @@ class _State:
                 if len(subs) > 1:
                     self.add(depth + 1, f"{_part(eqn.primitive.name, i)}:", None, None, None)
                 self.walk(inner, nested, depth + (2 if len(subs) > 1 else 1), line)
+
+    def forget(self, jaxpr: Any) -> None:
+        """Drop the names a jaxpr listed before was given: JAX shares one inner jaxpr between the calls of a
+        jitted function, and each call's binders stand for that call's operands, its results are new values."""
+        if id(jaxpr) not in self.seen:
+            self.seen.add(id(jaxpr))
+            return
+        for var in [*jaxpr.constvars, *jaxpr.invars]:
+            self.context.var_names.pop(var, None)
+        for eqn in jaxpr.eqns:  # a nested jaxpr forgets its own names when the walk reaches it
+            for var in eqn.outvars:
+                self.context.var_names.pop(var, None)
 
     def event(self, eqn: Any, depth: int, line: int | None, env: dict[Any, str]) -> None:
         """The row of an equation with no body; a state access or DMA gets the next number."""
