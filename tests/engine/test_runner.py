@@ -50,6 +50,27 @@ def test_syntax_error_fails_every_check(results: dict) -> None:
     assert all("syntax error" in c.message and "line 1" in c.message for c in r.checks)
 
 
+def test_a_file_that_does_not_compile_is_answered_without_a_grading(mini_course: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A syntax error is known from compile() in the parent: the answer comes with no grading process, and
+    it is the verdict the grading would give, field for field (every check failed, the caret in each)."""
+    from course.engine import isolation, syntax
+
+    exercise = load_course(mini_course).get("ex_syntax")
+    path = mini_course / exercise.stub_rel
+    with monkeypatch.context() as patched:
+        patched.setattr(syntax, "result", lambda *args, **kwargs: None)
+        graded = grade(exercise, path, seed=3, skip_stub=False)
+
+    def no_grading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a grading process was started for a file that does not compile")
+
+    monkeypatch.setattr(isolation, "run_isolated", no_grading)
+    early = grade(exercise, path, seed=3, skip_stub=False)
+    assert {**early.to_json(), "duration_s": 0} == {**graded.to_json(), "duration_s": 0}
+    assert early.checks and all("def double(x)\n" in c.message and "^" in c.message for c in early.checks)
+
+
 def test_loop_is_stopped_by_its_cpu_time_in_the_check_it_was_in(results: dict) -> None:
     """A loop in the second check is stopped by its CPU time (never the clock: the cap is far above it);
     the first check keeps its pass, the second fails pointing at the learner's line, the third was not run."""

@@ -45,11 +45,12 @@ def test_single_failure_reason_under_its_check(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_shared_cause_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """When every failure has one cause (a syntax error), it is printed once, after the checks."""
+    """When every failure has one cause (a syntax error), it is printed once, first, under the title: the
+    rows of checks it failed come after it, so it never scrolls away behind them."""
     checks = [_check("a", "failed", "syntax error at line 1"), _check("b", "failed", "syntax error at line 1")]
     lines = _render(ExerciseResult("ex", "failed", checks=checks), monkeypatch)
     assert sum("syntax error at line 1" in line for line in lines) == 1
-    assert lines.index(next(line for line in lines if "syntax error" in line)) > 2
+    assert "syntax error at line 1" in lines[1] and "title a" in lines[2] and "title b" in lines[3]
 
 
 def test_markup_in_learner_text_is_not_interpreted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from course.engine import cohort, invocation, isolation, limits, report, stub
+from course.engine import cohort, invocation, isolation, limits, report, stub, syntax
 from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
 from course.engine.protections import Confinement
@@ -64,6 +64,7 @@ def grade(
     (`course.engine.cohort`).
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
+    started = time.monotonic()
     if cancel is not None and cancel.is_set():
         return cancelled(exercise.name, seed)
     if not submission.is_file():
@@ -72,10 +73,13 @@ def grade(
     untouched = stub.untouched(exercise, submission) if skip_stub else ""
     if untouched:
         return not_tried(exercise, seed, untouched)
+    broken = syntax.result(exercise, submission, seed, hidden=hidden)
+    if broken is not None:  # certain at once: no process, no JAX, no grader to wait for
+        broken.duration_s = time.monotonic() - started
+        return broken
     if exercise.meta.processes > 1:
         return cohort.grade(exercise, submission, seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
                             hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel)
-    started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
     try:
         # The report has a folder of its own, closed to learner code once checks run; the working

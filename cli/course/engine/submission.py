@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import linecache
 import sys
-import traceback
 import types
 from pathlib import Path
 
 import pytest
 
 from course.grading.feedback import CheckFailed
-from course.grading.source import describe_exception, learner_location, learner_traceback
+from course.grading.source import describe_exception, learner_location, learner_traceback, syntax_message
 
 __all__ = ["SubmissionError", "check_seed", "describe", "describe_exception", "learner_location", "load", "read_source"]
 
@@ -52,8 +51,7 @@ def load(path: Path, source: bytes | None) -> types.ModuleType:
 def _import_message(exc: BaseException, path: Path) -> str:
     """One sentence and the learner's traceback for a file that fails while being imported."""
     if isinstance(exc, SyntaxError):
-        detail = "".join(traceback.format_exception_only(exc)).rstrip()
-        return f"your file has a syntax error, so no check can run:\n{detail}"
+        return syntax_message(exc)
     if isinstance(exc, SystemExit):
         lead = f"your file called sys.exit({exc.code!r}) while being imported, so no check can run"
     else:

@@ -71,6 +71,8 @@ def result_block(result: ExerciseResult, file_hint: str, *, verbose: bool = True
     # One cause behind every failure (a syntax error, a stopped run): say it once, not per check.
     shared = len(failing) > 1 and len({c.message for c in failing}) == 1
     shown = result.checks if verbose else failing[:1]
+    if shared:  # the cause first, where it is read: the rows under it only say what it cost
+        ui.block(failing[0].message, indent=2)
     said = ""
     for check in shown:
         ui.labelled(ui.status_text(check.status), check.title, indent=2)
@@ -79,8 +81,6 @@ def result_block(result: ExerciseResult, file_hint: str, *, verbose: bool = True
             said = check.message
         if check in failing or show_output:
             learner_output(getattr(check, "output", ""), indent=6)
-    if shared:
-        ui.block(failing[0].message, indent=2)
     if not verbose and len(failing) > 1:
         ui.block(f"{len(failing) - 1} more failing: `course check {result.name}` shows every check.", indent=2,
                  style="dim")
