@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from course import ui
 from course.errors import CourseError
 from course.session import Session
-from course.ui import views, watching
+from course.ui import verdicts, views, watching
 
 if TYPE_CHECKING:
     from course.engine.isolation import Launcher
@@ -171,6 +171,7 @@ class Watcher:
     def on_event(self, grading_id: int, check: CheckEvent) -> None:
         """A check of a background grading has ended: show it, if that grading still counts."""
         if self.grading is not None and grading_id == self.grading.id and self.busy:
+            self.footer.running = check if check.status == verdicts.RUNNING else None
             watching.event(check)
 
     def on_graded(self, grading_id: int, results: list[ExerciseResult]) -> ExerciseResult | None:
@@ -179,7 +180,7 @@ class Watcher:
         if grading is None or grading_id != grading.id or grading.cancel.is_set():
             return None
         self.grading = None
-        self.footer.state, self.footer.since = "", None
+        self.footer.state, self.footer.since, self.footer.running = "", None, None
         exercises = [self.session.exercise(n) for n in grading.names]
         if len(results) > 1:
             self.session.record(exercises, results)

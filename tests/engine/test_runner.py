@@ -85,6 +85,24 @@ def test_loop_is_stopped_by_its_cpu_time_in_the_check_it_was_in(results: dict) -
     assert r.checks[0].output.startswith("double(") and r.checks[1].output == "double(0) called\n"
 
 
+def test_a_loop_is_stopped_at_its_checks_own_cpu_limit(mini_course: Path) -> None:
+    """One check may use `check_timeout_s` of the grading's CPU time: a loop there is stopped at that,
+    not at the grading's whole limit, saying so; while it runs, events name the check and its CPU time."""
+    from course.engine.verdict import CheckEvent
+
+    meta = mini_course / "exercises/04_ex_loop/exercise.toml"
+    meta.write_text('title = "ex_loop"\ntopic = "fixture"\ntimeout_s = 600\ncheck_timeout_s = 2\n')
+    exercise = load_course(mini_course).get("ex_loop")
+    events: list[CheckEvent] = []
+    r = grade(exercise, mini_course / exercise.stub_rel, seed=1, skip_stub=False, on_event=events.append)
+    assert r.status == "timeout" and [c.status for c in r.checks] == ["passed", "failed", "not_run"]
+    assert r.message.startswith("your code used 2 s of CPU time in this check, the limit of one check, and was "
+                                "stopped at ex_loop.py line 7, in double")
+    running = [e for e in events if e.status == "running" and e.title == "double(0) is 0."]
+    assert running and running[-1].budget_s == 2 and 0 < running[-1].cpu_s <= 2
+    assert [e.status for e in events if e.status != "running"] == ["passed"]
+
+
 def test_exit_at_import(results: dict) -> None:
     """sys.exit at import fails every check and says so."""
     r = results["ex_exit_import"]

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from course.engine import guard, notary, peers, streams, submission
-from course.engine.report import manifest_path, stack_path
+from course.engine.report import RUNNING, manifest_path, stack_path
 
 _SESSION = pytest.StashKey["Grading"]()
 HIDDEN_DIR = "hidden"
@@ -215,6 +215,7 @@ class Grading:
         """Judge the setup phase (loading the learner's file happens here)."""
         if peers.active():
             peers.announce(_title(item))
+        self._announce(item.name, RUNNING)
         return (yield from _phase(self, item, "setup"))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -231,13 +232,14 @@ class Grading:
         finally:
             self._announce(item.name)
 
-    def _announce(self, name: str) -> None:
-        """Tell the parent, for display only, that a check has ended; a closed pipe is no matter."""
+    def _announce(self, name: str, status: str = "") -> None:
+        """Tell the parent, for display and its per-check CPU limit, that a check has started (`status`
+        RUNNING) or ended; a closed pipe is no matter."""
         check = self.checks.get(name)
         if self.events_fd is None or check is None:
             return
         statuses = [check.phases.get(p, "failed") for p in ("setup", "call", "teardown")]
-        status = next((s for s in statuses if s != "passed"), "passed")
+        status = status or next((s for s in statuses if s != "passed"), "passed")
         line = json.dumps({"id": check.id, "title": check.title, "status": status}) + "\n"
         try:
             os.write(self.events_fd, line.encode())

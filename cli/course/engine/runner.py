@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from course.engine import cohort, invocation, isolation, limits, report, stub, syntax
+from course.engine import cohort, invocation, isolation, limits, report, stopwatch, stub, syntax
 from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
 from course.engine.protections import Confinement
@@ -90,6 +90,7 @@ def grade(
         folder = invocation.graders_link(workdir, exercise) if sandbox else None
         source = invocation.source_text(submission)  # the lines a stopped run's stack points at
         budget = limits.budget(exercise.meta)
+        checks = stopwatch.Stopwatch(exercise.name, budget, on_event)
         outcome = isolation.run_isolated(
             invocation.command(exercise, submission, workdir, report_path, seed, hidden, folder),
             key=key,
@@ -99,12 +100,15 @@ def grade(
             wall_s=budget.wall_s,
             memory_mb=exercise.meta.memory_mb,
             launcher=worker,
-            on_event=invocation.events_for(exercise.name, on_event),
+            on_event=checks.raw_event,
+            watch=checks.watch,
             sandbox=invocation.policy(sandbox, workdir, exercise, submission),
             stack_path=report.stack_path(report_path),
             marker=report.output_marker(key),
             cancel=cancel,
         )
+        if checks.stopped is not None:  # stopped at one check's own limit: a timeout, as at the grading's
+            outcome.timed_out, outcome.limit, outcome.killed_for = True, "check", ""
         result = (cancelled(exercise.name, seed) if outcome.cancelled
                   else verdict(exercise, report_path, key, outcome, submission.resolve(), source))
     finally:

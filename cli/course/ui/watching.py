@@ -32,8 +32,9 @@ def checking(name: str, position: int, total: int, *, again: bool = False) -> No
 
 
 def event(check: CheckEvent) -> None:
-    """One check's verdict as soon as the grading says it has ended."""
-    ui.labelled(ui.status_text(check.status), check.title, indent=2)
+    """One check's verdict as soon as the grading says it has ended (a check starting shows in the footer)."""
+    if check.status != verdicts.RUNNING:
+        ui.labelled(ui.status_text(check.status), check.title, indent=2)
 
 
 def screen(session: Session, result: ExerciseResult) -> None:
@@ -59,6 +60,8 @@ class Footer:
     name: str | None = None
     state: str = ""
     since: float | None = None
+    running: CheckEvent | None = None
+    """The check running now, with the CPU time it has used, while checking."""
 
     def line(self, now: float | None = None) -> Text:
         """The footer as text."""
@@ -70,6 +73,8 @@ class Footer:
             text.append(f" · {self.state}", style="dim")
             if self.since is not None:
                 text.append(f" {(time.monotonic() if now is None else now) - self.since:.0f} s", style="dim")
+            if self.state == "checking" and self.running is not None:
+                text.append_text(Text.assemble(" ·", verdicts.running_line(self.running, indent=1)))
         text.append(" · h hint · q quit", style="dim")
         return text
 
