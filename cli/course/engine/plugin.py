@@ -290,11 +290,14 @@ def submission_path(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(name="submission")
-def submission_fixture(request: pytest.FixtureRequest) -> types.ModuleType:
-    """The learner's module, executed afresh for this check from the source read at start-up."""
+def submission_fixture(request: pytest.FixtureRequest) -> Iterator[types.ModuleType]:
+    """The learner's module, executed afresh for this check from the source read at start-up, and
+    released after it: what its import made (a table at module level) is never held twice."""
     state = _require(request.config)
     assert state.submission_path is not None
-    return submission.load(state.submission_path, state.source)
+    module = submission.load(state.submission_path, state.source)
+    yield module
+    submission.release(module)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import linecache
 import sys
@@ -46,6 +47,22 @@ def load(path: Path, source: bytes | None) -> types.ModuleType:
         sys.modules.pop(name, None)
         raise SubmissionError(_import_message(exc, path)) from None
     return module
+
+
+def release(module: types.ModuleType) -> None:
+    """Let go of what a check's import of the learner's file made, once the check has ended.
+
+    Each check imports the file afresh (graders rely on fresh module state), and JAX's caches keep
+    the learner's functions, hence their module's globals, alive: without this, a table at module
+    level would be held once per check. Emptying the namespace frees it, whoever holds a function.
+    """
+    if sys.modules.get(module.__name__) is module:
+        del sys.modules[module.__name__]
+    namespace = vars(module)
+    keep = {k: namespace[k] for k in ("__name__", "__file__") if k in namespace}
+    namespace.clear()
+    namespace.update(keep)
+    gc.collect()  # classes and closures of the file refer to each other: free them now, not later
 
 
 def _import_message(exc: BaseException, path: Path) -> str:

@@ -1,0 +1,51 @@
+"""What a check's import of the learner's file holds is let go when the check ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from course.engine.runner import grade
+from course.registry import load_course
+
+TABLE_MB = 300
+CHECKS = 6
+GRADER = '''
+"""Six checks of `double`; each prints the process's resident memory as the check ends."""
+import psutil
+
+
+def _resident(submission):
+    assert submission.double(3) == 6
+    print("resident", psutil.Process().memory_info().rss // 2**20)
+
+''' + "".join(f'''
+def test_{i}(submission):
+    """Check {i}."""
+    _resident(submission)
+''' for i in range(CHECKS))
+LEARNER = f'''
+import numpy as np
+
+TABLE = np.ones({TABLE_MB} * 2**20 // 8)  # a table at module level, {TABLE_MB} MiB, every page touched
+
+
+def double(x):
+    return 2 * x
+'''
+
+
+@pytest.mark.slow
+def test_a_table_at_module_level_is_held_once_whatever_the_number_of_checks(mini_course: Path) -> None:
+    """Each check imports the file afresh; what the import made is released at the check's end, so resident
+    memory after the last check is what it was after the first, not five tables more."""
+    (mini_course / "graders/01_ex_pass/test_ex_pass.py").write_text(GRADER)
+    exercise = load_course(mini_course).get("ex_pass")
+    learner = mini_course / "exercises/01_ex_pass/ex_pass.py"
+    learner.write_text(LEARNER)
+    result = grade(exercise, learner, seed=1, skip_stub=False)
+    assert result.status == "passed", result.message
+    resident = [int(c.output.split()[-1]) for c in result.checks]
+    assert len(resident) == CHECKS and resident[0] >= TABLE_MB
+    assert resident[-1] - resident[0] < TABLE_MB / 2, resident
