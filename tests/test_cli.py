@@ -489,3 +489,24 @@ def test_options_before_the_command_count(cli: CliRunner, mini_course: Path, tmp
     result = cli.invoke(app, ["--course", str(mini_course), "--workspace", str(workspace), "check", "ex_pass",
                               "--json"])
     assert json.loads(result.stdout)["exercises"][0]["message"].startswith("not tried")
+
+
+def test_a_number_out_of_range_says_the_range(cli: CliRunner, mini_course: Path) -> None:
+    """`course show 8` in a course of 7 says the exercises are numbered 1-7, not a guess at a name."""
+    result = run(cli, mini_course, "show", "8")
+    assert result.exit_code == 2
+    assert "There is no exercise named `8`; the exercises are numbered 1-7" in result.stderr
+
+
+def test_checking_another_file_says_which_file_is_graded(cli: CliRunner, mini_course: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`course check solutions/01_ex_pass/ex_pass.py` names ex_pass, but grades the learner's own file of it,
+    and says so rather than grading another file than the one named without a word."""
+    monkeypatch.chdir(mini_course)
+    result = run(cli, mini_course, "check", "solutions/01_ex_pass/ex_pass.py", "--json")
+    said = " ".join(result.stderr.split())
+    assert "solutions/01_ex_pass/ex_pass.py is not the file `course check` grades: it grades your file of " \
+           "ex_pass, exercises/01_ex_pass/ex_pass.py" in said
+    assert [e["name"] for e in json.loads(result.stdout)["exercises"]] == ["ex_pass"]
+    quiet = run(cli, mini_course, "check", "exercises/01_ex_pass/ex_pass.py", "--json")
+    assert "not the file" not in quiet.stderr

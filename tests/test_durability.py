@@ -129,11 +129,16 @@ def test_reset_keeps_every_version(mini_course: Path, workspace: Path) -> None:
 
 
 def test_reset_of_untouched_or_missing_file(mini_course: Path, workspace: Path) -> None:
-    """An untouched stub needs no backup; a missing file is simply restored."""
+    """An untouched stub needs no backup, and reset says so (never that one was kept) without asking; a
+    missing file is simply restored."""
     stub_path = workspace / STUB
     pristine = stub_path.read_bytes()
-    done = _course("reset", "ex_pass", "--yes", "--workspace", str(workspace), course=mini_course, cwd=workspace)
-    assert done.returncode == 0 and _backups(workspace) == []
+    for confirmed in (["--yes"], []):
+        done = _course("reset", "ex_pass", *confirmed, "--workspace", str(workspace), course=mini_course,
+                       cwd=workspace)
+        assert done.returncode == 0 and _backups(workspace) == [], done.stderr
+        said = " ".join(done.stdout.split())
+        assert "is still the stub of ex_pass: nothing to restore" in said and "kept" not in said
     stub_path.unlink()
     done = _course("reset", "ex_pass", "--yes", "--workspace", str(workspace), course=mini_course, cwd=workspace)
     assert done.returncode == 0, done.stderr

@@ -106,6 +106,9 @@ def check(
     """
     session = open_session(course, workspace)
     selected = session.select(names or [], all_=all_)
+    for token, exercise in session.other_files(names or []):
+        ui.warning(f"{token} is not the file `course check` grades: it grades your file of {exercise.name}, "
+                   f"{ui.shown_path(session.submission(exercise))}.")
     say_where_grading_runs(session)
     jobs = jobs or os.cpu_count() or 1
     live = verdicts.LiveCheck(selected, len(session.course.exercises), jobs)
@@ -167,6 +170,11 @@ def reset(
     """
     session = open_session(course, workspace)
     exercise = session.named_or_current(name)
+    if session.is_stub_now(exercise):
+        session.reset(exercise)
+        ui.line(f"{ui.shown_path(session.submission(exercise))} is still the stub of {exercise.name}: "
+                "nothing to restore, and nothing of yours to keep.")
+        return
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError(f"`course reset {exercise.name}` replaces your file; add --yes to confirm.")

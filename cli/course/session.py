@@ -144,6 +144,18 @@ class Session:
         assert now is not None
         return [now]
 
+    def other_files(self, names: list[str]) -> list[tuple[str, Exercise]]:
+        """The names given as a path to a file that is not the one graded (a solution, a copy elsewhere),
+        each with the exercise it names: the workspace's file of that exercise is what is graded."""
+        found = []
+        for token in names:
+            path = Path(token).expanduser()
+            if path.suffix == ".py" and path.is_file():
+                exercise = self.exercise(token)
+                if path.resolve() != self.submission(exercise).resolve():
+                    found.append((token, exercise))
+        return found
+
     def check(
         self,
         exercises: list[Exercise],
@@ -234,6 +246,10 @@ class Session:
         if exercise.name in self.progress.exercises:
             self.progress = self._store.record({exercise.name: self._entry(exercise, "not_tried", 0.0, 0.0)})
         return backup
+
+    def is_stub_now(self, exercise: Exercise) -> bool:
+        """True when the learner's file is byte for byte what `reset` writes: there is nothing to keep."""
+        return workspace.is_stub_now(self._context, exercise)
 
     def restore(self, exercise: Exercise) -> tuple[Path, Path | None]:
         """Bring back the latest backup of the learner's file, keeping the current one first.

@@ -236,7 +236,9 @@ class Watcher:
 
     def _ask_reset(self) -> None:
         """Ask before replacing the learner's file with the stub."""
-        if self.name is not None:
+        if self.name is not None and self.session.is_stub_now(self.exercise):
+            ui.line(f"{self.name} is still the stub: nothing to restore.")
+        elif self.name is not None:
             self._asking = "reset"
             ui.line(f"Restore the stub of {self.name}? Your version is kept as a backup. [y/n]", style="bold")
 

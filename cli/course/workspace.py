@@ -135,6 +135,18 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
     return backup
 
 
+def is_stub_now(context: Context, exercise: Exercise) -> bool:
+    """True when the learner's file holds exactly what `reset` would write: resetting it keeps no backup."""
+    dest = context.submission(exercise)
+    stub = pristine_stub(exercise)
+    if stub is None and dest.resolve() == exercise.stub_path.resolve():
+        return False  # edited in place with no original to compare: unknown, and `reset` says why
+    try:
+        return dest.read_bytes() == (stub if stub is not None else exercise.stub_path.read_bytes())
+    except OSError:
+        return False
+
+
 def restore(context: Context, exercise: Exercise) -> tuple[Path, Path | None]:
     """Put the latest backup of `exercise` back in place; the file it replaces is kept first, unless
     it is the untouched stub. Returns (the backup restored, the new backup of the replaced file)."""
