@@ -15,9 +15,12 @@ GRADER = '''
 """Six checks of `double`; each prints the process's resident memory as the check ends."""
 import psutil
 
+KEPT = []  # the first check's function, kept for the others, as graders keep a jitted one (and its module)
+
 
 def _resident(submission):
-    assert submission.double(3) == 6
+    KEPT.append(KEPT[0] if KEPT else submission.double)
+    assert submission.double(3) == 6 and KEPT[0](4) == 8
     print("resident", psutil.Process().memory_info().rss // 2**20)
 
 ''' + "".join(f'''
@@ -38,8 +41,9 @@ def double(x):
 
 @pytest.mark.slow
 def test_a_table_at_module_level_is_held_once_whatever_the_number_of_checks(mini_course: Path) -> None:
-    """Each check imports the file afresh; what the import made is released at the check's end, so resident
-    memory after the last check is what it was after the first, not five tables more."""
+    """Each check imports the file afresh; a large import is released before the next, so resident memory
+    stays what it was at the second check (the first import, which the grader keeps a function of, and the
+    current one), not a table more per check; the function the grader kept still works."""
     (mini_course / "graders/01_ex_pass/test_ex_pass.py").write_text(GRADER)
     exercise = load_course(mini_course).get("ex_pass")
     learner = mini_course / "exercises/01_ex_pass/ex_pass.py"
@@ -48,4 +52,4 @@ def test_a_table_at_module_level_is_held_once_whatever_the_number_of_checks(mini
     assert result.status == "passed", result.message
     resident = [int(c.output.split()[-1]) for c in result.checks]
     assert len(resident) == CHECKS and resident[0] >= TABLE_MB
-    assert resident[-1] - resident[0] < TABLE_MB / 2, resident
+    assert resident[-1] - resident[1] < TABLE_MB / 2, resident

@@ -182,6 +182,8 @@ class Grading:
     checks: dict[str, Check] = field(default_factory=dict)
     collect_errors: list[str] = field(default_factory=list)
     stdio: tuple[int, int] | None = None
+    import_mb: float = 0.0
+    """How much the last import of the learner's file grew the process, in MiB."""
 
     def flush_output(self) -> None:
         """Flush the standard streams Python buffers; one the learner closed or detached is no matter."""
@@ -290,14 +292,17 @@ def submission_path(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(name="submission")
-def submission_fixture(request: pytest.FixtureRequest) -> Iterator[types.ModuleType]:
-    """The learner's module, executed afresh for this check from the source read at start-up, and
-    released after it: what its import made (a table at module level) is never held twice."""
+def submission_fixture(request: pytest.FixtureRequest) -> types.ModuleType:
+    """The learner's module, executed afresh for this check from the source read at start-up; the last
+    check's import is freed first when it was large, so a table at module level is held once."""
     state = _require(request.config)
     assert state.submission_path is not None
-    module = submission.load(state.submission_path, state.source)
-    yield module
-    submission.release(module)
+    submission.release(state.submission_path, state.import_mb)
+    before = submission.resident_mb()
+    try:
+        return submission.load(state.submission_path, state.source)
+    finally:
+        state.import_mb = submission.resident_mb() - before
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import linecache
+import os
 import sys
 import types
 from pathlib import Path
@@ -49,20 +50,36 @@ def load(path: Path, source: bytes | None) -> types.ModuleType:
     return module
 
 
-def release(module: types.ModuleType) -> None:
-    """Let go of what a check's import of the learner's file made, once the check has ended.
+RELEASE_ABOVE_MB = 64.0
+"""An import that grew the process by more than this is collected before the next check imports again."""
 
-    Each check imports the file afresh (graders rely on fresh module state), and JAX's caches keep
-    the learner's functions, hence their module's globals, alive: without this, a table at module
-    level would be held once per check. Emptying the namespace frees it, whoever holds a function.
+
+def resident_mb() -> float:
+    """This process's resident memory in MiB (Linux), else its peak so far (elsewhere); 0 if unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def release(path: Path, grew_mb: float) -> None:
+    """Before a check imports the learner's file again, free the last import if it was large.
+
+    Each check imports the file afresh (graders rely on fresh module state). A module and its
+    functions refer to each other (a function's globals are its namespace), so an old import is
+    freed only by the cycle collector, which may not run for many checks: a table at module level
+    was held once per check. By now pytest has dropped the last check's fixtures, so only
+    `sys.modules` and the cycle hold it. Its namespace stays whole: a grader may keep a learner's
+    function from one check for the next (`strict_runs.jitted_once`).
     """
-    if sys.modules.get(module.__name__) is module:
-        del sys.modules[module.__name__]
-    namespace = vars(module)
-    keep = {k: namespace[k] for k in ("__name__", "__file__") if k in namespace}
-    namespace.clear()
-    namespace.update(keep)
-    gc.collect()  # classes and closures of the file refer to each other: free them now, not later
+    if grew_mb <= RELEASE_ABOVE_MB:
+        return  # a small import: not worth a full collection (tens of milliseconds with JAX loaded)
+    sys.modules.pop(path.stem, None)
+    gc.collect()
 
 
 def _import_message(exc: BaseException, path: Path) -> str:
