@@ -208,7 +208,8 @@ class Watcher:
         if self._asking is not None:
             self._answer(key)
             return
-        actions = {"q": self.quit, "h": self._hint, "l": self._list, "r": self._ask_reset, "n": self._next}
+        actions = {"q": self.quit, "h": self._hint, "l": self._list, "r": self._ask_reset, "n": self._next,
+                   "t": self._task}
         action = actions.get(key)
         if action is not None:
             action()
@@ -229,9 +230,14 @@ class Watcher:
         except CourseError as exc:
             ui.line(str(exc))
 
+    def _task(self) -> None:
+        """The task of the watched exercise, in place (after `n`, the new one's)."""
+        if self.name is not None:
+            watching.task(self.session, self.exercise)
+
     def _list(self) -> None:
         """The exercise table, below the last verdict."""
-        views.course_list(self.session, with_next=False)
+        views.course_list(self.session, with_next=False, reserve=watching.FOOTER_LINES + 1)
         ui.line(watching.KEYS, style="dim")
 
     def _ask_reset(self) -> None:
