@@ -242,7 +242,10 @@ class Grading:
             return
         statuses = [check.phases.get(p, "failed") for p in ("setup", "call", "teardown")]
         status = status or next((s for s in statuses if s != "passed"), "passed")
-        line = json.dumps({"id": check.id, "title": check.title, "status": status}) + "\n"
+        event = {"id": check.id, "title": check.title, "status": status}
+        if status == RUNNING and self.import_mb:
+            event["import_mb"] = round(self.import_mb)  # what holds memory, should the grading run out
+        line = json.dumps(event) + "\n"
         try:
             os.write(self.events_fd, line.encode())
         except OSError:

@@ -109,6 +109,8 @@ def grade(
         )
         if checks.stopped is not None:  # stopped at one check's own limit: a timeout, as at the grading's
             outcome.timed_out, outcome.limit, outcome.killed_for = True, "check", ""
+        if "MiB of memory" in outcome.killed_for:  # out of memory: say what holds it, when it is the import
+            outcome.killed_for += stopwatch.what_holds(checks.import_mb)
         result = (cancelled(exercise.name, seed) if outcome.cancelled
                   else verdict(exercise, report_path, key, outcome, submission.resolve(), source))
     finally:

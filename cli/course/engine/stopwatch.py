@@ -25,6 +25,17 @@ SHOW_EVERY_S = 1.0
 """How often a running check's CPU time is passed on for display."""
 STOPPED = "the check used its own CPU time limit"
 """The sentence `watch` gives the waiting loop; the verdict is worded from `limits.reason("check", ...)`."""
+HEAVY_IMPORT_MB = 64.0
+"""An import of the learner's file this large is named when a grading runs out of memory."""
+
+
+def what_holds(import_mb: float) -> str:
+    """A sentence naming the learner's import as what holds memory, when it is large; else ''."""
+    if import_mb < HEAVY_IMPORT_MB:
+        return ""
+    return (f" Importing your file takes {import_mb:.0f} MiB by itself: what it makes at module level (a table, an "
+            "array) is held while every check runs; make it smaller, or make it inside the function that needs it.")
+"""The sentence `watch` gives the waiting loop; the verdict is worded from `limits.reason("check", ...)`."""
 
 
 class Stopwatch:
@@ -37,6 +48,8 @@ class Stopwatch:
         self.running: CheckEvent | None = None
         self.stopped: CheckEvent | None = None
         """The check stopped at its own limit, if one was."""
+        self.import_mb = 0.0
+        """How much one import of the learner's file grew the grading, as the grading last said."""
         self._start_cpu: float | None = None
         self._next_poll = self._next_show = 0.0
         self._lock = threading.Lock()
@@ -46,6 +59,8 @@ class Stopwatch:
         event = CheckEvent.parse(self.exercise, raw)
         if event is None:
             return
+        if isinstance(raw.get("import_mb"), int | float):
+            self.import_mb = float(raw["import_mb"])
         with self._lock:
             self.running = event if event.status == RUNNING else None
             self._start_cpu = None  # read at the next poll: the CPU time the check starts from
