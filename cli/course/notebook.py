@@ -8,8 +8,10 @@
     %course check update_with_donate        # any command: %course hint NAME, %course list, ...
     %%course update_with_donate             # the cell becomes the learner's file, then it is graded
 
-The reports render as the terminal shows them: as HTML in Jupyter (`_repr_html_`), as Markdown
-where HTML is not wanted (`_repr_markdown_`), and as plain text (`repr`). The course and the
+The reports render as the terminal shows them: as HTML in Jupyter (`_repr_html_`, whose lines wrap to
+the cell), as Markdown where HTML is not wanted (`_repr_markdown_`), and as plain text (`repr`, at the
+width of the terminal it is shown in). In a script, where nobody shows the value of `course.check(...)`,
+the verdict is printed as it returns. The course and the
 workspace are found as on the command line: from the current folder upward, or `COURSE_ROOT` and
 `COURSE_WORKSPACE`. Nothing here imports JAX or IPython until a command needs it.
 """
