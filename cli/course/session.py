@@ -173,6 +173,8 @@ class Session:
         half-way (Ctrl-C) keeps every verdict it had reached.
         """
         by_name = {e.name: e for e in exercises}
+        # Set on Ctrl-C: the gradings it kills are no verdict, and are not recorded.
+        cancel = cancel if cancel is not None else threading.Event()
 
         def finished(result: ExerciseResult) -> None:
             """Record one exercise as soon as it is graded, then pass its result on."""

@@ -111,7 +111,8 @@ def grade(
             outcome.timed_out, outcome.limit, outcome.killed_for = True, "check", ""
         if "MiB of memory" in outcome.killed_for:  # out of memory: say what holds it, when it is the import
             outcome.killed_for += stopwatch.what_holds(checks.import_mb)
-        result = (cancelled(exercise.name, seed) if outcome.cancelled
+        stopped = outcome.cancelled or (cancel is not None and cancel.is_set())  # killed for Ctrl-C: no verdict
+        result = (cancelled(exercise.name, seed) if stopped
                   else verdict(exercise, report_path, key, outcome, submission.resolve(), source))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -153,17 +154,20 @@ def grade_many(
             on_result(result)
         return result
 
-    return map_jobs(one, pairs, jobs)
+    return map_jobs(one, pairs, jobs, cancel)
 
 
-def map_jobs(fn: Callable[[T], R], items: list[T], jobs: int) -> list[R]:
-    """`fn` over `items`, `jobs` at a time, results in order; Ctrl-C ends every grading in flight at once."""
+def map_jobs(fn: Callable[[T], R], items: list[T], jobs: int, cancel: threading.Event | None = None) -> list[R]:
+    """`fn` over `items`, `jobs` at a time, results in order; Ctrl-C ends every grading in flight at once
+    (setting `cancel` first, so that none of them is taken for a verdict)."""
     if jobs <= 1 or len(items) <= 1:
         return [fn(item) for item in items]
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
         return list(pool.map(fn, items))
     except BaseException:
+        if cancel is not None:
+            cancel.set()
         # The other threads wait on their gradings: end those now rather than at their timeouts.
         pool.shutdown(wait=False, cancel_futures=True)
         isolation.stop_all()
