@@ -136,13 +136,10 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
 
 
 def is_stub_now(context: Context, exercise: Exercise) -> bool:
-    """True when the learner's file holds exactly what `reset` would write: resetting it keeps no backup."""
+    """True when the learner's file holds the stub as the course hands it out: resetting it keeps no backup."""
     dest = context.submission(exercise)
-    stub = pristine_stub(exercise)
-    if stub is None and dest.resolve() == exercise.stub_path.resolve():
-        return False  # edited in place with no original to compare: unknown, and `reset` says why
     try:
-        return dest.read_bytes() == (stub if stub is not None else exercise.stub_path.read_bytes())
+        return _is_stub(exercise, dest, dest.read_bytes())
     except OSError:
         return False
 

@@ -17,10 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from course.engine import cohort, invocation, isolation, limits, report, stopwatch, stub, syntax
+from course.engine import cohort, invocation, isolation, limits, report, stub
 from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
 from course.engine.protections import Confinement
+from course.engine.stopwatch import Stopwatch, what_holds
+from course.engine.syntax import result as not_compiling
 from course.engine.verdict import CheckEvent, ExerciseResult, verdict
 from course.registry import Exercise
 
@@ -73,7 +75,7 @@ def grade(
     untouched = stub.untouched(exercise, submission) if skip_stub else ""
     if untouched:
         return not_tried(exercise, seed, untouched)
-    broken = syntax.result(exercise, submission, seed, hidden=hidden)
+    broken = not_compiling(exercise, submission, seed, hidden=hidden)
     if broken is not None:  # certain at once: no process, no JAX, no grader to wait for
         broken.duration_s = time.monotonic() - started
         return broken
@@ -90,7 +92,7 @@ def grade(
         folder = invocation.graders_link(workdir, exercise) if sandbox else None
         source = invocation.source_text(submission)  # the lines a stopped run's stack points at
         budget = limits.budget(exercise.meta)
-        checks = stopwatch.Stopwatch(exercise.name, budget, on_event)
+        checks = Stopwatch(exercise.name, budget, on_event)
         outcome = isolation.run_isolated(
             invocation.command(exercise, submission, workdir, report_path, seed, hidden, folder),
             key=key,
@@ -110,7 +112,7 @@ def grade(
         if checks.stopped is not None:  # stopped at one check's own limit: a timeout, as at the grading's
             outcome.timed_out, outcome.limit, outcome.killed_for = True, "check", ""
         if "MiB of memory" in outcome.killed_for:  # out of memory: say what holds it, when it is the import
-            outcome.killed_for += stopwatch.what_holds(checks.import_mb)
+            outcome.killed_for += what_holds(checks.import_mb)
         stopped = outcome.cancelled or (cancel is not None and cancel.is_set())  # killed for Ctrl-C: no verdict
         result = (cancelled(exercise.name, seed) if stopped
                   else verdict(exercise, report_path, key, outcome, submission.resolve(), source))
