@@ -126,13 +126,13 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome,
     stopped = outcome.timed_out or bool(outcome.killed_for)
     if manifest is None and stopped:
         status = "timeout" if outcome.timed_out else "failed"
-        return all_failed(base, None, _stop_reason(exercise, outcome, []), status)
+        return _all_failed(base, None, _stop_reason(exercise, outcome, []), status)
     if manifest is None and problem != "missing":
-        return all_failed(base, None, _report_message(problem, outcome), "failed")
+        return _all_failed(base, None, _report_message(problem, outcome), "failed")
     if manifest is None and report_path.exists() and report_path.stat().st_size:
         # A report but no manifest: the grader ran, and the manifest was removed while learner
         # code ran. That is the learner's doing, not a platform failure.
-        return all_failed(base, None, _report_message("forged", outcome), "failed")
+        return _all_failed(base, None, _report_message("forged", outcome), "failed")
     if manifest is None:
         base.status, base.message = "error", _no_start_message(outcome)
         return base
@@ -147,7 +147,7 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome,
     final, problem = _read(report_path, key)
     if final is not None and final.get("tampered"):
         base.tampered = True
-        return all_failed(base, manifest, tampered_message(final["tampered"]), "failed")
+        return _all_failed(base, manifest, tampered_message(final["tampered"]), "failed")
     if final is not None and final.get("complete"):
         return _from_report(base, manifest, final, outcome)
     if stopped:  # an unreadable report here may be one the kill cut short: it earns nothing either way
@@ -155,7 +155,7 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome,
         return _unfinished(base, manifest, final, outcome, _stop_reason(exercise, outcome, frames))
     if problem in ("missing", "") or final is not None:
         return _unfinished(base, manifest, final, outcome, _report_message("missing", outcome))
-    return all_failed(base, manifest, _report_message(problem, outcome), "failed")
+    return _all_failed(base, manifest, _report_message(problem, outcome), "failed")
 
 
 def _read(path: Path, key: bytes) -> tuple[dict | None, str]:
@@ -237,7 +237,7 @@ def summarize(result: ExerciseResult) -> ExerciseResult:
     return result
 
 
-def all_failed(base: ExerciseResult, manifest: dict | None, reason: str, status: str) -> ExerciseResult:
+def _all_failed(base: ExerciseResult, manifest: dict | None, reason: str, status: str) -> ExerciseResult:
     """Every expected check fails for one reason that ended the whole run."""
     for expected in (manifest or {}).get("checks", []):
         base.checks.append(_failed_check(expected, reason))
