@@ -111,7 +111,7 @@ def grade(
         )
         if checks.stopped is not None:  # stopped at one check's own limit: a timeout, as at the grading's
             outcome.timed_out, outcome.limit, outcome.killed_for = True, "check", ""
-        if "MiB of memory" in outcome.killed_for:  # out of memory: say what holds it, when it is the import
+        if "memory" in outcome.killed_for:  # stopped for memory: say what holds it, when it is the import
             outcome.killed_for += what_holds(checks.import_mb)
         stopped = outcome.cancelled or (cancel is not None and cancel.is_set())  # killed for Ctrl-C: no verdict
         result = (cancelled(exercise.name, seed) if stopped
