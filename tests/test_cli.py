@@ -243,6 +243,7 @@ def test_show_hint_and_reset_default_to_the_current_exercise(cli: CliRunner, min
     """Without a name, `show`, `hint` and `reset` act on the current exercise (the first not passed)."""
     assert "Edit: " in run(cli, mini_course, "show", "--no-pager").stdout
     assert "Hint 1 of 3 for ex_pass:" in run(cli, mini_course, "hint").stdout
+    (mini_course / "exercises/01_ex_pass/ex_pass.py").write_text("def double(x):\n    return x + x  # mine\n")
     result = run(cli, mini_course, "reset", "--yes")
     assert result.exit_code == 0 and "Restored the stub of ex_pass" in result.stdout
 
@@ -438,8 +439,8 @@ def test_piped_output_has_no_trailing_padding(mini_course: Path) -> None:
 
 
 def test_check_on_a_terminal_shows_each_check_as_it_ends(mini_course: Path, tmp_path: Path) -> None:
-    """In a terminal, `course check` names the exercise being graded and shows a check's verdict as soon
-    as it ends, while the next check still runs; the final verdict follows."""
+    """In a terminal, `course check` names the exercise being graded, shows a check's verdict as soon as it
+    ends and names the check running now; the final verdict follows."""
     from terminal import Terminal
 
     release = tmp_path / "release"
@@ -454,7 +455,8 @@ def test_check_on_a_terminal_shows_each_check_as_it_ends(mini_course: Path, tmp_
     try:
         term.expect("checking ex_pass (1 of 7)")
         term.expect("✓ passed  The first check ends at once.")
-        assert term.proc.poll() is None and "The second check" not in term.text()
+        term.expect("… The second check waits for the test.")  # the check running now is named
+        assert term.proc.poll() is None and "passed  The second check" not in term.text()
         release.touch()
         term.expect("ex_pass  ✓ passed  2/2 points")
         assert term.proc.wait(timeout=60) == 0
@@ -489,3 +491,24 @@ def test_options_before_the_command_count(cli: CliRunner, mini_course: Path, tmp
     result = cli.invoke(app, ["--course", str(mini_course), "--workspace", str(workspace), "check", "ex_pass",
                               "--json"])
     assert json.loads(result.stdout)["exercises"][0]["message"].startswith("not tried")
+
+
+def test_a_number_out_of_range_says_the_range(cli: CliRunner, mini_course: Path) -> None:
+    """`course show 8` in a course of 7 says the exercises are numbered 1-7, not a guess at a name."""
+    result = run(cli, mini_course, "show", "8")
+    assert result.exit_code == 2
+    assert "There is no exercise named `8`; the exercises are numbered 1-7" in result.stderr
+
+
+def test_checking_another_file_says_which_file_is_graded(cli: CliRunner, mini_course: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`course check solutions/01_ex_pass/ex_pass.py` names ex_pass, but grades the learner's own file of it,
+    and says so rather than grading another file than the one named without a word."""
+    monkeypatch.chdir(mini_course)
+    result = run(cli, mini_course, "check", "solutions/01_ex_pass/ex_pass.py", "--json")
+    said = " ".join(result.stderr.split())
+    assert "solutions/01_ex_pass/ex_pass.py is not the file `course check` grades: it grades your file of " \
+           "ex_pass, exercises/01_ex_pass/ex_pass.py" in said
+    assert [e["name"] for e in json.loads(result.stdout)["exercises"]] == ["ex_pass"]
+    quiet = run(cli, mini_course, "check", "exercises/01_ex_pass/ex_pass.py", "--json")
+    assert "not the file" not in quiet.stderr

@@ -129,11 +129,16 @@ def test_reset_keeps_every_version(mini_course: Path, workspace: Path) -> None:
 
 
 def test_reset_of_untouched_or_missing_file(mini_course: Path, workspace: Path) -> None:
-    """An untouched stub needs no backup; a missing file is simply restored."""
+    """An untouched stub needs no backup, and reset says so (never that one was kept) without asking; a
+    missing file is simply restored."""
     stub_path = workspace / STUB
     pristine = stub_path.read_bytes()
-    done = _course("reset", "ex_pass", "--yes", "--workspace", str(workspace), course=mini_course, cwd=workspace)
-    assert done.returncode == 0 and _backups(workspace) == []
+    for confirmed in (["--yes"], []):
+        done = _course("reset", "ex_pass", *confirmed, "--workspace", str(workspace), course=mini_course,
+                       cwd=workspace)
+        assert done.returncode == 0 and _backups(workspace) == [], done.stderr
+        said = " ".join(done.stdout.split())
+        assert "is still the stub of ex_pass: nothing to restore" in said and "kept" not in said
     stub_path.unlink()
     done = _course("reset", "ex_pass", "--yes", "--workspace", str(workspace), course=mini_course, cwd=workspace)
     assert done.returncode == 0, done.stderr
@@ -159,3 +164,39 @@ def test_reset_asks_before_replacing(mini_course: Path, workspace: Path) -> None
     done = _course("reset", "ex_pass", "--workspace", str(workspace), course=mini_course, cwd=workspace)
     assert done.returncode == 2 and "--yes" in done.stderr
     assert stub_path.read_bytes() == mine and _backups(workspace) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_check_all_stopped_keeps_every_finished_verdict(mini_course: Path, workspace: Path, jobs: str) -> None:
+    """Ctrl-C during `course check --all` keeps each verdict reached before it: every exercise is recorded
+    as its grading ends, not when the whole run does; the grading it kills in flight is no verdict."""
+    import signal
+    import time
+
+    from terminal import Terminal
+
+    toml = mini_course / "course.toml"
+    toml.write_text(toml.read_text().replace('"ex_exit_import", "ex_os_exit", "ex_no_tests"', ""))
+    (mini_course / "exercises/04_ex_loop/exercise.toml").write_text(
+        'title = "ex_loop"\ntopic = "fixture"\ntimeout_s = 600\nwall_timeout_s = 900\n')
+    for name in ("01_ex_pass/ex_pass", "02_ex_fail/ex_fail", "03_ex_syntax/ex_syntax", "04_ex_loop/ex_loop"):
+        mine = workspace / f"exercises/{name}.py"  # edited, so graded: ex_loop still loops for 0
+        mine.write_text(mine.read_text() + "# mine\n")
+    term = Terminal(["check", "--all", "-j", jobs, "--workspace", str(workspace), "--course", str(mini_course)],
+                    cwd=workspace)
+    progress = WorkspacePaths(workspace).progress
+    try:
+        deadline = time.monotonic() + 300  # bounds a broken run; the loop ends as soon as the file shows them
+        while not (progress.exists() and {"ex_pass", "ex_fail", "ex_syntax"} <= set(json.loads(
+                progress.read_text() or "{}").get("exercises", {}))):
+            assert time.monotonic() < deadline and term.proc.poll() is None, term.text()[-2000:]
+            time.sleep(0.05)
+        assert term.proc.poll() is None  # still grading ex_loop, which never ends on its own
+        os.killpg(term.proc.pid, signal.SIGINT)
+        term.proc.wait(timeout=120)
+    finally:
+        term.close()
+    stored = ProgressStore(WorkspacePaths(workspace)).load().exercises
+    assert {name: e.status for name, e in stored.items()} == {
+        "ex_pass": "passed", "ex_fail": "failed", "ex_syntax": "failed"}

@@ -137,3 +137,32 @@ def test_inspect_returns_what_the_code_does(tmp_path: Path, monkeypatch: pytest.
     assert [s["show"] for s in report.sections] == ["donation", "compiles"]
     assert "aliases 4096 bytes" in repr(report) and "aliases 4096 bytes" in report._repr_html_()
     assert report.to_json()["status"] == "inspected"
+
+
+def test_a_report_takes_the_width_it_is_shown_at(mini_course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As text a report is laid out at the width of the terminal it is shown in (a terminal IPython's), so
+    no word is broken where a narrower terminal wraps; as HTML its lines wrap to the notebook cell."""
+    from course.engine.verdict import CheckResult, ExerciseResult
+    from course.session import Session
+
+    why = "the donated buffer was not donated because the output has another shape; " * 3
+    result = ExerciseResult(name="ex_fail", status="failed", max_score=1.0,
+                            checks=[CheckResult("test_a", "The buffer is reused", "failed", 0.0, 1.0, why.strip())])
+    report = notebook.CheckReport(Session.open(mini_course, mini_course), [result])
+    monkeypatch.chdir(mini_course)  # paths are shown from here, as from a learner's workspace
+    for columns in (60, 120):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        lines = repr(report).splitlines()
+        assert max(len(line) for line in lines) <= columns and max(len(line) for line in lines) > columns - 25
+        assert all("donat" not in line.split()[-1] or line.split()[-1].startswith("donat") for line in lines if line)
+    assert "white-space:pre-wrap" in report._repr_html_()
+
+
+@pytest.mark.slow
+def test_check_in_a_script_shows_its_verdict(mini_course: Path) -> None:
+    """A script's `course.check(NAME)` is a statement whose value nobody shows: the verdict is printed as it
+    returns, where the Python prompt and IPython would show the report they are given."""
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("COURSE_")}
+    done = subprocess.run([sys.executable, "-c", "import course\ncourse.check('ex_fail')\n"], capture_output=True,
+                          text=True, cwd=mini_course, env={**env, "COURSE_ROOT": str(mini_course)}, timeout=300)
+    assert "ex_fail  ✗ failed" in done.stdout and "should be" in done.stdout, done.stdout + done.stderr

@@ -132,3 +132,28 @@ def test_defaults_current_and_last_passed(session: Session) -> None:
     assert session.last_passed() is None
     session.record([second], [_result(second.name, "passed")])
     assert session.last_passed() == second
+
+
+def test_each_exercise_is_recorded_as_it_ends_with_its_own_time(session: Session,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check` stores each verdict the moment its grading ends, stamped with that moment: a later
+    exercise never shares an earlier one's time, and an earlier one is on file before the next ends."""
+    first, second = session.course.exercises[:2]
+    clock = iter(["2026-01-01T12:00:00Z", "2026-01-01T12:00:09Z"])
+    monkeypatch.setattr("course.session.now_iso", lambda: next(clock))
+    seen_on_file: list[set[str]] = []
+
+    def grade(exercises: list, *, on_result: object = None, **_: object) -> list[ExerciseResult]:
+        """Two gradings, one after the other, each reported as it ends."""
+        results = []
+        for e in exercises:
+            seen_on_file.append(set(Session.open(session.course.root, session.workspace).progress.exercises))
+            results.append(_result(e.name, "passed"))
+            on_result(results[-1])  # type: ignore[operator]
+        return results
+
+    monkeypatch.setattr(session, "grade", grade)
+    session.check([first, second])
+    assert seen_on_file == [set(), {first.name}]
+    stored = Session.open(session.course.root, session.workspace).progress.exercises
+    assert [stored[e.name].last_checked for e in (first, second)] == ["2026-01-01T12:00:00Z", "2026-01-01T12:00:09Z"]

@@ -318,16 +318,22 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_q_during_a_check_quits_and_ends_its_processes(looping_course: Path) -> None:
-    """`q` while a grading loops forever ends watch, the grading's process group and the worker, long
-    before the grading's own limit could have."""
+@pytest.mark.parametrize("way", ["q", "ctrl-c"])
+def test_q_during_a_check_quits_and_ends_its_processes(looping_course: Path, way: str) -> None:
+    """`q` (or Ctrl-C, which says the same) while a grading loops forever ends watch, the grading's process
+    group and the worker, long before the grading's own limit could have."""
+    import signal
+
     term = Terminal(["watch", "ex_loop"], cwd=looping_course)
     try:
         term.expect("checking ex_loop...")
         started = _wait_for_a_grading(term)
-        term.type("q")
+        if way == "q":
+            term.type("q")
+        else:
+            os.kill(term.proc.pid, signal.SIGINT)  # what the terminal sends on Ctrl-C
         assert term.proc.wait(timeout=60) == 0
-        assert "Bye." in term.text() and "ran past" not in term.text()
+        assert "Bye." in term.text() and "ran past" not in term.text() and "interrupted" not in term.text()
         deadline = time.monotonic() + 10
         while any(_alive(pid) for pid in started):
             assert time.monotonic() < deadline, [pid for pid in started if _alive(pid)]

@@ -46,12 +46,19 @@ def given(course: Path | None, workspace: Path | None) -> tuple[Path | None, Pat
     return course or root.get("course"), workspace or root.get("workspace")
 
 
-def open_session(course: Path | None, workspace: Path | None) -> Session:
-    """The session of this command, with a warning for anything recovered from its files."""
+def open_session(course: Path | None, workspace: Path | None, *, warn: bool = True) -> Session:
+    """The session of this command, with a warning for anything recovered from its files (given later
+    with `warn_of` when `warn` is false: after a long table, where it is still on screen)."""
     session = Session.open(*given(course, workspace))
-    for message in session.warnings:
-        ui.warning(message)
+    if warn:
+        warn_of(session)
     return session
+
+
+def warn_of(session: Session, *, again: bool = False) -> None:
+    """Warn of what was recovered from the workspace's files (`again`: a second time, under long output)."""
+    for message in session.warnings:
+        ui.warning(f"{message} (said again: the output above was long)" if again else message)
 
 
 def say_where_grading_runs(session: Session) -> None:
@@ -68,13 +75,17 @@ def root(ctx: typer.Context, course: CourseOpt = None, workspace: WorkspaceOpt =
     """Without a command: the list of exercises and what to do next."""
     ctx.obj = {"course": course, "workspace": workspace}
     if ctx.invoked_subcommand is None:
-        views.course_list(open_session(course, workspace), with_next=True)
+        session = open_session(course, workspace, warn=False)
+        views.course_list(session, with_next=True)
+        warn_of(session)
 
 
 @app.command("list")
 def list_(course: CourseOpt = None, workspace: WorkspaceOpt = None) -> None:
     """Every exercise by part, with its topic, status and points."""
-    views.course_list(open_session(course, workspace), with_next=False)
+    session = open_session(course, workspace, warn=False)
+    views.course_list(session, with_next=False)
+    warn_of(session)
 
 
 @app.command()
@@ -106,6 +117,9 @@ def check(
     """
     session = open_session(course, workspace)
     selected = session.select(names or [], all_=all_)
+    for token, exercise in session.other_files(names or []):
+        ui.warning(f"{token} is not the file `course check` grades: it grades your file of {exercise.name}, "
+                   f"{ui.shown_path(session.submission(exercise))}.")
     say_where_grading_runs(session)
     jobs = jobs or os.cpu_count() or 1
     live = verdicts.LiveCheck(selected, len(session.course.exercises), jobs)
@@ -115,6 +129,8 @@ def check(
         ui.emit_json(views.check_json(session, graded))
     else:
         verdicts.results(session, graded, verbose=verbose, show_output=show_output)
+        if len(graded) > 1:
+            warn_of(session, again=True)
     raise typer.Exit(exit_code(graded))
 
 
@@ -167,6 +183,11 @@ def reset(
     """
     session = open_session(course, workspace)
     exercise = session.named_or_current(name)
+    if session.is_stub_now(exercise):
+        session.reset(exercise)
+        ui.line(f"{ui.shown_path(session.submission(exercise))} is still the stub of {exercise.name}: "
+                "nothing to restore, and nothing of yours to keep.")
+        return
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError(f"`course reset {exercise.name}` replaces your file; add --yes to confirm.")
@@ -216,11 +237,12 @@ def progress_(
     workspace: WorkspaceOpt = None,
 ) -> None:
     """What has passed, your points, and when each was checked."""
-    summary = open_session(course, workspace).summary()
+    session = open_session(course, workspace, warn=False)
     if as_json:
-        ui.emit_json(views.progress_json(summary))
+        ui.emit_json(views.progress_json(session.summary()))
     else:
-        views.progress(summary)
+        views.progress(session.summary())
+    warn_of(session)
 
 
 @app.command()

@@ -24,9 +24,9 @@ def _fast_list(with_next: bool) -> int:
         from course.ui import views
 
         session = Session.open()
-        for message in session.warnings:
-            ui.warning(message)
         views.course_list(session, with_next=with_next)
+        for message in session.warnings:  # under the table, where it stays on screen
+            ui.warning(message)
     except BaseException as exc:  # noqa: BLE001 - the edge: every failure becomes a code
         code = exit_code_for(exc)
         if code is None:

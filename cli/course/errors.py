@@ -16,9 +16,11 @@ class UsageError(CourseError):
 class UnknownExercise(UsageError):
     """A name that is not in `course.toml`, with the names closest to it."""
 
-    def __init__(self, name: str, closest: list[str] | None = None) -> None:
+    def __init__(self, name: str, closest: list[str] | None = None, count: int = 0) -> None:
         guess = " or ".join(f"`{n}`" for n in closest or [])
         hint = f"did you mean {guess}? (`course list` shows the names)" if guess else "`course list` shows the names."
+        if name.strip().isdigit() and count:  # a number out of range: say the range, not a guess
+            hint = f"the exercises are numbered 1-{count} (`course list` shows them)."
         super().__init__(f"There is no exercise named `{name}`; {hint}")
         self.name, self.closest = name, list(closest or [])
 

@@ -8,8 +8,10 @@
     %course check update_with_donate        # any command: %course hint NAME, %course list, ...
     %%course update_with_donate             # the cell becomes the learner's file, then it is graded
 
-The reports render as the terminal shows them: as HTML in Jupyter (`_repr_html_`), as Markdown
-where HTML is not wanted (`_repr_markdown_`), and as plain text (`repr`). The course and the
+The reports render as the terminal shows them: as HTML in Jupyter (`_repr_html_`, whose lines wrap to
+the cell), as Markdown where HTML is not wanted (`_repr_markdown_`), and as plain text (`repr`, at the
+width of the terminal it is shown in). In a script, where nobody shows the value of `course.check(...)`,
+the verdict is printed as it returns. The course and the
 workspace are found as on the command line: from the current folder upward, or `COURSE_ROOT` and
 `COURSE_WORKSPACE`. Nothing here imports JAX or IPython until a command needs it.
 """
@@ -30,8 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["CheckReport", "InspectReport", "check", "inspect", "load_ipython_extension", "save_cell",
            "unload_ipython_extension"]
 
-WIDTH = 100
-"""Columns of a report rendered for a notebook."""
+HTML_WIDTH = 160
+"""Columns a report is laid out in for Jupyter's HTML, which then wraps each line to the cell's width:
+only a paragraph longer than this is broken by the layout rather than by the browser."""
 NO_WATCH = ("`course watch` needs a terminal; in a notebook, grade with `%course check NAME`, or put your "
             "file in a cell that starts with `%%course NAME`, which saves it and grades it.")
 
@@ -43,13 +46,13 @@ class _Report:
         """Print the report through `course.ui` (overridden)."""
         raise NotImplementedError
 
-    def _recorded(self) -> Any:
-        """A private console holding this report, drawn by the terminal's own views."""
+    def _recorded(self, width: int) -> Any:
+        """A private console holding this report laid out in `width` columns, drawn by the terminal's own views."""
         from rich.console import Console
 
         from course import ui
 
-        console = Console(record=True, file=io.StringIO(), width=WIDTH, color_system="truecolor",
+        console = Console(record=True, file=io.StringIO(), width=width, color_system="truecolor",
                           force_terminal=True, force_jupyter=False, highlight=False, emoji=False)
         saved = ui.out
         ui.out = console  # the views print through `ui.out`; borrow it for the span of one drawing
@@ -60,12 +63,15 @@ class _Report:
         return console
 
     def __repr__(self) -> str:
-        """The report as plain text, as a terminal shows it without colour."""
-        return self._recorded().export_text(styles=False).rstrip() + "\n"
+        """The report as plain text, as a terminal shows it without colour, at the width of the terminal it
+        is shown in (a terminal IPython's; 80 columns when there is none)."""
+        import shutil
+
+        return self._recorded(shutil.get_terminal_size((80, 24)).columns).export_text(styles=False).rstrip() + "\n"
 
     def _repr_html_(self) -> str:
-        """The report as HTML, for Jupyter."""
-        return self._recorded().export_html(inline_styles=True, code_format=_HTML)
+        """The report as HTML, for Jupyter: its lines wrap at words to the width of the cell."""
+        return self._recorded(HTML_WIDTH).export_html(inline_styles=True, code_format=_HTML)
 
     def _repr_markdown_(self) -> str:
         """The report as Markdown: its title, then its text as a block."""
@@ -76,7 +82,8 @@ class _Report:
         raise NotImplementedError
 
 
-_HTML = '<pre style="font-family:Menlo,\'DejaVu Sans Mono\',monospace;font-size:90%;line-height:1.25">{code}</pre>'
+_HTML = ('<pre style="font-family:Menlo,\'DejaVu Sans Mono\',monospace;font-size:90%;line-height:1.25;'
+         'white-space:pre-wrap;overflow-wrap:break-word">{code}</pre>')
 
 
 class CheckReport(_Report):
@@ -155,7 +162,19 @@ def check(name: str | None = None, *, course: str | Path | None = None, workspac
     """Grade an exercise (default: the current one) as `course check` does, and record the result."""
     session = _session(course, workspace)
     exercises = session.select([name] if name else [])
-    return CheckReport(session, session.check(exercises, seed=seed))
+    report = CheckReport(session, session.check(exercises, seed=seed))
+    if not _shown_by_the_shell():
+        report._draw()  # a script discards the value of `course.check(...)`: show the verdict as it returns
+    return report
+
+
+def _shown_by_the_shell() -> bool:
+    """True where the value of an expression is displayed (IPython, Jupyter, Python's own prompt)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    running = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    return running is not None or hasattr(sys, "ps1") or bool(sys.flags.interactive)
 
 
 def inspect(name: str | None = None, *, course: str | Path | None = None,
@@ -192,10 +211,11 @@ def _command(args: list[str]) -> int:
     the notebook's kernel.
     """
     import os
+    import shutil
     import subprocess
     import sys
 
-    env = {**os.environ, "COLUMNS": str(WIDTH), "COURSE_NO_PROGRESS": "1"}
+    env = {**os.environ, "COLUMNS": str(shutil.get_terminal_size((80, 24)).columns), "COURSE_NO_PROGRESS": "1"}
     done = subprocess.run([sys.executable, "-m", "course", *args], capture_output=True, text=True, env=env,
                           stdin=subprocess.DEVNULL, check=False)
     sys.stdout.write(done.stdout)

@@ -37,6 +37,30 @@ def static_points(source: str) -> float | None:
     return total
 
 
+def static_checks(source: str) -> list[dict[str, object]] | None:
+    """The checks of a grader as its manifest lists them (id, title, max_score), in order, without
+    running it; None when they cannot all be read statically (a `parametrize`, a mark not literal)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    default = _module_default(tree)
+    found: list[dict[str, object]] = []
+    for node in tree.body:
+        inner = _points_of(node.decorator_list, default) if isinstance(node, ast.ClassDef) else default
+        members = node.body if isinstance(node, ast.ClassDef) and node.name.startswith("Test") else [node]
+        for item in members:
+            if not _is_check(item):
+                continue
+            points = _check_points(item, inner)  # type: ignore[arg-type]
+            if points is None or _cases(item.decorator_list) != 1:  # type: ignore[attr-defined]
+                return None
+            doc = (ast.get_docstring(item) or "").strip()  # type: ignore[arg-type]
+            title = doc.splitlines()[0].strip() if doc else item.name  # type: ignore[attr-defined]
+            found.append({"id": item.name, "title": title, "max_score": points})  # type: ignore[attr-defined]
+    return found
+
+
 def _is_check(node: ast.stmt) -> bool:
     """A function pytest collects as a check."""
     return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")

@@ -55,6 +55,7 @@ class ExerciseMeta:
     memory_mb: int = 4096
     inspect: dict[str, Any] | None = None
     wall_timeout_s: float | None = None
+    check_timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ class Course:
         """The exercise `name` names, as people type it (`course.names`), or UnknownExercise."""
         found = naming.resolve(self.exercises, name)
         if found is None:
-            raise UnknownExercise(name, naming.closest(self.exercises, name))
+            raise UnknownExercise(name, naming.closest(self.exercises, name), len(self.exercises))
         return found  # type: ignore[return-value]
 
     def select(self, names: list[str]) -> list[Exercise]:

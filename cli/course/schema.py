@@ -157,6 +157,9 @@ class ExerciseFile(BaseModel):
     """What `course inspect` shows of the learner's code (docs/authoring.md)."""
     wall_timeout_s: Annotated[float, Field(gt=0, le=36000)] | None = None
     """Wall-clock cap on a grading, in seconds, for waits that burn no CPU; default 5 × `timeout_s`."""
+    check_timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = None
+    """CPU seconds one check may use, so that one loop does not cost the grading's whole `timeout_s`;
+    default a third of `timeout_s`, at least 20 (never more than `timeout_s`)."""
 
 
 class EntryFile(BaseModel):

@@ -7,6 +7,7 @@ here, and only from results the runner verified.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +23,6 @@ UNRECORDED = ("error", "cancelled")
 """Results that are no verdict on the learner's file: the platform's failure, a grading stopped on request."""
 
 if TYPE_CHECKING:  # imported only when used, so `course list` stays light
-    import threading
-
     from course.engine.isolation import Launcher
     from course.engine.verdict import CheckEvent, ExerciseResult
     from course.hints import Hint
@@ -76,6 +75,7 @@ class Session:
         self._store = ProgressStore(self.paths)
         self.progress: Progress = self._store.load()
         self.warnings: list[str] = list(self._store.warnings)
+        self._recording = threading.Lock()
 
     @classmethod
     def open(cls, course_dir: Path | None = None, workspace_dir: Path | None = None) -> Session:
@@ -144,6 +144,18 @@ class Session:
         assert now is not None
         return [now]
 
+    def other_files(self, names: list[str]) -> list[tuple[str, Exercise]]:
+        """The names given as a path to a file that is not the one graded (a solution, a copy elsewhere),
+        each with the exercise it names: the workspace's file of that exercise is what is graded."""
+        found = []
+        for token in names:
+            path = Path(token).expanduser()
+            if path.suffix == ".py" and path.is_file():
+                exercise = self.exercise(token)
+                if path.resolve() != self.submission(exercise).resolve():
+                    found.append((token, exercise))
+        return found
+
     def check(
         self,
         exercises: list[Exercise],
@@ -155,11 +167,24 @@ class Session:
         on_event: Callable[[CheckEvent], None] | None = None,
         cancel: threading.Event | None = None,
     ) -> list[ExerciseResult]:
-        """Grade `exercises` and record the learner's outcomes; the results in the order given."""
-        results = self.grade(exercises, jobs=jobs, seed=seed, worker=worker, on_result=on_result,
-                             on_event=on_event, cancel=cancel)
-        self.record(exercises, results)
-        return results
+        """Grade `exercises` and record the learner's outcomes; the results in the order given.
+
+        Each exercise is recorded the moment its grading ends, with its own time: a run stopped
+        half-way (Ctrl-C) keeps every verdict it had reached.
+        """
+        by_name = {e.name: e for e in exercises}
+        # Set on Ctrl-C: the gradings it kills are no verdict, and are not recorded.
+        cancel = cancel if cancel is not None else threading.Event()
+
+        def finished(result: ExerciseResult) -> None:
+            """Record one exercise as soon as it is graded, then pass its result on."""
+            if result.name in by_name:
+                self.record([by_name[result.name]], [result])
+            if on_result is not None:
+                on_result(result)
+
+        return self.grade(exercises, jobs=jobs, seed=seed, worker=worker, on_result=finished,
+                          on_event=on_event, cancel=cancel)
 
     def grade(
         self,
@@ -198,14 +223,15 @@ class Session:
     def record(self, exercises: list[Exercise], results: list[ExerciseResult]) -> None:
         """Store the learner's outcomes in the progress file: passed, failed, or not tried (a stub, a
         missing file), whichever command graded them; never a platform error or a cancelled grading."""
-        entries = {
-            e.name: self._entry(e, "not_tried" if r.not_tried else "passed" if r.passed else "failed", r.score,
-                                r.max_score)
-            for e, r in zip(exercises, results, strict=True)
-            if r.status not in UNRECORDED
-        }
-        if entries:
-            self.progress = self._store.record(entries)
+        with self._recording:  # gradings in parallel finish on threads of their own
+            entries = {
+                e.name: self._entry(e, "not_tried" if r.not_tried else "passed" if r.passed else "failed", r.score,
+                                    r.max_score)
+                for e, r in zip(exercises, results, strict=True)
+                if r.status not in UNRECORDED
+            }
+            if entries:
+                self.progress = self._store.record(entries)
 
     def _entry(self, exercise: Exercise, status: Status, score: float, max_score: float) -> Entry:
         """A progress entry that keeps the memory of an earlier pass."""
@@ -222,6 +248,10 @@ class Session:
         if exercise.name in self.progress.exercises:
             self.progress = self._store.record({exercise.name: self._entry(exercise, "not_tried", 0.0, 0.0)})
         return backup
+
+    def is_stub_now(self, exercise: Exercise) -> bool:
+        """True when the learner's file is byte for byte what `reset` writes: there is nothing to keep."""
+        return workspace.is_stub_now(self._context, exercise)
 
     def restore(self, exercise: Exercise) -> tuple[Path, Path | None]:
         """Bring back the latest backup of the learner's file, keeping the current one first.

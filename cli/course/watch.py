@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from course import ui
 from course.errors import CourseError
 from course.session import Session
-from course.ui import views, watching
+from course.ui import verdicts, views, watching
 
 if TYPE_CHECKING:
     from course.engine.isolation import Launcher
@@ -171,6 +171,7 @@ class Watcher:
     def on_event(self, grading_id: int, check: CheckEvent) -> None:
         """A check of a background grading has ended: show it, if that grading still counts."""
         if self.grading is not None and grading_id == self.grading.id and self.busy:
+            self.footer.running = check if check.status == verdicts.RUNNING else None
             watching.event(check)
 
     def on_graded(self, grading_id: int, results: list[ExerciseResult]) -> ExerciseResult | None:
@@ -179,7 +180,7 @@ class Watcher:
         if grading is None or grading_id != grading.id or grading.cancel.is_set():
             return None
         self.grading = None
-        self.footer.state, self.footer.since = "", None
+        self.footer.state, self.footer.since, self.footer.running = "", None, None
         exercises = [self.session.exercise(n) for n in grading.names]
         if len(results) > 1:
             self.session.record(exercises, results)
@@ -207,7 +208,8 @@ class Watcher:
         if self._asking is not None:
             self._answer(key)
             return
-        actions = {"q": self.quit, "h": self._hint, "l": self._list, "r": self._ask_reset, "n": self._next}
+        actions = {"q": self.quit, "h": self._hint, "l": self._list, "r": self._ask_reset, "n": self._next,
+                   "t": self._task}
         action = actions.get(key)
         if action is not None:
             action()
@@ -228,14 +230,21 @@ class Watcher:
         except CourseError as exc:
             ui.line(str(exc))
 
+    def _task(self) -> None:
+        """The task of the watched exercise, in place (after `n`, the new one's)."""
+        if self.name is not None:
+            watching.task(self.session, self.exercise)
+
     def _list(self) -> None:
         """The exercise table, below the last verdict."""
-        views.course_list(self.session, with_next=False)
+        views.course_list(self.session, with_next=False, reserve=watching.FOOTER_LINES + 1)
         ui.line(watching.KEYS, style="dim")
 
     def _ask_reset(self) -> None:
         """Ask before replacing the learner's file with the stub."""
-        if self.name is not None:
+        if self.name is not None and self.session.is_stub_now(self.exercise):
+            ui.line(f"{self.name} is still the stub: nothing to restore.")
+        elif self.name is not None:
             self._asking = "reset"
             ui.line(f"Restore the stub of {self.name}? Your version is kept as a backup. [y/n]", style="bold")
 

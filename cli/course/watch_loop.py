@@ -55,8 +55,11 @@ def run(session: Session, exercise: Exercise | None = None, *, jobs: int = 0) ->
         watcher = Watcher(session, exercise, worker=worker, clear=_clear, jobs=jobs, post=events.put, footer=footer)
         threading.Thread(target=file_events, args=(session.workspace / "exercises", events, stop), daemon=True).start()
         with _keys(events, stop), ui.live(footer, transient=False, refresh_per_second=4):
-            watcher.start()
-            _loop(watcher, events)
+            try:
+                watcher.start()
+                _loop(watcher, events)
+            except KeyboardInterrupt:  # Ctrl-C is a way to quit like any other: it says what `q` says
+                watcher.quit()
     finally:
         stop.set()
         _end(watcher, worker)

@@ -136,6 +136,15 @@ def reset(context: Context, exercise: Exercise) -> Path | None:
     return backup
 
 
+def is_stub_now(context: Context, exercise: Exercise) -> bool:
+    """True when the learner's file holds the stub as the course hands it out: resetting it keeps no backup."""
+    dest = context.submission(exercise)
+    try:
+        return _is_stub(exercise, dest, dest.read_bytes())
+    except OSError:
+        return False
+
+
 def restore(context: Context, exercise: Exercise) -> tuple[Path, Path | None]:
     """Put the latest backup of `exercise` back in place; the file it replaces is kept first, unless
     it is the untouched stub. Returns (the backup restored, the new backup of the replaced file)."""

@@ -228,3 +228,16 @@ def test_a_loopback_that_cannot_be_made_is_the_machines_error(monkeypatch: pytes
     exercise = _exercise("mp_pass")
     result = runner.grade(exercise, exercise.solution_path, skip_stub=False, sandbox=protections.confinement())
     assert result.status == "error" and "not the submitted code" in result.message
+
+
+def test_a_check_is_shown_once_every_process_has_ended_it_whatever_their_start_events() -> None:
+    """Each process says when a check starts and when it ends: the cohort forwards the check once, when
+    every process has ended it, the worst verdict of them (a start is no verdict to merge)."""
+    forwarded: list[dict] = []
+    watch = cohort.Watch(2, forwarded.append)
+    for index in (0, 1):
+        watch.event(index, {"id": "test_a", "title": "A", "status": "running"})
+    watch.event(0, {"id": "test_a", "title": "A", "status": "passed"})
+    assert forwarded == []
+    watch.event(1, {"id": "test_a", "title": "A", "status": "failed"})
+    assert [e["status"] for e in forwarded] == ["failed"]

@@ -56,9 +56,20 @@ def test_the_wall_cap_is_a_documented_multiple_unless_the_exercise_sets_it() -> 
     """`timeout_s` is CPU time; the cap is WALL_FACTOR times it, or `wall_timeout_s` when given."""
     from course.registry import ExerciseMeta
 
-    assert limits.budget(ExerciseMeta("t", "x", timeout_s=60)) == Budget(60, 60 * limits.WALL_FACTOR)
+    assert limits.budget(ExerciseMeta("t", "x", timeout_s=60)).wall_s == 60 * limits.WALL_FACTOR
     assert limits.WALL_FACTOR == 5
-    assert limits.budget(ExerciseMeta("t", "x", timeout_s=3, wall_timeout_s=120)) == Budget(3, 120)
+    assert limits.budget(ExerciseMeta("t", "x", timeout_s=3, wall_timeout_s=120)).wall_s == 120
+
+
+def test_a_check_has_a_cpu_limit_of_its_own_unless_it_would_be_the_whole() -> None:
+    """One check may use a share of the grading's CPU time (at least a floor that covers JAX's import), or
+    `check_timeout_s` when given; a share as large as the whole is no limit of its own (0)."""
+    from course.registry import ExerciseMeta
+
+    assert limits.budget(ExerciseMeta("t", "x", timeout_s=90)).check_cpu_s == 90 / limits.CHECK_SHARE
+    assert limits.budget(ExerciseMeta("t", "x", timeout_s=30)).check_cpu_s == limits.CHECK_FLOOR_S
+    assert limits.budget(ExerciseMeta("t", "x", timeout_s=60, check_timeout_s=5)).check_cpu_s == 5
+    assert limits.budget(ExerciseMeta("t", "x", timeout_s=3)).check_cpu_s == 0
 
 
 DUMP = """main thread 0x7f0000000001

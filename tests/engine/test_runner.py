@@ -50,6 +50,27 @@ def test_syntax_error_fails_every_check(results: dict) -> None:
     assert all("syntax error" in c.message and "line 1" in c.message for c in r.checks)
 
 
+def test_a_file_that_does_not_compile_is_answered_without_a_grading(mini_course: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A syntax error is known from compile() in the parent: the answer comes with no grading process, and
+    it is the verdict the grading would give, field for field (every check failed, the caret in each)."""
+    from course.engine import isolation, syntax
+
+    exercise = load_course(mini_course).get("ex_syntax")
+    path = mini_course / exercise.stub_rel
+    with monkeypatch.context() as patched:
+        patched.setattr(syntax, "result", lambda *args, **kwargs: None)
+        graded = grade(exercise, path, seed=3, skip_stub=False)
+
+    def no_grading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a grading process was started for a file that does not compile")
+
+    monkeypatch.setattr(isolation, "run_isolated", no_grading)
+    early = grade(exercise, path, seed=3, skip_stub=False)
+    assert {**early.to_json(), "duration_s": 0} == {**graded.to_json(), "duration_s": 0}
+    assert early.checks and all("def double(x)\n" in c.message and "^" in c.message for c in early.checks)
+
+
 def test_loop_is_stopped_by_its_cpu_time_in_the_check_it_was_in(results: dict) -> None:
     """A loop in the second check is stopped by its CPU time (never the clock: the cap is far above it);
     the first check keeps its pass, the second fails pointing at the learner's line, the third was not run."""
@@ -62,6 +83,24 @@ def test_loop_is_stopped_by_its_cpu_time_in_the_check_it_was_in(results: dict) -
     assert "3 s of CPU time" in stopped and "ex_loop.py line 7, in double: `while x == 0: pass" in stopped
     assert r.checks[2].message == 'not run: the grading stopped during "double(0) is 0.", before this check'
     assert r.checks[0].output.startswith("double(") and r.checks[1].output == "double(0) called\n"
+
+
+def test_a_loop_is_stopped_at_its_checks_own_cpu_limit(mini_course: Path) -> None:
+    """One check may use `check_timeout_s` of the grading's CPU time: a loop there is stopped at that,
+    not at the grading's whole limit, saying so; while it runs, events name the check and its CPU time."""
+    from course.engine.verdict import CheckEvent
+
+    meta = mini_course / "exercises/04_ex_loop/exercise.toml"
+    meta.write_text('title = "ex_loop"\ntopic = "fixture"\ntimeout_s = 600\ncheck_timeout_s = 2\n')
+    exercise = load_course(mini_course).get("ex_loop")
+    events: list[CheckEvent] = []
+    r = grade(exercise, mini_course / exercise.stub_rel, seed=1, skip_stub=False, on_event=events.append)
+    assert r.status == "timeout" and [c.status for c in r.checks] == ["passed", "failed", "not_run"]
+    assert r.message.startswith("your code used 2 s of CPU time in this check, the limit of one check, and was "
+                                "stopped at ex_loop.py line 7, in double")
+    running = [e for e in events if e.status == "running" and e.title == "double(0) is 0."]
+    assert running and running[-1].budget_s == 2 and 0 < running[-1].cpu_s <= 2
+    assert [e.status for e in events if e.status != "running"] == ["passed"]
 
 
 def test_exit_at_import(results: dict) -> None:

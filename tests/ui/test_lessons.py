@@ -66,21 +66,41 @@ def test_every_lesson_keeps_its_code_and_its_words(width: int, monkeypatch: pyte
         _check_rendering(markdown, buffer.getvalue(), width)
 
 
+def test_every_code_line_fits_80_columns() -> None:
+    """An 80-column terminal wraps a longer line mid-word, and a line broken there no longer pastes: each
+    lesson's code is written to fit (a comment above its line rather than beside it)."""
+    long = [(lesson.parent.name, line) for lesson in _lessons()
+            for line in _code_lines(lesson.read_text(encoding="utf-8")) if len(line) > 80]
+    assert not long, long
+
+
+def test_a_task_never_points_at_what_only_the_lesson_shows() -> None:
+    """`course show N --task` prints the task alone: it must not send the learner to "the table" (or the
+    figure, or the code above) that only the whole lesson shows."""
+    pointing = re.compile(r"\b(the|this) (table|figure|diagram)\b|\b(table|rules|code|figure) (above|below)\b",
+                          re.IGNORECASE)
+    found = []
+    for lesson in _lessons():
+        text = lessons.task(lesson.read_text(encoding="utf-8")) or ""
+        has_table = any(line.lstrip().startswith("|") for line in text.splitlines())
+        found += [(lesson.parent.name, m.group(0)) for m in pointing.finditer(text) if not has_table]
+    assert not found, found
+
+
 def _plain_env() -> dict[str, str]:
     """The environment without a width or a pager of the caller's."""
     return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "PAGER")}
 
 
 def test_show_piped_is_verbatim_code_and_no_padding() -> None:
-    """`course show shard_and_reduce | cat`: code lines as the lesson has them (the long one that used to
-    be split at column 80 among them), prose at 80 columns, no line ending in a space."""
+    """`course show shard_and_reduce | cat`: code lines as the lesson has them, prose at 80 columns, no line
+    ending in a space."""
     done = subprocess.run(
         [sys.executable, "-m", "course", "show", "shard_and_reduce", "--course", str(REPO)],
         capture_output=True, text=True, env=_plain_env(), cwd=REPO, timeout=60, check=True,
     )
     markdown = load_course(REPO).get("shard_and_reduce").lesson_path.read_text(encoding="utf-8")
     _check_rendering(markdown, done.stdout, 80)
-    assert any(len(line) > 80 for line in _code_lines(markdown))
     assert all(line == line.rstrip() for line in done.stdout.splitlines())
     assert "\x1b" not in done.stdout
 

@@ -45,11 +45,12 @@ def test_single_failure_reason_under_its_check(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_shared_cause_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """When every failure has one cause (a syntax error), it is printed once, after the checks."""
+    """When every failure has one cause (a syntax error), it is printed once, first, under the title: the
+    rows of checks it failed come after it, so it never scrolls away behind them."""
     checks = [_check("a", "failed", "syntax error at line 1"), _check("b", "failed", "syntax error at line 1")]
     lines = _render(ExerciseResult("ex", "failed", checks=checks), monkeypatch)
     assert sum("syntax error at line 1" in line for line in lines) == 1
-    assert lines.index(next(line for line in lines if "syntax error" in line)) > 2
+    assert "syntax error at line 1" in lines[1] and "title a" in lines[2] and "title b" in lines[3]
 
 
 def test_markup_in_learner_text_is_not_interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -161,3 +162,20 @@ def test_human_times_are_local_and_short() -> None:
     assert " Jan " in views.human_time(stamp(now - 40 * 86400), now)
     assert views.human_time(stamp(now - 400 * 86400), now).endswith("2025")
     assert views.human_time(None) == "never checked"
+
+
+def test_the_running_check_and_its_cpu_time_show_while_it_runs() -> None:
+    """While a check runs, the live view names it and, once it has used a second, the share of its own CPU
+    limit; when it ends, that line gives way to its verdict."""
+    from course.engine.verdict import CheckEvent
+    from course.registry import load_course
+    from support import FIXTURES
+
+    course = load_course(FIXTURES / "mini_course")
+    live = verdicts.LiveCheck(course.exercises[:1], len(course.exercises), 1)
+    live.event(CheckEvent("ex_pass", "test_zero", "double(0) is 0.", "running"))
+    assert live.lines()[-1].plain == "  … double(0) is 0."
+    live.event(CheckEvent("ex_pass", "test_zero", "double(0) is 0.", "running", cpu_s=12.4, budget_s=20))
+    assert live.lines()[-1].plain == "  … double(0) is 0. · 12 s of 20 s CPU"
+    live.event(CheckEvent("ex_pass", "test_zero", "double(0) is 0.", "failed"))
+    assert [line.plain for line in live.lines()[1:]] == ["  ✗ failed  double(0) is 0."]

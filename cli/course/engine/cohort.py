@@ -31,6 +31,7 @@ from pathlib import Path
 from course.engine import invocation, isolation, limits, report, sandbox, system
 from course.engine.isolation import Launcher, Outcome
 from course.engine.protections import Confinement
+from course.engine.report import RUNNING
 from course.engine.sandbox import SandboxError
 from course.engine.verdict import NOT_RUN, CheckEvent, CheckResult, ExerciseResult, summarize, verdict
 from course.registry import Exercise
@@ -87,6 +88,8 @@ class Watch:
                 if raw.get("finished") is True:
                     self.finished.add(index)
                 return
+            if raw.get("status") == RUNNING:
+                return  # a check starting in one process: the cohort shows checks once all have ended them
             seen = self._checks.setdefault(str(raw.get("id")), [])
             seen.append(raw)
             ready = len(seen) == self.count

@@ -1,7 +1,9 @@
 """A grading's limits, and what the learner is told when one stops their code, with where it was.
 
 A grading may use `timeout_s` seconds of CPU time (`exercise.toml`), counted over its whole
-process tree: what an endless loop burns, however busy the machine is. Waits that burn nothing
+process tree: what an endless loop burns, however busy the machine is. One check may use
+`check_timeout_s` of them (CHECK_SHARE of the whole by default), so that a loop in one check
+does not cost the grading's whole budget (`course.engine.stopwatch`). Waits that burn nothing
 (a sleep, a lock, a queue) are stopped by a wall-clock cap, WALL_FACTOR times the CPU limit
 unless the exercise sets `wall_timeout_s`. Shortly before it kills the process group, the parent
 asks the grading process for its Python stack (`faulthandler`, on STACK_SIGNAL); the frames in
@@ -26,6 +28,10 @@ WALL_FACTOR = 5
 """The wall-clock cap is this many times the CPU limit, unless the exercise says otherwise."""
 STACK_SIGNAL = signal.SIGUSR1
 """Asks a grading process to write its threads' stacks (`faulthandler.register` in the plugin)."""
+CHECK_SHARE = 3
+"""Without `check_timeout_s`, one check may use this fraction of the grading's CPU time..."""
+CHECK_FLOOR_S = 20.0
+"""...but never less than this (the first check pays JAX's import and the first compiles)."""
 MAIN_THREAD = "main thread "
 """How the plugin names the main thread at the top of the stack file, before any dump."""
 MAX_FRAMES = 8
@@ -37,10 +43,12 @@ _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
 
 @dataclass(frozen=True)
 class Budget:
-    """What one grading may use: CPU seconds of its process tree, and wall-clock seconds."""
+    """What one grading may use: CPU seconds of its process tree, wall-clock seconds, and CPU seconds
+    of one check (0: no limit of its own)."""
 
     cpu_s: float
     wall_s: float
+    check_cpu_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -74,14 +82,19 @@ def budget(meta: Any) -> Budget:
     """The limits of an exercise's gradings, from its metadata (`course.registry.ExerciseMeta`)."""
     cpu = float(meta.timeout_s)
     wall = getattr(meta, "wall_timeout_s", None)
-    return Budget(cpu, float(wall) if wall else WALL_FACTOR * cpu)
+    check = getattr(meta, "check_timeout_s", None) or max(cpu / CHECK_SHARE, CHECK_FLOOR_S)
+    # A check's limit as large as the grading's is no limit of its own: the grading's comes first.
+    return Budget(cpu, float(wall) if wall else WALL_FACTOR * cpu, float(check) if check < cpu else 0.0)
 
 
 def reason(kind: str, spent: Budget, frames: list[Frame]) -> str:
-    """The sentence for a run stopped by the CPU limit ("cpu") or the wall-clock cap ("wall"),
-    then the learner's frames, innermost last."""
+    """The sentence for a run stopped by the CPU limit ("cpu"), one check's CPU limit ("check") or the
+    wall-clock cap ("wall"), then the learner's frames, innermost last."""
     at = f" at {frames[-1].file} line {frames[-1].line}, in {frames[-1].function}" if frames else ""
-    if kind == "cpu":
+    if kind == "check":
+        lead = (f"your code used {spent.check_cpu_s:g} s of CPU time in this check, the limit of one check, and was "
+                f"stopped{at}; is there a loop that never ends?")
+    elif kind == "cpu":
         lead = (f"your code used {spent.cpu_s:g} s of CPU time, this exercise's limit, and was stopped{at}; "
                 "is there a loop that never ends?")
     else:

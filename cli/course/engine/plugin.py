@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from course.engine import guard, notary, peers, streams, submission, system
-from course.engine.report import manifest_path, stack_path
+from course.engine.report import RUNNING, manifest_path, stack_path
 
 _SESSION = pytest.StashKey["Grading"]()
 HIDDEN_DIR = "hidden"
@@ -183,6 +183,8 @@ class Grading:
     checks: dict[str, Check] = field(default_factory=dict)
     collect_errors: list[str] = field(default_factory=list)
     stdio: tuple[int, int] | None = None
+    import_mb: float = 0.0
+    """How much the last import of the learner's file grew the process, in MiB."""
 
     def flush_output(self) -> None:
         """Flush the standard streams Python buffers; one the learner closed or detached is no matter."""
@@ -226,6 +228,7 @@ class Grading:
         """Judge the setup phase (loading the learner's file happens here)."""
         if peers.active():
             peers.announce(_title(item))
+        self._announce(item.name, RUNNING)
         return (yield from _phase(self, item, "setup"))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -242,14 +245,18 @@ class Grading:
         finally:
             self._announce(item.name)
 
-    def _announce(self, name: str) -> None:
-        """Tell the parent, for display only, that a check has ended; a closed pipe is no matter."""
+    def _announce(self, name: str, status: str = "") -> None:
+        """Tell the parent, for display and its per-check CPU limit, that a check has started (`status`
+        RUNNING) or ended; a closed pipe is no matter."""
         check = self.checks.get(name)
         if self.events_fd is None or check is None:
             return
         statuses = [check.phases.get(p, "failed") for p in ("setup", "call", "teardown")]
-        status = next((s for s in statuses if s != "passed"), "passed")
-        self._emit({"id": check.id, "title": check.title, "status": status})
+        status = status or next((s for s in statuses if s != "passed"), "passed")
+        event = {"id": check.id, "title": check.title, "status": status}
+        if status == RUNNING and self.import_mb:
+            event["import_mb"] = round(self.import_mb)  # what holds memory, should the grading run out
+        self._emit(event)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Ask the notary for the final report."""
@@ -296,10 +303,16 @@ def submission_path(request: pytest.FixtureRequest) -> Path:
 
 @pytest.fixture(name="submission")
 def submission_fixture(request: pytest.FixtureRequest) -> types.ModuleType:
-    """The learner's module, executed afresh for this check from the source read at start-up."""
+    """The learner's module, executed afresh for this check from the source read at start-up; the last
+    check's import is freed first when it was large, so a table at module level is held once."""
     state = _require(request.config)
     assert state.submission_path is not None
-    return submission.load(state.submission_path, state.source)
+    submission.release(state.submission_path, state.import_mb)
+    before = submission.resident_mb()
+    try:
+        return submission.load(state.submission_path, state.source)
+    finally:
+        state.import_mb = submission.resident_mb() - before
 
 
 @pytest.fixture

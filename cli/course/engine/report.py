@@ -18,6 +18,8 @@ from typing import Any
 
 from course import signing
 
+RUNNING = "running"
+"""What a display event says of a check that has just started (never a verdict: the report has those)."""
 FORMAT = 1
 
 

@@ -22,6 +22,8 @@ from course.engine import cohort, invocation, isolation, limits, report
 from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
 from course.engine.protections import Confinement
+from course.engine.stopwatch import Stopwatch, what_holds
+from course.engine.syntax import result as not_compiling
 from course.engine.verdict import CheckEvent, ExerciseResult, verdict
 from course.registry import Exercise
 
@@ -67,6 +69,7 @@ def grade(
     graded by N processes at once (`course.engine.cohort`).
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
+    started = time.monotonic()
     if cancel is not None and cancel.is_set():
         return cancelled(exercise.name, seed)
     if not submission.is_file():
@@ -75,11 +78,14 @@ def grade(
     untouched = stubs.untouched(exercise, submission) if skip_stub else ""
     if untouched:
         return not_tried(exercise, seed, untouched)
+    broken = not_compiling(exercise, submission, seed, hidden=hidden)
+    if broken is not None:  # certain at once: no process, no JAX, no grader to wait for
+        broken.duration_s = time.monotonic() - started
+        return broken
     if exercise.meta.processes > 1:
         return cohort.grade(exercise, submission, seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
                             hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel,
                             deadline=deadline)
-    started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
     try:
         # The report has a folder of its own, closed to learner code once checks run; the working
@@ -93,6 +99,7 @@ def grade(
         source = invocation.source_text(submission)  # the lines a stopped run's stack points at
         budget = limits.budget(exercise.meta)
         oom_before = limits.oom_kills()
+        checks = Stopwatch(exercise.name, budget, on_event)
         outcome = isolation.run_isolated(
             invocation.command(exercise, graded, workdir, report_path, seed, hidden, folder),
             key=key,
@@ -102,16 +109,21 @@ def grade(
             wall_s=budget.wall_s,
             memory_mb=exercise.meta.memory_mb,
             launcher=worker,
-            on_event=invocation.events_for(exercise.name, on_event),
+            on_event=checks.raw_event,
             sandbox=policy,
             stack_path=report.stack_path(report_path),
             marker=report.output_marker(key),
             cancel=cancel,
-            watch=deadline.watch if deadline is not None else None,
+            watch=lambda pid: (deadline.watch(pid) if deadline is not None else "") or checks.watch(pid),
         )
         if not (outcome.cancelled or outcome.timed_out or outcome.killed_for):
             outcome.killed_for = limits.memory_kill(outcome.returncode, oom_before)
-        result = (cancelled(exercise.name, seed) if outcome.cancelled
+        if checks.stopped is not None:  # stopped at one check's own limit: a timeout, as at the grading's
+            outcome.timed_out, outcome.limit, outcome.killed_for = True, "check", ""
+        if "memory" in outcome.killed_for:  # stopped for memory: say what holds it, when it is the import
+            outcome.killed_for += what_holds(checks.import_mb)
+        stopped = outcome.cancelled or (cancel is not None and cancel.is_set())  # killed for Ctrl-C: no verdict
+        result = (cancelled(exercise.name, seed) if stopped
                   else verdict(exercise, report_path, key, outcome, graded.resolve(), source))
         # A signal no limit of ours sent: the learner's own doing, or the platform stopping the job.
         ours = outcome.timed_out or bool(outcome.killed_for)
@@ -158,17 +170,20 @@ def grade_many(
             on_result(result)
         return result
 
-    return map_jobs(one, pairs, jobs)
+    return map_jobs(one, pairs, jobs, cancel)
 
 
-def map_jobs(fn: Callable[[T], R], items: list[T], jobs: int) -> list[R]:
-    """`fn` over `items`, `jobs` at a time, results in order; Ctrl-C ends every grading in flight at once."""
+def map_jobs(fn: Callable[[T], R], items: list[T], jobs: int, cancel: threading.Event | None = None) -> list[R]:
+    """`fn` over `items`, `jobs` at a time, results in order; Ctrl-C ends every grading in flight at once
+    (setting `cancel` first, so that none of them is taken for a verdict)."""
     if jobs <= 1 or len(items) <= 1:
         return [fn(item) for item in items]
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
         return list(pool.map(fn, items))
     except BaseException:
+        if cancel is not None:
+            cancel.set()
         # The other threads wait on their gradings: end those now rather than at their timeouts.
         pool.shutdown(wait=False, cancel_futures=True)
         isolation.stop_all()

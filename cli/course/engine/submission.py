@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import linecache
+import os
 import sys
-import traceback
 import types
 from pathlib import Path
 
 import pytest
 
 from course.grading.feedback import CheckFailed
-from course.grading.source import describe_exception, learner_location, learner_traceback
+from course.grading.source import describe_exception, learner_location, learner_traceback, syntax_message
 
 __all__ = ["SubmissionError", "check_seed", "describe", "describe_exception", "learner_location", "load", "read_source"]
 
@@ -49,11 +50,42 @@ def load(path: Path, source: bytes | None) -> types.ModuleType:
     return module
 
 
+RELEASE_ABOVE_MB = 64.0
+"""An import that grew the process by more than this is collected before the next check imports again."""
+
+
+def resident_mb() -> float:
+    """This process's resident memory in MiB (Linux), else its peak so far (elsewhere); 0 if unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def release(path: Path, grew_mb: float) -> None:
+    """Before a check imports the learner's file again, free the last import if it was large.
+
+    Each check imports the file afresh (graders rely on fresh module state). A module and its
+    functions refer to each other (a function's globals are its namespace), so an old import is
+    freed only by the cycle collector, which may not run for many checks: a table at module level
+    was held once per check. By now pytest has dropped the last check's fixtures, so only
+    `sys.modules` and the cycle hold it. Its namespace stays whole: a grader may keep a learner's
+    function from one check for the next (`strict_runs.jitted_once`).
+    """
+    if grew_mb <= RELEASE_ABOVE_MB:
+        return  # a small import: not worth a full collection (tens of milliseconds with JAX loaded)
+    sys.modules.pop(path.stem, None)
+    gc.collect()
+
+
 def _import_message(exc: BaseException, path: Path) -> str:
     """One sentence and the learner's traceback for a file that fails while being imported."""
     if isinstance(exc, SyntaxError):
-        detail = "".join(traceback.format_exception_only(exc)).rstrip()
-        return f"your file has a syntax error, so no check can run:\n{detail}"
+        return syntax_message(exc)
     if isinstance(exc, SystemExit):
         lead = f"your file called sys.exit({exc.code!r}) while being imported, so no check can run"
     else:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from course.engine import limits, report
 from course.engine.isolation import Outcome
+from course.engine.report import RUNNING
 from course.registry import Exercise
 
 CHECK_STATUSES = ("passed", "failed", "error", "skipped")
@@ -27,7 +28,8 @@ STACK_READ_LIMIT = 1 << 20
 
 @dataclass(frozen=True)
 class CheckEvent:
-    """A check of an exercise has ended, as the grading process says while it runs: for display only.
+    """A check of an exercise has started (RUNNING) or ended, as the grading process says while it runs:
+    for display only. A running check's `cpu_s` is the CPU time it has used so far, of `budget_s`.
 
     The verdict is decided from the signed report at the end; an event may be wrong or missing.
     """
@@ -36,12 +38,14 @@ class CheckEvent:
     id: str
     title: str
     status: str
+    cpu_s: float = 0.0
+    budget_s: float = 0.0
 
     @classmethod
     def parse(cls, exercise: str, raw: dict) -> CheckEvent | None:
         """The event in one raw line from the grading process, or None if it is not one."""
         fields = [raw.get(k) for k in ("id", "title", "status")]
-        if not all(isinstance(f, str) for f in fields) or fields[2] not in CHECK_STATUSES:
+        if not all(isinstance(f, str) for f in fields) or fields[2] not in (*CHECK_STATUSES, RUNNING):
             return None
         return cls(exercise, *(str(f)[:500] for f in fields))
 

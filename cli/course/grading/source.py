@@ -10,10 +10,17 @@ import traceback
 import types
 from pathlib import Path
 
-__all__ = ["callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback"]
+__all__ = ["callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback",
+           "syntax_message"]
 
 # The last line of a Python traceback that JAX copies into the text of a failed host callback.
 _RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.MULTILINE)
+
+
+def syntax_message(exc: SyntaxError) -> str:
+    """A file that does not compile: one sentence, then Python's own lines with the caret under the place."""
+    detail = "".join(traceback.format_exception_only(exc)).rstrip()
+    return f"your file has a syntax error, so no check can run:\n{detail}"
 
 
 def learner_frames(tb: types.TracebackType | None, path: Path | None) -> list[traceback.FrameSummary]:

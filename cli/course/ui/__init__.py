@@ -180,6 +180,25 @@ def _breaks(text: str, width: int) -> list[int]:
     return breaks
 
 
+def height_of(draw: Callable[[], None]) -> int:
+    """How many lines `draw` prints to stdout at its width, found by drawing it aside (nothing is shown)."""
+    import io
+
+    global out
+    shown = out
+    out = Console(file=io.StringIO(), width=shown.width, color_system=None, highlight=False, emoji=False)
+    try:
+        draw()
+        return out.file.getvalue().count("\n")  # type: ignore[attr-defined]
+    finally:
+        out = shown
+
+
+def room() -> int | None:
+    """The terminal's height in lines, or None when stdout is no terminal (a pipe has no height)."""
+    return out.size.height if out.is_terminal else None
+
+
 def emit_json(data: dict[str, Any]) -> None:
     """The one JSON object of a `--json` command, alone on stdout."""
     raw(json.dumps(data, indent=2) + "\n")

@@ -19,6 +19,9 @@ from rich.text import Text
 from course import ui
 from course.ui import views
 
+RUNNING = "running"
+"""A check event's status while the check runs (`course.engine.report.RUNNING`; the UI imports no engine)."""
+
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
@@ -71,6 +74,8 @@ def result_block(result: ExerciseResult, file_hint: str, *, verbose: bool = True
     # One cause behind every failure (a syntax error, a stopped run): say it once, not per check.
     shared = len(failing) > 1 and len({c.message for c in failing}) == 1
     shown = result.checks if verbose else failing[:1]
+    if shared:  # the cause first, where it is read: the rows under it only say what it cost
+        ui.block(failing[0].message, indent=2)
     said = ""
     for check in shown:
         ui.labelled(ui.status_text(check.status), check.title, indent=2)
@@ -79,8 +84,6 @@ def result_block(result: ExerciseResult, file_hint: str, *, verbose: bool = True
             said = check.message
         if check in failing or show_output:
             learner_output(getattr(check, "output", ""), indent=6)
-    if shared:
-        ui.block(failing[0].message, indent=2)
     if not verbose and len(failing) > 1:
         ui.block(f"{len(failing) - 1} more failing: `course check {result.name}` shows every check.", indent=2,
                  style="dim")
@@ -144,14 +147,19 @@ class LiveCheck:
     def __init__(self, exercises: list[Exercise], course_size: int, jobs: int) -> None:
         self.exercises, self.course_size, self.jobs = exercises, course_size, max(jobs, 1)
         self.events: dict[str, list[CheckEvent]] = {}
+        self.running: dict[str, CheckEvent] = {}
         self.done: dict[str, ExerciseResult] = {}
         self.started = time.monotonic()
         self._lock = threading.Lock()
 
     def event(self, event: CheckEvent) -> None:
-        """A check has ended."""
+        """A check has started, is running (with the CPU time it has used) or has ended."""
         with self._lock:
-            self.events.setdefault(event.exercise, []).append(event)
+            if event.status == RUNNING:
+                self.running[event.exercise] = event
+            else:
+                self.running.pop(event.exercise, None)
+                self.events.setdefault(event.exercise, []).append(event)
 
     def result(self, result: ExerciseResult) -> None:
         """An exercise has its verdict."""
@@ -169,7 +177,8 @@ class LiveCheck:
                 one = self.exercises[0]
                 top = Text.assemble((spin, "cyan"), f" checking {one.name} ({one.position} of {self.course_size})",
                                     (f" · {elapsed}", "dim"))
-                return [top, *[_event_line(e) for e in self.events.get(one.name, [])]]
+                now_running = [running_line(r) for r in [self.running.get(one.name)] if r is not None]
+                return [top, *[_event_line(e) for e in self.events.get(one.name, [])], *now_running]
             done = len(self.done)
             top = Text.assemble((spin, "cyan"), f" grading {len(self.exercises)} exercises · ",
                                 views.bar(done, len(self.exercises), width=20, word="done"), (f" · {elapsed}", "dim"))
@@ -177,7 +186,11 @@ class LiveCheck:
             for exercise in running:
                 marks = [Text(ui.MARKS.get(e.status, "?"), style=ui.STYLES.get(e.status, ""))
                          for e in self.events.get(exercise.name, [])]
-                shown.append(Text.assemble(f"  now {exercise.name} ", *marks))
+                line = Text.assemble(f"  now {exercise.name} ", *marks)
+                running = self.running.get(exercise.name)
+                if running is not None:
+                    line.append_text(Text.assemble(" ", running_line(running, indent=0)))
+                shown.append(line)
             return shown
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -185,6 +198,15 @@ class LiveCheck:
         for line in self.lines():
             line.no_wrap, line.overflow = True, "ellipsis"
             yield line
+
+
+def running_line(event: CheckEvent, indent: int = 2) -> Text:
+    """`  … title · 12 s of 20 s CPU`: the check running now and, once it shows, the share of its CPU
+    limit it has used (a loop that never ends is seen coming)."""
+    text = Text.assemble(" " * indent, ("…", "cyan"), " ", event.title)
+    if event.budget_s and event.cpu_s >= 1:
+        text.append(f" · {event.cpu_s:.0f} s of {event.budget_s:.0f} s CPU", style="dim")
+    return text
 
 
 def _event_line(event: CheckEvent) -> Text:

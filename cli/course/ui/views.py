@@ -66,20 +66,61 @@ def row_cells(row: ExerciseRow, current: str | None, topic: bool = True) -> list
     return [*cells, ui.status_text(row.status), Text(points(row.score, row.max_score))]
 
 
-def exercise_rows(session: Session, rows: list[ExerciseRow], current: str | None, topic: bool = True) -> Text:
-    """The exercises as aligned rows under a header, each part of the course under its heading."""
+def exercise_rows(session: Session, rows: list[ExerciseRow], current: str | None, topic: bool = True,
+                  height: int | None = None, width: int | None = None) -> Text:
+    """The exercises as aligned rows under a header, each part of the course under its heading.
+
+    Given a `height` the rows must fit in (a terminal's), parts other than the current one shrink to
+    a line each, then the rows around the current one are kept: the header and the current row
+    never scroll away.
+    """
     header = [Text("   #", style="dim"), Text("exercise", style="dim")]
     header += [Text("topic", style="dim")] if topic else []
     header += [Text("status", style="dim"), Text("points", style="dim")]
     cells = [header] + [row_cells(r, current, topic) for r in rows]
     lines = columns(cells, right={len(header) - 1})
+    parts = _parts(session, rows, lines[1:])
+    shown = [line for title, members in parts for line in ([title] if title else []) + [t for _, t in members]]
+    if height is not None and 1 + tall(shown, width) > height:
+        shown = _shrunk(parts, current, height - 1, width)
+    return Text("\n").join([lines[0], *shown])
+
+
+def tall(lines: list[Text], width: int | None) -> int:
+    """How many lines of a terminal `width` wide `lines` take once a long one wraps."""
+    return sum(max(1, -(-line.cell_len // width)) if width else 1 for line in lines)
+
+
+def _parts(session: Session, rows: list[ExerciseRow],
+           lines: list[Text]) -> list[tuple[Text | None, list[tuple[ExerciseRow, Text]]]]:
+    """The rows grouped under their part's heading (None before the first part)."""
     titles = session.course.part_titles()
-    shown = [lines[0]]
-    for row, text in zip(rows, lines[1:], strict=True):
-        if row.name in titles:
-            shown.append(Text(titles[row.name], style="bold"))
-        shown.append(text)
-    return Text("\n").join(shown)
+    parts: list[tuple[Text | None, list[tuple[ExerciseRow, Text]]]] = []
+    for row, text in zip(rows, lines, strict=True):
+        if row.name in titles or not parts:
+            parts.append((Text(titles[row.name], style="bold") if row.name in titles else None, []))
+        parts[-1][1].append((row, text))
+    return parts
+
+
+def _shrunk(parts: list[tuple[Text | None, list[tuple[ExerciseRow, Text]]]], current: str | None,
+            height: int, width: int | None) -> list[Text]:
+    """The parts in `height` lines: each part but the current one as its heading and a count; then, if
+    that is still too tall, the rows nearest the current one."""
+    shown: list[Text] = []
+    for title, members in parts:
+        here = any(row.name == current for row, _ in members)
+        if here or title is None:
+            shown += ([title] if title else []) + [text for _, text in members]
+        else:
+            done = sum(row.status == "passed" for row, _ in members)
+            shown.append(Text.assemble((f"{done}/{len(members)} passed  ", "dim"), title))
+    if tall(shown, width) <= height:
+        return shown
+    at = next((i for i, t in enumerate(shown) if t.plain.startswith("→")), 0)
+    start = max(0, min(at - height // 2, len(shown) - height + 1))
+    window = shown[start:start + height - 1]
+    return [*window, Text(f"  … {len(shown) - len(window)} more: `course list | less` shows every row", style="dim")]
 
 
 def bar(n_done: int, n_total: int, width: int = 30, word: str = "passed") -> Text:
@@ -94,14 +135,23 @@ def standing(summary: Summary, width: int = 30) -> Text:
                          f" · {summary.score:g} of {summary.max_score:g} points")
 
 
-def course_list(session: Session, *, with_next: bool) -> None:
-    """The exercises by part, the progress bar with the points; optionally what to do next."""
+def course_list(session: Session, *, with_next: bool, reserve: int = 0) -> None:
+    """The exercises by part, the progress bar with the points; optionally what to do next. `reserve`
+    lines of the terminal stay free for what is shown under it (watch's keys and progress line)."""
     summary = session.summary()
     now = session.current()
-    table = exercise_rows(session, summary.rows, now.name if now else None)
-    # One print for the whole table: each print of rich costs as much as rendering a few rows.
-    ui.out.print(Text("\n").join([Text(summary.course, style="bold"), Text(), table, Text(), standing(summary)]),
-                 no_wrap=True, crop=False)
+    # On a terminal the header and the current row must stay on screen: the table gets what is left
+    # of its height once the title, the bar, the next step and the prompt have their lines.
+    height = ui.out.size.height - (5 + 2 * with_next + reserve) if ui.out.is_terminal else None
+    width = ui.out.width
+    current = now.name if now else None
+    table = exercise_rows(session, summary.rows, current, height=height, width=width)
+    if max(line.cell_len for line in table.split("\n")[:2]) > width:  # the topic is what a narrow terminal drops
+        table = exercise_rows(session, summary.rows, current, topic=False, height=height, width=width)
+    # One print for the whole table: each print of rich costs as much as rendering a few rows. A part's
+    # title longer than the width wraps at a word; every row fits.
+    ui.out.print(Text("\n").join([Text(summary.course, style="bold"), Text(), table, Text(),
+                                  standing(summary, width=min(30, max(10, width - 40)))]), crop=False)
     if not with_next:
         return
     meta = session.course.meta
