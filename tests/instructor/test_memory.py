@@ -114,3 +114,29 @@ def test_only_a_failed_allocation_is_followed_by_the_limit() -> None:
                  "std::bad_alloc", "your code ran out of memory: it asked for more than this exercise allows"):
         assert limits.with_memory_limit(text, 512) == f"{text}\n(a grading of this exercise may use 512 MiB of memory)"
     assert limits.with_memory_limit("expected 4, got 5", 512) == "expected 4, got 5"
+
+
+@pytest.mark.slow
+def test_a_process_of_a_cohort_the_kernel_ends_for_memory_says_memory(tmp_path: Path) -> None:
+    """An exercise graded in two processes: the one that fills 2 GB in a 768 MiB cgroup is named as
+    stopped for memory, with the limit, not as a crash."""
+    from course.registry import load_course
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "multi_course"
+    exercise = load_course(fixture).get("mp_pass")
+    hog = tmp_path / "mp_pass.py"
+    hog.write_text("import numpy as np\n_FILLED = np.ones(250_000_000)  # 2 GB, every page written\n"
+                   + exercise.solution_path.read_text(encoding="utf-8"), encoding="utf-8")
+    code = ("import sys\nfrom pathlib import Path\nfrom course.engine import runner\n"
+            "from course.registry import load_course\n"
+            f"e = load_course(Path({str(fixture)!r})).get('mp_pass')\n"
+            f"r = runner.grade(e, Path({str(hog)!r}))\nprint(r.status, r.message, *(c.message for c in r.checks))\n")
+    with memory_cgroup(LIMIT_MB) as procs:
+        if procs is None:
+            pytest.skip("this machine lets this process make no memory cgroup (root and a writable memory "
+                        "controller are needed), so no kernel memory kill can be caused here")
+        argv = ["sh", "-c", f'echo $$ > "{procs}" && exec "$@"', "sh", sys.executable, "-c", code]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("failed") and "stopped for memory" in done.stdout, done.stdout
+    assert f"({LIMIT_MB} MiB)" in done.stdout and "crash Python" not in done.stdout

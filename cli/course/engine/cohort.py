@@ -211,6 +211,7 @@ def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, addres
     folder = folder or (invocation.graders_link(proc.workdir, exercise) if sandbox else None)
     command = invocation.command(exercise, graded, proc.workdir, proc.report_path, seed, hidden, folder)
     budget = limits.budget(exercise.meta)
+    oom_before = limits.oom_kills()
     try:
         proc.outcome = isolation.run_isolated(
             [*command, "--course-process", f"{proc.index}/{watch.count}@{address}"],
@@ -221,6 +222,9 @@ def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, addres
             stack_path=report.stack_path(proc.report_path), marker=report.output_marker(proc.key),
             cancel=cancel, watch=lambda pid: (deadline.watch(pid) if deadline else "") or watch(proc.index, pid),
         )
+        outcome = proc.outcome
+        if not (outcome.cancelled or outcome.timed_out or outcome.killed_for):  # a memory kill says memory
+            outcome.killed_for = limits.memory_kill(outcome.returncode, oom_before)
     except BaseException as exc:  # raised again on the caller's thread
         proc.error = exc
     finally:
