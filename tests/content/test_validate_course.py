@@ -92,7 +92,17 @@ CASES = {
     ),
     ("any_sync_copy", "waits_twice"): (
         {"test_values", "test_dmas_waited"},
-        r"line \d+ waits for \d+ bytes that no copy started on its semaphore provides",
+        r"line \d+ waits on `scratch\[1\]` for \d+ bytes that no copy started on its semaphore provides",
+    ),
+    # Two semaphores of one array count apart; a wait the reading leaves to the run is named as it runs.
+    ("any_sync_copy", "first_half_waited_twice"): (
+        {"test_values", "test_dmas_waited"},
+        r"line 17 waits on `scratch\[1\]\.at\[0\]` for \d+ bytes that no copy started on its semaphore provides",
+    ),
+    ("any_sync_copy", "waits_again_on_first_step"): (
+        {"test_values", "test_dmas_waited"},
+        r"`\.wait\(\)` at line 17 of any_sync_copy\.py waits on a DMA semaphore for \d+ bytes, but it holds 0 "
+        r"and no copy started on it is still in flight",
     ),
     # smem_scalar: whose compile, and the one mistake that explains every wrong row.
     ("smem_scalar", "jit_per_call"): (
