@@ -150,20 +150,39 @@ def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submiss
 
 
 def _fresh_step(rng: np.random.Generator) -> Any:
-    """A step function never compiled before (its constant is drawn): 48 matmuls of 512 x 512, tens of ms."""
+    """A step function never compiled before (its constant is drawn): 48 matmuls of 512 x 512, tens of ms.
+
+    It returns a pytree, (array, {name: array}), as a training step returns (params, loss): a timer
+    must wait for every leaf of what the step returns, whatever its structure.
+    """
     scale = float(1 + rng.uniform(0, 1e-3))
 
-    def timed_step(a: jax.Array) -> jax.Array:
-        return jax.lax.fori_loop(0, 48, lambda _, v: jnp.tanh(v @ v) * scale, a)
+    def timed_step(a: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
+        out = jax.lax.fori_loop(0, 48, lambda _, v: jnp.tanh(v @ v) * scale, a)
+        return out, {"mean": jnp.mean(out)}
 
     return jax.jit(timed_step)
+
+
+# Seconds the grader's clock moves per call of step_fn started: the clock is virtual, so the right
+# answer is exactly TICK seconds per call on any machine, however time_step brackets the calls.
+TICK = 0.25
+
+
+class _TickingLog(TimingLog):
+    """A timing log whose clock reads TICK seconds per call of step_fn started so far."""
+
+    def clock(self) -> float:
+        """Note what had happened, as `TimingLog` does, and return the virtual time."""
+        super().clock()
+        return self.calls_started * TICK
 
 
 def _timed(submission: ModuleType, rng: np.random.Generator) -> tuple[Any, TimingLog]:
     """Call time_step on a fresh step with the grader's clock: (its result, what each clock reading saw)."""
     step, arg = _fresh_step(rng), jnp.full((512, 512), 0.01, jnp.float32)
     with CompileRecorder({"timed_step"}) as rec:
-        log = TimingLog(compiles=rec.count)
+        log = _TickingLog(compiles=rec.count)
         result = submission.time_step(log.wrap(step), arg, n_iter=N_ITER, clock=log.clock)
         jax.block_until_ready(log.outputs)
     return result, log
@@ -190,6 +209,18 @@ def test_time_step_uses_clock(submission: ModuleType, rng: np.random.Generator) 
     check(isinstance(result, float | np.floating) and np.isfinite(result) and result > 0,
           f"time_step returned {describe_value(result)}; it returns the seconds per call, a float > 0 "
           "((end - start) / n_iter).")
+    check(np.isclose(result, TICK, rtol=1e-6), _per_call_message(float(result)))
+
+
+def _per_call_message(result: float) -> str:
+    """What a time_step result other than TICK seconds per call is, in words."""
+    clock = (f"On the grader's clock each call of step_fn took exactly {TICK} s, so time_step with n_iter={N_ITER} "
+             f"should return {TICK}; it returned {result:g}")
+    if np.isclose(result, TICK * N_ITER, rtol=1e-6):
+        return f"{clock}, the total of the {N_ITER} calls: divide the elapsed time by n_iter."
+    if np.isclose(result, TICK * 1000, rtol=1e-6):
+        return f"{clock}, milliseconds: return seconds, as the clock gives them."
+    return f"{clock}: return (end - start) / n_iter, the seconds per call."
 
 
 @pytest.mark.points(1)
