@@ -139,10 +139,12 @@ def _uncovered(info: GridInfo) -> str | None:
             steps = int(np.prod([info.grid[a] for a in block.axes_moving(dim)]))
             tile, size, letter = block.block_dims[dim], block.array_shape[dim], _DIMS[what][dim]
             covered = tile * steps
-            if covered < size and what == "output":
-                return (f"your grid reaches {('rows', 'columns')[dim]} 0 to {covered - 1} of {size} only: a tile of "
-                        f"{tile} does not divide {letter} = {size}, and a grid of {letter} // {tile} drops the "
-                        f"rest. Pick tiles that divide M, N and K ({letter} here is {size // 128} x 128)")
+            if covered < size and (what == "output" or letter == "K"):
+                part = f"{('rows', 'columns')[dim]} 0 to {covered - 1}" if what == "output" else (
+                    f"K 0 to {covered - 1} (the products of K {covered} to {size - 1} are never added)")
+                return (f"your grid reaches {part} of {size} only: a tile of {tile} does not divide "
+                        f"{letter} = {size}, and a grid of {letter} // {tile} drops the rest. Pick tiles that "
+                        f"divide M, N and K ({letter} here is {size // 128} x 128)")
             if covered > size:
                 return (f"your grid walks {what}'s {letter} dimension in {steps} blocks of {tile}, {covered} in all, "
                         f"past {letter} = {size}: the last block reaches {covered - size} beyond the end of {what}, "
@@ -182,7 +184,7 @@ def _diagnose(got: np.ndarray, x: jax.Array, y: jax.Array, info: GridInfo, rtol:
     if chosen is None:
         return shuffled.strip() or None
     n_blocks = x.shape[1] // bk
-    if chosen == (n_blocks - 1,):
+    if chosen == (n_blocks - 1,) and n_blocks > 1:
         text = (f"the result equals the product of the last {bk} columns of K only: the accumulator "
                 "is reset at every K step. Zero it only at the first K step (K index 0)")
     elif chosen == (0,):

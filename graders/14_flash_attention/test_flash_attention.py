@@ -267,8 +267,9 @@ def test_values_very_negative_logits(submission: ModuleType, run_seed: int, subm
     q[::2, 0] = -130.0  # every other row: all its logits near -130
     _check(submission, (q, k, v), F32, TOL_F32, _name(*VALUES_F32, F32) + " where half the rows have logits "
            "near -130", "Every logit of those rows is below -100, so exp(s - m) underflows to 0 for all of a "
-           "row's keys unless m is that row's real max: a running max that starts at 0 stays 0, l stays 0, and "
-           "acc / l is 0 / 0. Start m at -inf, so the first KV block sets it.", submission_path)
+           "row's keys unless m is that row's real max: with no max subtracted, or a running max that starts at 0 "
+           "and stays 0, l stays 0 and acc / l is 0 / 0. Start m at -inf, so the first KV block sets it, and "
+           "subtract it before exponentiating.", submission_path)
 
 
 def test_values_bfloat16(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
