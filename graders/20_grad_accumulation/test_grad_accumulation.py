@@ -211,3 +211,6 @@ def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submiss
              "num_micro static (`static_argnames=\"num_micro\"`), and call it.")
     check(runs.runs, "accumulated_grads ran no jitted program of yours: its loop ran op by op. Jit it once at module "
                      "scope, with num_micro static (`functools.partial(jax.jit, static_argnames=\"num_micro\")`).")
+    check(not built[0], f"3 more calls of accumulated_grads built {built[0]} new jax.jit wrapper(s): the jit is made "
+                        "inside the call, a new function object each time, which JAX must look up (or trace) again "
+                        "before it runs. Build it once, at module scope, with num_micro static.")
