@@ -21,6 +21,7 @@ from course.grading.waits import ClockRead, Gate, TimingLog, WaitRecorder
 D, B = 8, 32
 STEPS, GATED_STEPS, LR = 6, 2, 0.05
 N_ITER = 3  # not the default 5: time_step must time the number of calls it is asked for
+DEFAULT_N_ITER = 5  # what the task states time_step's n_iter defaults to
 GATE_FACTORS = (1, 3, 9)  # a loop that returns early once has not waited; only a wait fails all three
 WAIT_ADVICE = ("Anything that needs a value waits for the device: float(), .item(), print or an f-string, an `if` or "
                "`bool`, np.asarray, jax.device_get, block_until_ready. Keep the losses as jax.Arrays and let the "
@@ -178,12 +179,16 @@ class _TickingLog(TimingLog):
         return self.calls_started * TICK
 
 
-def _timed(submission: ModuleType, rng: np.random.Generator) -> tuple[Any, TimingLog]:
-    """Call time_step on a fresh step with the grader's clock: (its result, what each clock reading saw)."""
+def _timed(submission: ModuleType, rng: np.random.Generator, n_iter: int | None = N_ITER) -> tuple[Any, TimingLog]:
+    """Call time_step on a fresh step with the grader's clock: (its result, what each clock reading saw).
+
+    With `n_iter=None` the call leaves n_iter out, so time_step uses its own default.
+    """
     step, arg = _fresh_step(rng), jnp.full((512, 512), 0.01, jnp.float32)
+    given = {} if n_iter is None else {"n_iter": n_iter}
     with CompileRecorder({"timed_step"}) as rec:
         log = _TickingLog(compiles=rec.count)
-        result = submission.time_step(log.wrap(step), arg, n_iter=N_ITER, clock=log.clock)
+        result = submission.time_step(log.wrap(step), arg, clock=log.clock, **given)
         jax.block_until_ready(log.outputs)
     return result, log
 
@@ -210,6 +215,11 @@ def test_time_step_uses_clock(submission: ModuleType, rng: np.random.Generator) 
           f"time_step returned {describe_value(result)}; it returns the seconds per call, a float > 0 "
           "((end - start) / n_iter).")
     check(np.isclose(result, TICK, rtol=1e-6), _per_call_message(float(result)))
+    _, default = _timed(submission, rng, n_iter=None)
+    if len(default.reads) >= 2:
+        timed = default.calls_between(default.reads[0], default.reads[-1])
+        check(timed == DEFAULT_N_ITER, f"time_step called without n_iter timed {timed} call(s) of step_fn; its "
+                                       f"default is n_iter={DEFAULT_N_ITER}, as the task states.")
 
 
 def _per_call_message(result: float) -> str:

@@ -329,6 +329,10 @@ CASES = {
     ("no_host_sync", "time_returns_total"): (
         {"test_time_step_uses_clock"}, r"should return 0\.25; it returned 0\.75, the total of the 3 calls",
     ),
+    ("no_host_sync", "default_n_iter_10"): (
+        {"test_time_step_uses_clock"}, r"time_step called without n_iter timed 10 call\(s\) of step_fn; its default is "
+                                       r"n_iter=5",
+    ),
     ("no_host_sync", "block_method_on_result"): (
         {"test_time_step_uses_clock", "test_time_step_excludes_compile", "test_time_step_warmup_waited",
          "test_time_step_waits_for_result"},
