@@ -30,6 +30,7 @@ from course.grading import (
     pallas_calls,
     region_text,
     run_strict,
+    silent_wait_message,
 )
 
 F32, BF16 = jnp.float32, jnp.bfloat16
@@ -213,3 +214,19 @@ def test_dmas_waited(submission: ModuleType, submission_path: Path) -> None:
         if cause:
             fail(f"for x of {jnp.dtype(dtype).name}{list(shape)}: {cause} (`interpret=True` "
                  "copies at the start and hides this.)")
+    (shape, dtype), *_ = TRACED
+    silent = _silent_wait(submission, shape, dtype)
+    check(silent is None, f"for x of {jnp.dtype(dtype).name}{list(shape)}: {silent}")
+
+
+def _silent_wait(submission: ModuleType, shape: tuple[int, int], dtype: Any) -> str | None:
+    """A wait the kernel makes at run time that nothing will signal (under `pl.when`, in a loop), or None.
+
+    The reading of the kernel leaves alone the waits whose count depends on values; the strict
+    interpreter meets them as they run, and names the one that nothing will signal at once.
+    """
+    try:
+        run_strict(submission.scale_shift, jnp.ones(shape, dtype))
+    except Exception as exc:  # any other error is the values check's to explain
+        return silent_wait_message(exc)
+    return None

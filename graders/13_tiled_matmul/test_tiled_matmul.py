@@ -21,6 +21,7 @@ import pytest
 from course.grading import (
     GridInfo,
     KernelCall,
+    TraceUnsupported,
     assert_dtype,
     assert_is_array,
     assert_shape,
@@ -39,13 +40,14 @@ from course.grading import (
     strict_values,
     tile_problem,
     tpu_fallback,
+    trace_kernel,
     vmem_bytes,
     walk_eqns,
     work_outside,
 )
 
 F32, BF16 = np.dtype(jnp.float32), np.dtype(jnp.bfloat16)
-VALUES_F32 = (384, 512, 256)  # M = 3 x 128: tiles that assume multiples of 256 leave rows unwritten
+VALUES_F32 = (384, 384, 384)  # 3 x 128 everywhere: tiles that assume multiples of 256 miss rows, columns or K
 VALUES_BF16 = (128, 1024, 256)
 # Shapes the structural checks trace (make_jaxpr only): the largest in both dtypes, and the value shapes.
 SHAPES = ((1024, 1024, 1024, F32), (1024, 1024, 1024, BF16), (*VALUES_F32, F32), (*VALUES_BF16, BF16))
@@ -122,19 +124,32 @@ def _which_k_blocks(got: np.ndarray, x: jax.Array, y: jax.Array, bk: int, rtol: 
     return None
 
 
+# The letters of each operand's two dimensions, for messages.
+_DIMS = {"x": ("M", "K"), "y": ("K", "N"), "output": ("M", "N")}
+
+
 def _uncovered(info: GridInfo) -> str | None:
-    """Which part of the output no grid step's block reaches, when the grid falls short of it."""
+    """Which part of an operand the grid's blocks fall short of, or walk past, when they do not fit it."""
     if 0 in info.grid:
         return (f"your grid is {info.grid}: it has no steps at all, so nothing is written (a tile "
                 "larger than its dimension gives 0 blocks). Pick tiles that divide M, N and K")
-    out = info.outputs()[0]
-    for dim, what in enumerate(("rows", "columns")):
-        steps = int(np.prod([info.grid[a] for a in out.axes_moving(dim)]))
-        covered = out.block_dims[dim] * steps
-        if covered < out.array_shape[dim]:
-            return (f"your grid reaches {what} 0 to {covered - 1} of {out.array_shape[dim]} only: a tile of "
-                    f"{out.block_dims[dim]} does not divide {out.array_shape[dim]}. Pick tiles that "
-                    "divide M, N and K (M here is 3 x 128)")
+    (x_block, y_block), (out,) = info.inputs()[:2], info.outputs()
+    for block, what in ((out, "output"), (x_block, "x"), (y_block, "y")):
+        for dim in (0, 1):
+            steps = int(np.prod([info.grid[a] for a in block.axes_moving(dim)]))
+            tile, size, letter = block.block_dims[dim], block.array_shape[dim], _DIMS[what][dim]
+            covered = tile * steps
+            if covered < size and (what == "output" or letter == "K"):
+                part = f"{('rows', 'columns')[dim]} 0 to {covered - 1}" if what == "output" else (
+                    f"K 0 to {covered - 1} (the products of K {covered} to {size - 1} are never added)")
+                return (f"your grid reaches {part} of {size} only: a tile of {tile} does not divide "
+                        f"{letter} = {size}, and a grid of {letter} // {tile} drops the rest. Pick tiles that "
+                        f"divide M, N and K ({letter} here is {size // 128} x 128)")
+            if covered > size:
+                return (f"your grid walks {what}'s {letter} dimension in {steps} blocks of {tile}, {covered} in all, "
+                        f"past {letter} = {size}: the last block reaches {covered - size} beyond the end of {what}, "
+                        "where memory holds garbage (NaN under the strict TPU interpreter), and the product "
+                        f"adds it in. Pick tiles that divide M, N and K ({letter} here is {size // 128} x 128)")
     return None
 
 
@@ -147,7 +162,8 @@ def _nan_text(nan: np.ndarray, info: GridInfo) -> str:
         "somewhere that does not last from one grid step to the next (scratch_shapes does, "
         "pl.run_scoped does not)"
         if nan.all() else "no grid step wrote them")
-    return f"the result is NaN in {where} (memory nothing was written to reads as NaN): {why}"
+    unwritten = "" if why.startswith("your grid walks") else " (memory nothing was written to reads as NaN)"
+    return f"the result is NaN in {where}{unwritten}: {why}"
 
 
 def _diagnose(got: np.ndarray, x: jax.Array, y: jax.Array, info: GridInfo, rtol: float) -> str | None:
@@ -160,12 +176,15 @@ def _diagnose(got: np.ndarray, x: jax.Array, y: jax.Array, info: GridInfo, rtol:
     nan = np.isnan(got)
     if nan.any():
         return _nan_text(nan, info) + "." + shuffled
+    cover = _uncovered(info)
+    if cover:
+        return cover + "." + shuffled
     bk = info.inputs()[0].block_dims[1]
     chosen = _which_k_blocks(got, x, y, bk, rtol)
     if chosen is None:
         return shuffled.strip() or None
     n_blocks = x.shape[1] // bk
-    if chosen == (n_blocks - 1,):
+    if chosen == (n_blocks - 1,) and n_blocks > 1:
         text = (f"the result equals the product of the last {bk} columns of K only: the accumulator "
                 "is reset at every K step. Zero it only at the first K step (K index 0)")
     elif chosen == (0,):
@@ -196,7 +215,7 @@ def _check_close(got: Any, x: jax.Array, y: jax.Array, info: GridInfo, name: str
 
 @pytest.mark.points(2)
 def test_values_float32(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
-    """`matmul` gives x @ y for float32 (384, 512) @ (512, 256), under the strict TPU interpreter"""
+    """`matmul` gives x @ y for float32 (384, 384) @ (384, 384), under the strict TPU interpreter"""
     m, k, n = VALUES_F32
     x, y = _inputs(rng, m, k, n, F32)
     info = grid_info(_call(submission, submission_path, m, k, n, F32))
@@ -358,3 +377,34 @@ def test_k_axis_is_arbitrary(submission: ModuleType, submission_path: Path) -> N
     check(given == "arbitrary",
           f"the K axis (grid axis {k_axis}) is marked {given!r}: its steps add into one accumulator in "
           "order, so it is a reduction and must be 'arbitrary'; only M and N may be 'parallel'.")
+
+
+def _early_writes(call: KernelCall, info: GridInfo, k_axis: int) -> list[Any]:
+    """The writes of the output block at a K step before the last, unless the output is itself the accumulator."""
+    out = call.num_index + call.num_inputs
+    if any(acc.root.arg == out for acc in find_accumulators(call)):
+        return []  # a float32 output block that sums the K steps is written at each of them by design
+    trace = trace_kernel(call)
+    last = info.grid[k_axis] - 1
+    return [e for e in trace.accesses(trace.arg(out), "write", "update") if e.step[k_axis] < last]
+
+
+def test_output_written_once(submission: ModuleType, submission_path: Path) -> None:
+    """Each output tile is written once, at its last K step (unless the float32 output block is the accumulator)"""
+    for m, k, n, dtype in SHAPES[2:]:
+        call = _call(submission, submission_path, m, k, n, dtype)
+        info = grid_info(call)
+        k_axis = _k_axis(info)
+        if k_axis is None or info.grid[k_axis] < 2:
+            continue  # one K step writes once; the grid check says whether K is walked
+        try:
+            early = _early_writes(call, info, k_axis)
+        except TraceUnsupported as exc:
+            fail(f"the grader could not follow your kernel: {exc}.")
+        if early:
+            steps = sorted({e.step[k_axis] for e in early})
+            where = quote_line(submission_path, early[0].line) or "the kernel"
+            fail(f"for {_name(dtype, m, k, n)}, {where} writes the output block at K step(s) "
+                 f"{', '.join(map(str, steps))} of {info.grid[k_axis]}, before the last: each of those writes casts "
+                 "and stores a partial sum that the next K step overwrites. Write the output once, at the last "
+                 "K step (`@pl.when(k == pl.num_programs(2) - 1)`), from the float32 accumulator.")

@@ -46,6 +46,7 @@ from course.grading import (
 F32, BF16 = np.dtype(jnp.float32), np.dtype(jnp.bfloat16)
 VALUES_F32 = (256, 1024, 64)  # S, T, D: 8 KV blocks of 128 or 2 of 512
 VALUES_BF16 = (128, 512, 128)
+VALUES_3X128 = (384, 384, 64)  # S = T = 3 x 128: a query or key tile of 256 leaves rows or keys out
 BIG = (1024, 1024)  # S = T where a score matrix would be 2**20 elements
 # Shapes the structural checks trace (make_jaxpr only).
 SHAPES = ((*BIG, 64, F32), (*BIG, 128, BF16), (*VALUES_F32, F32), (*VALUES_BF16, BF16))
@@ -158,6 +159,39 @@ def _mistake(arrays: tuple[np.ndarray, ...], got: np.ndarray, bk: int, tol: dict
     return None
 
 
+def _coverage(info: GridInfo) -> str | None:
+    """When the grid's blocks fall short of the rows of q or the keys, or walk past them: which, in words."""
+    q_block, k_block = info.inputs()[:2]
+    for block, axis, what, letter in ((q_block, 0, "query rows", "S"), (k_block, 1, "keys", "T")):
+        if axis >= len(info.grid) or not block.axes_moving(0) <= {axis}:
+            continue  # the grid check names a grid of another form
+        tile, size = block.block_dims[0], block.array_shape[0]
+        covered = tile * (info.grid[axis] if block.axes_moving(0) else 1)  # a grid axis of 1 step moves nothing
+        if covered < size:
+            return (f"your grid reaches {what} 0 to {covered - 1} of {size} only: a tile of {tile} does not divide "
+                    f"{letter} = {size} ({size // 128} x 128 here), and {letter} // {tile} drops the rest. Pick "
+                    f"tiles that divide S and T (128 divides every size the task allows).")
+        if covered > size:
+            return (f"your grid walks the {what} in {info.grid[axis]} blocks of {tile}, {covered} in all, past "
+                    f"{letter} = {size} ({size // 128} x 128 here): the last block reaches beyond the end, where "
+                    "memory holds garbage (NaN under the strict TPU interpreter). Pick tiles that divide S and T.")
+    return None
+
+
+def _scale(arrays: tuple[np.ndarray, ...], got: np.ndarray, tol: dict[str, float]) -> str | None:
+    """When `got` is the attention at another scale than 1/sqrt(D) (a D written in as a number): which one."""
+    q, k, v = (np.asarray(a, np.float64) for a in arrays)
+    d = q.shape[1]
+    for other in (64, 128, 1, d * d):
+        if other == d:
+            continue
+        if np.allclose(got, _reference(q * math.sqrt(d / other), k, v), **tol):
+            what = {1: "no scale at all", d * d: "1/D"}.get(other, f"1/sqrt({other})")
+            return (f"The result is the attention computed with {what} where the scale is 1/sqrt(D) = "
+                    f"1/sqrt({d}): take D from the inputs (`q.shape[-1]`) rather than writing a number in.")
+    return None
+
+
 def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dtype, tol: dict[str, float],
            name: str, hint: str, path: Path) -> None:
     """Run, then compare with the float64 reference; a mismatch names the mistake when it can."""
@@ -168,16 +202,19 @@ def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dty
     values, want = np.asarray(got, np.float64), _reference(q, k, v)
     if np.allclose(values, want, **tol):
         return
-    info = grid_info(_call(submission, path, *q.shape, k.shape[0], dtype))
+    info = grid_info(_call(submission, path, q.shape[0], k.shape[0], q.shape[1], dtype))
     kv = _kv_axis(info)
     shuffled = "" if kv is None or info.semantic(kv) != "parallel" else (
         f" Your KV axis (grid axis {kv}) is marked 'parallel', so the strict interpreter runs its steps in a "
         "shuffled order, as a TPU's cores may: the step that resets the state does not come first, nor "
         "the one that writes the output last.")
+    cover = _coverage(info)
+    if cover:
+        fail(f"{name}: {cover}{shuffled}")
     bad = ~np.isfinite(values)
     if bad.any():
         fail(f"{name}: {100 * bad.mean():.0f}% of the output is NaN or inf. {hint}{shuffled}")
-    words = _mistake((q, k, v), values, info.inputs()[1].block_dims[0], tol)
+    words = _mistake((q, k, v), values, info.inputs()[1].block_dims[0], tol) or _scale((q, k, v), values, tol)
     err = np.abs(values - want)
     at = np.unravel_index(np.argmax(err), err.shape)
     fail(f"{name}: max error {err[at]:.3g} at {tuple(map(int, at))} (got {values[at]:.5f}, expected "
@@ -213,6 +250,26 @@ def test_values_max_in_a_later_block(submission: ModuleType, run_seed: int, subm
     _check(submission, (q, k, v), F32, TOL_F32, _name(*VALUES_F32, F32) + " with the largest logits in the last keys",
            "Memory nothing was written to reads as NaN under the strict interpreter: is every output row "
            "written?", submission_path)
+
+
+def test_values_3x128(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
+    """S = T = 384 (3 x 128): tiles that assume multiples of 256 leave no query row or key out"""
+    arrays = _draw(np.random.default_rng([run_seed, 5]), *VALUES_3X128, F32)
+    _check(submission, arrays, F32, TOL_F32, _name(*VALUES_3X128, F32),
+           "Memory nothing was written to reads as NaN under the strict interpreter: does every query block "
+           "get written, and every key block get read, when S and T are 3 x 128?", submission_path)
+
+
+def test_values_very_negative_logits(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
+    """Rows whose every logit is below -100 give the right values: the running max starts at -inf"""
+    q, k, v = _draw(np.random.default_rng([run_seed, 6]), *VALUES_F32, F32)
+    k[:, 0] = 8.0  # one shared direction: -q[:, 0] * 8 / sqrt(D) pushes a whole row's logits down
+    q[::2, 0] = -130.0  # every other row: all its logits near -130
+    _check(submission, (q, k, v), F32, TOL_F32, _name(*VALUES_F32, F32) + " where half the rows have logits "
+           "near -130", "Every logit of those rows is below -100, so exp(s - m) underflows to 0 for all of a "
+           "row's keys unless m is that row's real max: with no max subtracted, or a running max that starts at 0 "
+           "and stays 0, l stays 0 and acc / l is 0 / 0. Start m at -inf, so the first KV block sets it, and "
+           "subtract it before exponentiating.", submission_path)
 
 
 def test_values_bfloat16(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
@@ -311,6 +368,14 @@ def test_kv_streamed_over_last_grid_axis(submission: ModuleType, submission_path
                   "axis walks the keys.")
         check(info.grid[1] >= 2 or t < 1024, f"with T = {t} the KV axis has {info.grid[1]} step(s): use "
                                              "blocks of at most 512 keys.")
+        rows, keys = info.grid[0] * q_block.block_dims[0], info.grid[1] * k_block.block_dims[0]
+        check(keys <= t, f"for {_name(s, t, d, dtype)} the KV axis has {info.grid[1]} steps of {k_block.block_dims[0]} "
+                         f"keys, {keys} key rows fetched per query block for T = {t}: each k and v block is "
+                         f"fetched {keys / t:g} times. The grid is (S / bq, T / bk): one pass over the keys, "
+                         "with the online softmax folding each block in as it arrives.")
+        check(rows <= s, f"for {_name(s, t, d, dtype)} the query axis has {info.grid[0]} steps of "
+                         f"{q_block.block_dims[0]} rows, {rows} for S = {s}: each query block is visited "
+                         f"{rows / s:g} times. The grid is (S / bq, T / bk).")
 
 
 @pytest.mark.points(2)
@@ -339,13 +404,18 @@ def test_matmuls_take_input_dtype_and_return_float32(submission: ModuleType, sub
         call = _call(submission, submission_path, s, t, d, dtype)
         dots = [(e, outer) for e, outer in walk_eqns(call.jaxpr) if e.primitive.name == "dot_general"]
         check(len(dots) >= 2, f"the kernel makes {len(dots)} matmul(s): it needs two, q k^T and p v.")
+        taints, v_name = taint_pass(call), call.arg_names[call.num_index + 2]
         for eqn, outer in dots:
             ins = [np.dtype(v.aval.dtype) for v in eqn.invars]
             res = np.dtype(eqn.outvars[0].aval.dtype)
             where = _where(eqn, outer, submission_path) or "a matmul in the kernel"
             if any(i != BF16 for i in ins):
-                fail(f"{where} multiplies {ins[0].name} by {ins[1].name}: feed the MXU bfloat16 (cast p to "
-                     "v's dtype) and ask for float32 with `preferred_element_type=jnp.float32`.")
+                if taints.depends_on(eqn.invars[1], v_name) or taints.depends_on(eqn.invars[0], v_name):
+                    fail(f"{where} multiplies {ins[0].name} by {ins[1].name}: feed the MXU bfloat16 (cast p to "
+                         "v's dtype) and ask for float32 with `preferred_element_type=jnp.float32`.")
+                fail(f"{where} multiplies {ins[0].name} by {ins[1].name} for q k^T: the bfloat16 q and k blocks "
+                     "were converted first, and a float32 matmul takes several MXU passes. Feed q and k as they "
+                     "are and ask for float32 scores with `preferred_element_type=jnp.float32`.")
             check(res == F32, f"{where} returns {res.name}: pass `preferred_element_type=jnp.float32`.")
 
 

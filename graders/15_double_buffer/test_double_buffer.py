@@ -96,10 +96,26 @@ def _blocks(copy: Copy) -> str:
     return f"block {blocks[0]}" if len(blocks) == 1 else f"blocks {blocks[0]} to {blocks[-1]}"
 
 
-def _hang_message(hang: Hang, path: Path, ran: bool = False) -> str:
+def _never_started(hang: Hang, replay: DmaReplay) -> int | None:
+    """The block of x the hung wait describes, when no copy of it was ever started; else None."""
+    ranges = hang.wait.src.ranges() if hang.wait.src is not None else None
+    if not ranges or hang.wait.src.buffer.space not in HBM:
+        return None
+    block = ranges[0][0] // ROWS
+    return None if any(block in c.blocks for c in replay.copies) else block
+
+
+def _hang_message(hang: Hang, path: Path, ran: bool = False, replay: DmaReplay | None = None) -> str:
     """Why a wait never returns; for a value check (`ran`), also that the grader did not run the kernel."""
     sem = hang.wait.sem.text() if hang.wait.sem is not None else "its semaphore"
     at = _at(path, hang.wait.line)
+    missing = _never_started(hang, replay) if replay is not None and hang.described is None else None
+    if hang.available == 0 and missing is not None:
+        tail = ", so the grader did not run your kernel" if ran else ""
+        return (f"{at} waits for the copy of block {missing} of x, which was never started: no copy in flight "
+                f"signals {sem}, so this wait never returns, and the TPU interpreter would spin for ever{tail}. "
+                f"The prefetch that should start block {missing} was skipped: start block i + 1 whenever "
+                "i + 1 < the number of blocks (check the `pl.when` condition and the loop bounds).")
     if hang.available == 0:
         advice = "Start and wait each copy on one semaphore, one semaphore per slot."
         text = f"{at} waits on {sem}, which no copy in flight signals"
@@ -146,7 +162,7 @@ def _values(submission: ModuleType, path: Path, rng: np.random.Generator, nb: in
     """`stream_scale` on a random x of nb blocks, copies landing at their wait or their start."""
     replay = _replay(submission, path, nb, landing)
     if replay is not None and replay.hang is not None:
-        fail(_hang_message(replay.hang, path, ran=True))
+        fail(_hang_message(replay.hang, path, ran=True, replay=replay))
     x = rng.standard_normal((nb * ROWS, LANES)).astype(np.float32)
     fn = jitted_once(submission.stream_scale, "stream_scale")
     overrides = {} if landing == "wait" else {"dma_execution_mode": "eager"}
@@ -266,7 +282,7 @@ def test_every_copy_waited_on_its_own_semaphore(submission: ModuleType, submissi
         if replay is None:
             return
         if replay.hang is not None:
-            fail(_hang_message(replay.hang, submission_path))
+            fail(_hang_message(replay.hang, submission_path, replay=replay))
         if replay.mismatches:
             fail(_mismatch_message(replay.mismatches[0], submission_path))
         for copy in replay.unwaited:
@@ -300,7 +316,7 @@ def test_slot_untouched_while_in_flight(submission: ModuleType, submission_path:
         if replay.touches:
             fail(_touch_message(replay.touches[0], submission_path))
         if replay.hang is not None:
-            fail(_hang_message(replay.hang, submission_path))
+            fail(_hang_message(replay.hang, submission_path, replay=replay))
 
 
 @pytest.mark.points(2)

@@ -227,3 +227,6 @@ def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submiss
              f"({', '.join(dict.fromkeys(rec.fun_names()))}){why}. Build the jitted function once, at module scope.")
     check(runs.runs, "forward ran no jitted program of yours: its layers ran op by op. Jit it once at module scope "
                      "(`@jax.jit`, or `forward = jax.jit(...)`), so a call runs one compiled program.")
+    check(not built[0], f"3 more calls of forward built {built[0]} new jax.jit wrapper(s): the jit is made inside "
+                        "the call, a new function object each time, which JAX must look up (or trace) again before "
+                        "it runs. Jit it once at module scope (`@jax.jit`, or `forward = jax.jit(...)`).")

@@ -17,6 +17,7 @@ from course.grading.jaxprs import learner_line, walk_eqns
 from course.grading.loops import line_text
 from course.grading.matmuls import matmul_flops, matmuls_in, mflop, repeated_matmuls
 from course.grading.programs import compile_program, size_text
+from course.grading.recompiles import later_calls
 from course.grading.residuals import describe_residuals, scan_residuals
 
 L, B, D, H = 16, 512, 64, 256
@@ -204,19 +205,63 @@ def test_no_matmul_recomputed(submission: ModuleType, submission_path: Path) -> 
         fail(head + ". Compute each matmul once per layer and differentiate with one `jax.value_and_grad`.")
     per_layer = sum(n - 1 for _, n in again)
     first = min((m for m, _ in again), key=lambda m: m.line or 0)
-    names = sorted({(str(e.params.get("name")), learner_line(e, submission_path)) for e, _ in walk_eqns(closed)
-                    if e.primitive.name == "name"}, key=lambda t: t[1] or 0)
-    named = ""
-    if names:
-        listed = ", ".join(f"{n!r}" + (f" (line {line})" if line else "") for n, line in names)
-        named = (f" Your code names {listed} with `checkpoint_name`: a policy saves a name only when it lists it "
-                 "spelled the same way, and the name must be on the matmul's output, which the backward pass needs.")
     fail(head + f": the backward pass recomputes {per_layer} matmul(s) per layer "
          f"({line_text(first.line, submission_path)}). Save the matmul outputs, so only the cheap gelu is "
-         f"recomputed (`jax.checkpoint_policies.dots_saveable`).{named}")
+         f"recomputed (`jax.checkpoint_policies.dots_saveable`).{_names_text(closed, submission_path)}")
+
+
+def _names_text(closed: Any, path: Path) -> str:
+    """What the learner's `checkpoint_name`s sit on: a matmul's output (then the spelling is at fault) or not."""
+    made = {v: e for e, _ in walk_eqns(closed) for v in e.outvars}
+    names = sorted({(str(e.params.get("name")), learner_line(e, path), _named_what(e, made))
+                    for e, _ in walk_eqns(closed) if e.primitive.name == "name"}, key=lambda t: t[1] or 0)
+    if not names:
+        return ""
+    listed = ", ".join(f"{n!r}" + (f" (line {line})" if line else "") for n, line, _ in names)
+    off = [(n, what) for n, _, what in names if what is not None]
+    if off:
+        n, what = off[0]
+        return (f" Your code names {listed} with `checkpoint_name`, but {n!r} is on {what}, not on a matmul's "
+                "output: saving it leaves the backward pass without gelu's input, so x @ w1 is computed again. "
+                "Put the name on the matmul's output (x @ w1 + b1, before gelu).")
+    return (f" Your code names {listed} with `checkpoint_name`, on matmul outputs: a policy saves a name only when "
+            "it lists it spelled the same way (`save_only_these_names(...)`).")
+
+
+def _named_what(eqn: Any, made: dict[Any, Any]) -> str | None:
+    """None when a `name` equation names a matmul's output (or it plus a bias); else what it names, in words."""
+    var = eqn.invars[0]
+    for _ in range(4):  # through a bias add, a reshape or a convert around the product
+        producer = _producer(made, var)
+        if producer is None:
+            return "a value the grader cannot place"
+        if producer.primitive.name == "dot_general":
+            return None
+        if producer.primitive.name not in ("add", "convert_element_type", "reshape", "broadcast_in_dim"):
+            return f"the result of `{producer.primitive.name}` (gelu's output, or a value computed after it)"
+        var = next((v for v in producer.invars if getattr(_producer(made, v), "primitive", None) is not None
+                    and _producer(made, v).primitive.name == "dot_general"), producer.invars[0])
+    return "a value computed from the matmul's output"
+
+
+def _producer(made: dict[Any, Any], var: Any) -> Any:
+    """The equation that made `var`, or None (an input, or a literal, which is not hashable)."""
+    try:
+        return made.get(var)
+    except TypeError:
+        return None
 
 
 @pytest.mark.points(2)
 def test_memory_budget_min_memory(submission: ModuleType, submission_path: Path) -> None:
     """The compiled `loss_and_grads_min_memory` needs at most 8 MiB of temporary memory"""
     _check_memory(submission, "loss_and_grads_min_memory", MIN_BUDGET, submission_path)
+
+
+@pytest.mark.points(1)
+def test_jitted_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """Both functions are jitted once: after a first call, calls with the same arguments compile nothing"""
+    params, x = _inputs(rng)
+    for name in ("loss_and_grads", "loss_and_grads_min_memory"):
+        later = later_calls(getattr(submission, name), (params, x), path=submission_path)
+        check(later.jitted, later.message(name))

@@ -16,6 +16,7 @@ from course.grading.arrays import assert_is_array, describe_value
 from course.grading.feedback import check, fail
 from course.grading.loops import line_text
 from course.grading.matmuls import Matmul, float32_matmuls, matmuls_of
+from course.grading.recompiles import later_calls
 
 B, K, N, D_OUT = 256, 64, 128, 8
 DENSE_TOL = 1e-5  # of the largest |entry|: the right product is off by ~1e-7, a bf16 output by ~3e-3
@@ -73,6 +74,17 @@ def _spec_sgd(p: dict[str, Any], batch: dict[str, Any], steps: int, lr: float) -
         g = _spec_grads(p, batch)
         p = {k: p[k] - lr * g[k] for k in p}
     return p
+
+
+def _gradient_scale(params: dict[str, Any], batch: dict[str, Any], got: dict[str, Any]) -> float | None:
+    """The power of two k (not 1) for which `got` is what STEPS float32 SGD steps at lr = k * LR give, or None."""
+    start = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    for exponent in (*range(1, 17), *range(-1, -17, -1)):
+        scale = 2.0**exponent
+        want = _spec_sgd(params, batch, STEPS, LR * scale)
+        if all(_off(np.asarray(got[k], np.float64) - start[k], want[k] - start[k]) <= MOVE_TOL for k in _PARAMS):
+            return scale
+    return None
 
 
 def _off(got: np.ndarray, want: np.ndarray) -> float:
@@ -231,6 +243,11 @@ def test_small_updates_kept(submission: ModuleType, rng: np.random.Generator) ->
         off = _off(moved, expected)
         if off <= MOVE_TOL:
             continue
+        scale = _gradient_scale(params, batch, current)
+        check(scale is None, f"params['{key}'] moved wrongly after {STEPS} steps at lr={LR:g}: every parameter moved "
+                             f"as float32 SGD with its gradients multiplied by {scale or 1:g} would. A loss scaled "
+                             "to keep small bfloat16 gradients alive must have its gradients divided by the same "
+                             "scale before the update.")
         how = ""
         if not moved.any():
             how = " it did not move at all, so every update was lost to rounding;"
@@ -271,3 +288,16 @@ def test_train_step_loss(submission: ModuleType, rng: np.random.Generator) -> No
                if abs(float(got) - after) <= STEP_LOSS_TOL * abs(after) else "")
         fail(f"train_step returned loss {float(got):.7g}; expected float32 {want:.7g} within 1% (loss_fn of the "
              f"params it was given, lr={lr:g}).{why}")
+
+
+@pytest.mark.points(1)
+def test_train_step_jitted(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+    """`train_step` is jitted: after its first call, calls with the same arguments compile nothing"""
+    params, batch = _params(rng), _batch(rng)
+
+    def fresh() -> tuple[Any, ...]:
+        """New copies of the params for each call, in case the step donates them."""
+        return {k: jnp.array(v) for k, v in params.items()}, batch, LR
+
+    later = later_calls(submission.train_step, fresh, path=submission_path)
+    check(later.jitted, later.message("train_step"))

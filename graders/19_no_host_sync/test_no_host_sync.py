@@ -21,6 +21,7 @@ from course.grading.waits import ClockRead, Gate, TimingLog, WaitRecorder
 D, B = 8, 32
 STEPS, GATED_STEPS, LR = 6, 2, 0.05
 N_ITER = 3  # not the default 5: time_step must time the number of calls it is asked for
+DEFAULT_N_ITER = 5  # what the task states time_step's n_iter defaults to
 GATE_FACTORS = (1, 3, 9)  # a loop that returns early once has not waited; only a wait fails all three
 WAIT_ADVICE = ("Anything that needs a value waits for the device: float(), .item(), print or an f-string, an `if` or "
                "`bool`, np.asarray, jax.device_get, block_until_ready. Keep the losses as jax.Arrays and let the "
@@ -150,21 +151,44 @@ def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submiss
 
 
 def _fresh_step(rng: np.random.Generator) -> Any:
-    """A step function never compiled before (its constant is drawn): 48 matmuls of 512 x 512, tens of ms."""
+    """A step function never compiled before (its constant is drawn): 48 matmuls of 512 x 512, tens of ms.
+
+    It returns a pytree, (array, {name: array}), as a training step returns (params, loss): a timer
+    must wait for every leaf of what the step returns, whatever its structure.
+    """
     scale = float(1 + rng.uniform(0, 1e-3))
 
-    def timed_step(a: jax.Array) -> jax.Array:
-        return jax.lax.fori_loop(0, 48, lambda _, v: jnp.tanh(v @ v) * scale, a)
+    def timed_step(a: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
+        out = jax.lax.fori_loop(0, 48, lambda _, v: jnp.tanh(v @ v) * scale, a)
+        return out, {"mean": jnp.mean(out)}
 
     return jax.jit(timed_step)
 
 
-def _timed(submission: ModuleType, rng: np.random.Generator) -> tuple[Any, TimingLog]:
-    """Call time_step on a fresh step with the grader's clock: (its result, what each clock reading saw)."""
+# Seconds the grader's clock moves per call of step_fn started: the clock is virtual, so the right
+# answer is exactly TICK seconds per call on any machine, however time_step brackets the calls.
+TICK = 0.25
+
+
+class _TickingLog(TimingLog):
+    """A timing log whose clock reads TICK seconds per call of step_fn started so far."""
+
+    def clock(self) -> float:
+        """Note what had happened, as `TimingLog` does, and return the virtual time."""
+        super().clock()
+        return self.calls_started * TICK
+
+
+def _timed(submission: ModuleType, rng: np.random.Generator, n_iter: int | None = N_ITER) -> tuple[Any, TimingLog]:
+    """Call time_step on a fresh step with the grader's clock: (its result, what each clock reading saw).
+
+    With `n_iter=None` the call leaves n_iter out, so time_step uses its own default.
+    """
     step, arg = _fresh_step(rng), jnp.full((512, 512), 0.01, jnp.float32)
+    given = {} if n_iter is None else {"n_iter": n_iter}
     with CompileRecorder({"timed_step"}) as rec:
-        log = TimingLog(compiles=rec.count)
-        result = submission.time_step(log.wrap(step), arg, n_iter=N_ITER, clock=log.clock)
+        log = _TickingLog(compiles=rec.count)
+        result = submission.time_step(log.wrap(step), arg, clock=log.clock, **given)
         jax.block_until_ready(log.outputs)
     return result, log
 
@@ -190,6 +214,23 @@ def test_time_step_uses_clock(submission: ModuleType, rng: np.random.Generator) 
     check(isinstance(result, float | np.floating) and np.isfinite(result) and result > 0,
           f"time_step returned {describe_value(result)}; it returns the seconds per call, a float > 0 "
           "((end - start) / n_iter).")
+    check(np.isclose(result, TICK, rtol=1e-6), _per_call_message(float(result)))
+    _, default = _timed(submission, rng, n_iter=None)
+    if len(default.reads) >= 2:
+        timed = default.calls_between(default.reads[0], default.reads[-1])
+        check(timed == DEFAULT_N_ITER, f"time_step called without n_iter timed {timed} call(s) of step_fn; its "
+                                       f"default is n_iter={DEFAULT_N_ITER}, as the task states.")
+
+
+def _per_call_message(result: float) -> str:
+    """What a time_step result other than TICK seconds per call is, in words."""
+    clock = (f"On the grader's clock each call of step_fn took exactly {TICK} s, so time_step with n_iter={N_ITER} "
+             f"should return {TICK}; it returned {result:g}")
+    if np.isclose(result, TICK * N_ITER, rtol=1e-6):
+        return f"{clock}, the total of the {N_ITER} calls: divide the elapsed time by n_iter."
+    if np.isclose(result, TICK * 1000, rtol=1e-6):
+        return f"{clock}, milliseconds: return seconds, as the clock gives them."
+    return f"{clock}: return (end - start) / n_iter, the seconds per call."
 
 
 @pytest.mark.points(1)

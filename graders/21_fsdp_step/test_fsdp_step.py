@@ -23,12 +23,14 @@ from course.grading import (
     fail,
     hlo_collective_shapes,
     jaxpr_collectives,
+    learner_line,
     line_text,
     per_device_bytes,
     shard_mismatches,
     sharding_text,
     spec_text,
     traced_once,
+    walk_eqns,
 )
 
 AXIS = "fsdp"
@@ -145,8 +147,15 @@ def test_traceable(submission: ModuleType, submission_path: Path, rng: np.random
     _fixed_case(submission, submission_path, rng)
 
 
-def _ratio_why(got: float, want: float, what: str) -> str:
-    """A guess at the mistake from how far off a value is."""
+def _ratio_why(got: float, want: float, what: str, b: int = 0, o: int = 0) -> str:
+    """A guess at the mistake from how far off a value is: a divisor other than the global count B * O."""
+    counts = {"B * O": b * o, "B": b, "O": o, "B / 8": b // DEVICES, "B / 8 * O": b // DEVICES * o, "1": 1}
+    for name, count in counts.items():
+        ratio = b * o / count if count else 0
+        if b and o and ratio not in (1, DEVICES) and np.isclose(got, ratio * want, rtol=1e-3):
+            return (f" That is {ratio:g} times the right {what}, the sum of squared errors divided by {name} = "
+                    f"{count} instead of by the number of elements B * O = {b * o}: the mean is over every "
+                    "element of every device's rows (inside shard_map, psum the sum and divide by the global count).")
     if np.isclose(got, DEVICES * want, rtol=1e-3):
         return (f" That is {DEVICES} times the right {what}: each device took the mean of its own rows and "
                 "the 8 local means were added (a psum), a sum over devices. Divide by the global count "
@@ -168,13 +177,26 @@ def test_loss_values(submission: ModuleType, submission_path: Path, rng: np.rand
         name = f"the loss for D, H, O, B = {d}, {h}, {o}, {b}"
         _loss_agrees(loss, params, batch, name)
         if loss.shape == () and not np.isclose(float(loss), want, rtol=1e-4):
-            why = _ratio_why(float(loss), want, "loss") or (
+            if len({b, o, DEVICES}) < 3:  # a divisor of B, of O and a sum of 8 local means look alike here
+                name, loss, want, b, o = _telling_loss(submission, submission_path, rng) or (name, loss, want, b, o)
+            why = _ratio_why(float(loss), want, "loss", b, o) or (
                 " Every device must use the whole w1, b1, w2 and b2 (each gathered with all_gather(..., "
                 "tiled=True), in the order of its shards) on its own rows of the batch.")
             fail(f"{name} is {float(loss):.6g}, expected {want:.6g}.{why}")
         assert_array(loss, np.float32(want), name=name, rtol=1e-4, atol=1e-6)
         if shard_mismatches(loss, np.float32(want), rtol=1e-4, atol=1e-6):
             fail(f"{name} is right on some devices and not on others, though it claims to be replicated.")
+
+
+def _telling_loss(submission: ModuleType, path: Path, rng: np.random.Generator) -> tuple | None:
+    """(name, loss, want, B, O) at the fixed sizes, where B, O and the device count differ, if the loss is wrong."""
+    params, batch = _host(rng, *FIXED)
+    want, _ = _reference(params, batch)
+    _, loss, _ = _run(submission, path, _mesh(), *_placed(_mesh(), params, batch))
+    if loss.shape != () or np.isclose(float(loss), want, rtol=1e-4):
+        return None
+    _, _, o, b = FIXED
+    return f"the loss for D, H, O, B = {', '.join(map(str, FIXED))}", loss, want, b, o
 
 
 def _loss_agrees(loss: jax.Array, params: dict[str, np.ndarray], batch: tuple, name: str) -> None:
@@ -204,10 +226,10 @@ def test_grads_values(submission: ModuleType, submission_path: Path, rng: np.ran
         _, _, grads = _run(submission, submission_path, mesh, *_placed(mesh, params, batch))
         for k in NAMES:
             name = f"grads[{k!r}] for D, H, O, B = {d}, {h}, {o}, {b}"
-            _grad_close(assert_is_array(grads[k], name), want[k], name)
+            _grad_close(assert_is_array(grads[k], name), want[k], name, ambiguous=len({b, o, DEVICES}) < 3)
 
 
-def _grad_close(got: jax.Array, want: np.ndarray, name: str) -> None:
+def _grad_close(got: jax.Array, want: np.ndarray, name: str, ambiguous: bool = False) -> None:
     """Fail naming the devices whose block of a gradient is wrong, and how far off the whole is."""
     atol = 1e-4 * float(np.abs(want).max()) + 1e-7
     if got.dtype != np.float32:
@@ -219,7 +241,11 @@ def _grad_close(got: jax.Array, want: np.ndarray, name: str) -> None:
         return
     whole = np.asarray(got).astype(np.float64)
     why = ""
-    if np.allclose(whole, DEVICES * want, rtol=1e-3, atol=DEVICES * atol):
+    if np.allclose(whole, DEVICES * want, rtol=1e-3, atol=DEVICES * atol) and ambiguous:
+        why = (f" It is {DEVICES} times the gradient: the loss was divided by a count {DEVICES} times too small "
+               "(here B, O and the device count are alike: a mean over B or O alone, or 8 local means added). "
+               "Take the mean over all B * O elements (divide by the global count).")
+    elif np.allclose(whole, DEVICES * want, rtol=1e-3, atol=DEVICES * atol):
         why = (f" It is {DEVICES} times the gradient: a sum over the 8 devices of each one's gradient of its "
                "own local mean. Take the mean over all B * O elements (divide by the global count).")
     elif np.allclose(whole, want / DEVICES, rtol=1e-3, atol=atol):
@@ -278,8 +304,15 @@ def test_grads_reduce_scattered(submission: ModuleType, submission_path: Path, r
     """Gradients are reduce-scattered: no psum of a whole gradient, and the HLO all-reduces at most params + loss."""
     case, _, _, shapes = _fixed_case(submission, submission_path, rng)
     whole = {math.prod(s): k for k, s in shapes.items()}
+    padded = _padded_psums(case.jaxpr, submission_path)
     for c in jaxpr_collectives(case.jaxpr, path=submission_path):
         hits = [whole[math.prod(s)] for s in c.shapes if math.prod(s) in whole]
+        if c.primitive in REDUCING and hits and c.line in padded:
+            fail(f"`loss_and_grads` makes a {c.lax_name} of the whole {', '.join(sorted(hits))} at "
+                 f"{line_text(c.line, submission_path)}, of a shard padded with zeros (`{padded[c.line]}`): that "
+                 "gathers the parameter by adding 8 mostly-zero arrays, an all-reduce with 8 times the traffic "
+                 "of an all-gather, and its gradient is not reduce-scattered back to the owner. Gather with "
+                 "`lax.all_gather(p, 'fsdp', tiled=True)`, whose gradient `jax.grad` reduce-scatters for you.")
         if c.primitive in REDUCING and hits:
             plural = "s" if len(hits) > 1 else ""
             fail(f"`loss_and_grads` makes a {c.lax_name} of the whole {', '.join(sorted(hits))} gradient{plural} "
@@ -294,3 +327,23 @@ def test_grads_reduce_scattered(submission: ModuleType, submission_path: Path, r
         fail(f"the compiled `loss_and_grads` all-reduces {moved} floats per device ({listed}), more than the "
              f"{total} of all the parameters plus the loss: something besides the gradients is summed whole "
              "across devices.")
+
+
+_PADDING = frozenset({"pad", "dynamic_update_slice", "concatenate", "scatter", "scatter-add", "scatter_add"})
+
+
+def _padded_psums(closed: Any, path: Path) -> dict[int | None, str]:
+    """{learner's line: padding primitive} for each psum whose operand was made by padding a shard with zeros."""
+    made = {v: e for e, _ in walk_eqns(closed) for v in e.outvars}
+    found: dict[int | None, str] = {}
+    for eqn, _ in walk_eqns(closed):
+        if eqn.primitive.name not in REDUCING:
+            continue
+        for var in eqn.invars:
+            try:
+                producer = made.get(var)
+            except TypeError:  # a literal
+                continue
+            if producer is not None and producer.primitive.name in _PADDING:
+                found.setdefault(learner_line(eqn, path), producer.primitive.name)
+    return found

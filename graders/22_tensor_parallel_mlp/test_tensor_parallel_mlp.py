@@ -94,7 +94,7 @@ def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Ge
     for b, d, f in _sizes(run_seed):
         host = _host(rng, b, d, f)
         want = _reference(host)
-        _, got = _run(submission, submission_path, mesh, _placed(mesh, host))
+        case, got = _run(submission, submission_path, mesh, _placed(mesh, host))
         name = f"`mlp(...)` for B, D, F = {b}, {d}, {f}"
         assert_dtype(got, np.float32, name)
         if got.shape != want.shape:
@@ -103,10 +103,31 @@ def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Ge
         bad = shard_mismatches(got, want, rtol=1e-4, atol=atol)
         if bad:
             where = ", ".join(f"device {m.device}" for m in bad[:4]) + (" and more" if len(bad) > 4 else "")
-            fail(f"{name} is wrong on {where} (largest error {max(m.worst for m in bad):.3g}).{_why(got, host, want)}")
+            why = _why(got, host, want, _low_precision(case, submission_path))
+            fail(f"{name} is wrong on {where} (largest error {max(m.worst for m in bad):.3g}).{why}")
 
 
-def _why(got: jax.Array, host: dict[str, np.ndarray], want: np.ndarray) -> str:
+def _low_precision(case: Traced, path: Path) -> str | None:
+    """What the program does in a 16-bit float, in words (a matmul's operands, its result, a collective), or None."""
+    for m in matmuls_in(case.jaxpr, path=path):
+        low = [t for t in (m.lhs_dtype, m.rhs_dtype) if t != "float32"]
+        if low:
+            into = f" into {m.out_dtype}" if m.out_dtype == "float32" else ""
+            return (f" It agrees only to about 2 or 3 digits: {m.describe()} at {line_text(m.line, path)} multiplies "
+                    f"{low[0]} operands{into}, and rounding x, the weights or the hidden units to a 16-bit float "
+                    "costs those digits before anything is summed. Multiply the float32 arrays as they are.")
+        if m.out_dtype != "float32":
+            return (f" It agrees only to about 2 or 3 digits: {m.describe()} at {line_text(m.line, path)} returns "
+                    f"{m.out_dtype}. Keep the matmuls' results and their psum in float32.")
+    for c in jaxpr_collectives(case.jaxpr, path=path):
+        low = [t for t in c.dtypes if t != "float32"]
+        if low:
+            return (f" It agrees only to about 2 or 3 digits: the {c.lax_name} at {line_text(c.line, path)} adds "
+                    f"{low[0]} partial sums. Keep the partial sums and their psum in float32.")
+    return None
+
+
+def _why(got: jax.Array, host: dict[str, np.ndarray], want: np.ndarray, low: str | None = None) -> str:
     """What the wrong values look like: 8 copies of b2, a mean instead of a sum, bfloat16 rounding, or devices apart."""
     blocks = [np.asarray(s.data).astype(np.float64) for s in sorted(got.addressable_shards, key=lambda s: s.device.id)]
     first = blocks[0]
@@ -131,8 +152,8 @@ def _why(got: jax.Array, host: dict[str, np.ndarray], want: np.ndarray) -> str:
         if np.allclose(first, value, rtol=1e-4, atol=1e-4 * float(np.abs(value).max())):
             return why
     if np.allclose(first, want, rtol=3e-2, atol=3e-2 * float(np.abs(want).max())):
-        return (" It agrees only to about 2 or 3 digits, as bfloat16 does: keep the partial sums and their "
-                "psum in float32.")
+        return low or (" It agrees only to about 2 or 3 digits, as a 16-bit float does: keep x, the weights, "
+                       "the partial sums and their psum in float32.")
     if not np.allclose(first, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max())):
         return (" Each device's hidden units are its own columns of w1 and b1, and gelu acts on each one alone; "
                 "only the second matmul's partial (B, D) sums are added across devices, once.")
@@ -172,16 +193,21 @@ def _a(op: str) -> str:
 def test_one_all_reduce(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The compiled program adds across devices exactly once: one all-reduce, of the (B, D) result."""
     case, _ = _fixed(submission, submission_path, rng)
-    b, d, _ = FIXED
+    b, d, f = FIXED
     reduced = [op for op in hlo_collective_shapes(case.hlo) if op.op == "all-reduce"]
     if not reduced:
         fail("the compiled `mlp` has no all-reduce. Row-parallel w2 leaves each device a partial (B, D) sum of "
              "its own hidden units; one psum of it is all the communication the layer needs.")
     if len(reduced) > 1:
         listed = ", ".join(f"{op.text()} ({_what(op.shape)})" for op in reduced)
+        own = next((op for op in reduced if sorted(op.shape) == sorted((b, f // DEVICES))), None)
+        why = ("an all-reduce of the hidden activations means w1 was split by rows, so every device had to add up "
+               "the pre-activations first." if own is None else
+               f"the all-reduce of {own.text()} adds up each device's own {f // DEVICES} hidden units, which are "
+               "whole already (w1 is split by columns): a psum after the first matmul sums different units into "
+               "one. Apply gelu and the second matmul to them, and psum only the (B, D) partial sums.")
         fail(f"the compiled `mlp` runs {len(reduced)} all-reduces: {listed}. Column-parallel w1 needs none "
-             "(each device computes whole hidden units of its own); an all-reduce of the hidden activations "
-             "means w1 was split by rows, so every device had to add up the pre-activations first.")
+             f"(each device computes whole hidden units of its own); {why}")
     (op,) = reduced
     if op.elements != b * d:
         fail(f"the compiled `mlp` all-reduces {op.text()} ({_what(op.shape)}); the one sum the layer needs is "
@@ -207,7 +233,7 @@ def test_no_other_collectives(submission: ModuleType, submission_path: Path, rng
 
 @pytest.mark.points(1)
 def test_float32_sum(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
-    """The partial sums are computed and added in float32: no matmul or collective in a lower precision."""
+    """The partial sums are computed and added in float32: no matmul operand or result, or collective, in 16 bits."""
     case, _ = _fixed(submission, submission_path, rng)
     for c in jaxpr_collectives(case.jaxpr, path=submission_path):
         low = [t for t in c.dtypes if t != "float32"]
@@ -216,6 +242,11 @@ def test_float32_sum(submission: ModuleType, submission_path: Path, rng: np.rand
                  "Rounding each device's partial sum to a 16-bit float before adding costs 3 or 4 digits "
                  "of the result; on this layer's (B, D) sums, float32 is the right precision.")
     for m in matmuls_in(case.jaxpr, path=submission_path):
+        low = [t for t in (m.lhs_dtype, m.rhs_dtype) if t != "float32"]
+        if low:
+            fail(f"`mlp` computes {m.describe()} at {line_text(m.line, submission_path)}: it multiplies {low[0]} "
+                 "operands, rounded from float32 before the product, which costs 3 or 4 digits even when it "
+                 "accumulates in float32. Multiply the float32 arrays as they are.")
         if m.out_dtype != "float32":
             fail(f"`mlp` computes {m.describe()} at {line_text(m.line, submission_path)}: its partial sums "
                  f"come out {m.out_dtype}. Keep the matmuls and their sum in float32.")

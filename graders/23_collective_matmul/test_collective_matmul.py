@@ -78,17 +78,23 @@ def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Ge
     """Every device holds its N/8 columns of x @ w, all M rows, in float32."""
     for m, k, n, axis in _sizes(run_seed):
         x, w = _host(rng, m, k, n)
-        _, got = _run(submission, submission_path, _mesh(axis), x, w)
+        case, got = _run(submission, submission_path, _mesh(axis), x, w)
         name = f"`ag_matmul(x, w, mesh)` for M, K, N = {m}, {k}, {n}"
         assert_dtype(got, np.float32, name)
         if got.shape != (m, n):
             fail(f"{name} has shape {got.shape}, expected {(m, n)}.")
-        wrong = _wrong_blocks(got, x, w)
+        wrong = _wrong_blocks(got, x, w, _ring_whole(case, submission_path))
         if wrong:
             fail(f"{name} is wrong {wrong}")
 
 
-def _wrong_blocks(got: jax.Array, x: np.ndarray, w: np.ndarray) -> str:
+def _ring_whole(case: Traced, path: Path) -> bool:
+    """Whether some ppermute of the program sends from every device, the wrap-around pair included."""
+    return any(c.primitive == "ppermute" and c.perm is not None and len({src for src, _ in c.perm}) == DEVICES
+               for c in jaxpr_collectives(case.jaxpr, path=path))
+
+
+def _wrong_blocks(got: jax.Array, x: np.ndarray, w: np.ndarray, ring_whole: bool = False) -> str:
     """'' when every device's block is right; else, per device, which row blocks are wrong and what they hold."""
     m = x.shape[0]
     for shard in got.addressable_shards:
@@ -108,10 +114,11 @@ def _wrong_blocks(got: jax.Array, x: np.ndarray, w: np.ndarray) -> str:
         parts.setdefault(f.device, []).append(f"row block {f.block} holds {what}")
     listed = [f"device {d}: " + ", ".join(p[:3]) + (", ..." if len(p) > 3 else "") for d, p in parts.items()]
     return ("in these blocks of M/8 rows (block r is device r's chunk of x times this device's columns of w): "
-            + "; ".join(listed[:3]) + ("; and more devices" if len(listed) > 3 else "") + ". " + _why(faults))
+            + "; ".join(listed[:3]) + ("; and more devices" if len(listed) > 3 else "") + ". "
+            + _why(faults, ring_whole))
 
 
-def _why(faults: list[BlockFault]) -> str:
+def _why(faults: list[BlockFault], ring_whole: bool = False) -> str:
     """The usual cause of the wrong blocks seen."""
     reasons = {"zeros" if f.zeros else "other" if f.holds is None else "owner" for f in faults}
     text = []
@@ -119,7 +126,12 @@ def _why(faults: list[BlockFault]) -> str:
         text.append("The products are right but written at another device's rows: the chunk a device holds "
                     "after `step` moves started on device (me - step) % 8 when chunks move right (i → i+1), "
                     "and on (me + step) % 8 when they move left. Write its product at that owner's rows.")
-    if "zeros" in reasons:
+    if "zeros" in reasons and ring_whole:
+        text.append("Your ppermute sends from every device, the wrap-around pair included, so the chunks do go "
+                    "round the ring: the row blocks left at zero are products that were never written. Each device "
+                    "writes 8 products, one for every chunk it holds in turn (its own and the 7 that arrive); is a "
+                    "step's product skipped, or written over another's rows?")
+    elif "zeros" in reasons:
         text.append("Rows left at zero never received their chunk, or its product was never written: a ring "
                     "needs the wrap-around pair (7 → 0 to the right) and 8 products, the device's own chunk and "
                     "the 7 that arrive.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import jax
 import numpy as np
@@ -83,7 +84,7 @@ def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Ge
     """Every device holds out[m] = the S layers applied in order to microbatch m, for S = 4 and 8, M >= S and M < S."""
     for case in CASES:
         s, m, b, d = case
-        _, got, xs, ws = _run(submission, submission_path, rng, case)
+        traced, got, xs, ws = _run(submission, submission_path, rng, case)
         name = f"`pipeline(x, weights, mesh)` for S = {s} stages and M = {m} microbatches of ({b}, {d})"
         assert_dtype(got, np.float32, name)
         want = _chain(xs, ws)
@@ -93,7 +94,16 @@ def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Ge
         if bad:
             where = ("every device" if len(bad) == s else
                      ", ".join(f"device {w.device}" for w in bad[:4]) + (" and more" if len(bad) > 4 else ""))
-            fail(f"{name} is wrong on {where}. {_why(got, xs, ws, want)}")
+            fail(f"{name} is wrong on {where}. {_why(got, xs, ws, want, _steps(traced, submission_path))}")
+
+
+def _steps(traced: Any, path: Path) -> int | None:
+    """How many steps of work the program makes: the (B, D) @ (D, D) products a device computes (None if unknown)."""
+    found = matmuls_in(traced.jaxpr, path=path)
+    if not found or any(mm.at_most is None for mm in found):
+        return None
+    smallest = min(mm.flops for mm in found)
+    return int(sum(mm.flops * mm.at_most for mm in found) // smallest)
 
 
 def _blocks(got: jax.Array) -> list[np.ndarray]:
@@ -107,7 +117,7 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
 
 
-def _why(got: jax.Array, xs: np.ndarray, ws: np.ndarray, want: np.ndarray) -> str:
+def _why(got: jax.Array, xs: np.ndarray, ws: np.ndarray, want: np.ndarray, steps: int | None = None) -> str:
     """What the wrong values look like: devices apart, zeros at the end, layers reversed or missing, shifted."""
     blocks = _blocks(got)
     first = blocks[0]
@@ -126,20 +136,27 @@ def _why(got: jax.Array, xs: np.ndarray, ws: np.ndarray, want: np.ndarray) -> st
         listed = (f"Output{'s' if many else ''} {', '.join(map(str, wrong))} (of 0..{micro - 1}) "
                   f"{'are' if many else 'is'} wrong.")
     for guess in (_zeros_at_end, _layers_off, _shifted, _unmasked):
-        said = guess(first, xs, ws, want, wrong)
+        said = guess(first, xs, ws, want, wrong, steps) if guess is _zeros_at_end else guess(first, xs, ws, want, wrong)
         if said:
             return f"{listed} {said}"
     return (f"{listed} At step t stage 0 takes microbatch t, every stage applies its own layer to what it "
             f"holds and passes the result right, and the last stage finishes microbatch t - {stages - 1}.")
 
 
-def _zeros_at_end(first: np.ndarray, xs: np.ndarray, ws: np.ndarray, want: np.ndarray, wrong: list[int]) -> str:
-    """The last microbatches left at zero: the loop stopped before they left the last stage."""
+def _zeros_at_end(first: np.ndarray, xs: np.ndarray, ws: np.ndarray, want: np.ndarray, wrong: list[int],
+                  steps: int | None = None) -> str:
+    """The last microbatches left at zero: the loop stopped before they left the last stage, or they were not kept."""
     micro, stages = len(xs), len(ws)
     if wrong != list(range(micro - len(wrong), micro)) or not np.allclose(first[wrong], 0.0):
         return ""
     k = len(wrong)
     what = "The last output is" if k == 1 else f"The last {k} outputs are"
+    if steps is not None and steps >= micro + stages - 1:
+        return (f"{what} all zeros, though the loop made all M + S - 1 = {micro + stages - 1} steps (a layer "
+                f"product at each): the activation{'s' if k > 1 else ''} reached the last "
+                "stage, but never went into the buffer the outputs are collected from. Microbatch t - (S - 1) "
+                "leaves the last stage at step t: write it there at every step from S - 1 to M + S - 2 (is the "
+                "write guarded by a bound that stops short, or indexed by the wrong step?).")
     return (f"{what} all zeros: the loop stopped {k} step{'s' if k > 1 else ''} before microbatch {micro - 1} "
             f"left the last stage. Microbatch M - 1 enters at step M - 1 and needs S - 1 more steps to cross "
             f"the pipe: M + S - 1 = {micro + stages - 1} steps in all, S - 1 = {stages - 1} of them bubble.")

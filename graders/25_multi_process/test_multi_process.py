@@ -33,6 +33,7 @@ from course.grading import (
 AXIS = "data"
 ROWS, FEATURES = 64, 8  # 16 rows per device; a row has 8 features
 END_ROWS = 48  # end to end, another size: 12 rows per device
+UNEVEN_ROWS = 67  # `load_shard` alone, for 2 and 3 processes: neither divides it, so floor division loses rows
 BUILD = "jax.make_array_from_process_local_data(NamedSharding(mesh, P('data')), local_rows)"
 
 
@@ -122,6 +123,31 @@ def test_reads_own_rows(submission: ModuleType, rng: np.random.Generator) -> Non
     if got.shape != want.shape or not np.array_equal(got, want):
         fail(f"`load_shard` on process {i} read rows {rows_text(log.rows())} but returned an array of shape "
              f"{got.shape} that is not those rows in order (want {want.shape})")
+    for n, count in ((UNEVEN_ROWS, p), (UNEVEN_ROWS, 3)):
+        wrong = _uneven_message(submission, _dataset(rng, n), count)
+        if wrong:
+            fail(wrong)
+
+
+def _uneven_message(submission: ModuleType, data: np.ndarray, count: int) -> str:
+    """What is wrong with `load_shard` called for every process of `count` over rows `count` does not divide, or ''."""
+    n, reads = len(data), []
+    for j in range(count):
+        log = RowLog(data)
+        got = np.asarray(submission.load_shard(log, n, j, count))
+        reads.append(log.rows())
+        mine = own_rows(n, j, count)
+        if sorted(set(log.rows())) == list(mine) and np.array_equal(got, data[mine.start:mine.stop]):
+            continue
+        lost = sorted(set(range(n)) - {r for rows in reads for r in rows} - set(range(mine.stop, n)))
+        told = f"with {n} rows over {count} processes (a count that does not divide {n}), process {j}"
+        if lost or not log.rows():
+            return (f"{told} read rows {rows_text(log.rows())}, and rows {rows_text(lost or list(mine))} are read by "
+                    f"no process: `n // p` rows each drops the last n % p rows. Give process i the rows "
+                    "[i * n // p, (i + 1) * n // p), which cover every row whatever p is")
+        return (f"{told} read rows {rows_text(log.rows())} and returned {got.shape}; it owns rows "
+                f"{mine.start}-{mine.stop - 1}, [i * n // p, (i + 1) * n // p)")
+    return ""
 
 
 def _assert_global(x: Any, data: np.ndarray, mesh: Mesh, name: str) -> jax.Array:

@@ -92,7 +92,17 @@ CASES = {
     ),
     ("any_sync_copy", "waits_twice"): (
         {"test_values", "test_dmas_waited"},
-        r"line \d+ waits for \d+ bytes that no copy started on its semaphore provides",
+        r"line \d+ waits on `scratch\[1\]` for \d+ bytes that no copy started on its semaphore provides",
+    ),
+    # Two semaphores of one array count apart; a wait the reading leaves to the run is named as it runs.
+    ("any_sync_copy", "first_half_waited_twice"): (
+        {"test_values", "test_dmas_waited"},
+        r"line 17 waits on `scratch\[1\]\.at\[0\]` for \d+ bytes that no copy started on its semaphore provides",
+    ),
+    ("any_sync_copy", "waits_again_on_first_step"): (
+        {"test_values", "test_dmas_waited"},
+        r"`\.wait\(\)` at line 17 of \w+\.py waits on a DMA semaphore for \d+ bytes, but it holds 0 "
+        r"and no copy started on it is still in flight",
     ),
     # smem_scalar: whose compile, and the one mistake that explains every wrong row.
     ("smem_scalar", "jit_per_call"): (
@@ -168,7 +178,19 @@ CASES = {
     ),
     ("tiled_matmul", "zero_every_step"): (
         {"test_values_float32", "test_values_bfloat16_accumulate_in_float32"},
-        r"the product of the last 256 columns of K only: the accumulator is reset at every K step",
+        r"the product of the last \d+ columns of K only: the accumulator is reset at every K step",
+    ),
+    # 3 x 128 in every dimension a tile walks: a floor-divided N grid, a cdiv grid over a ragged K.
+    ("tiled_matmul", "n_tile_256_floor_grid"): (
+        {"test_values_float32", "test_blocks_are_tpu_tiles"},
+        r"NaN in rows 0 to 383, columns 256 to 383 .*a tile of 256 does not divide N = 384",
+    ),
+    ("tiled_matmul", "k_tile_256_cdiv_grid"): (
+        {"test_values_float32", "test_blocks_are_tpu_tiles"},
+        r"NaN in every element: your grid walks x's K dimension in 2 blocks of 256, 512 in all, past K = 384",
+    ),
+    ("tiled_matmul", "writes_output_every_k_step"): (
+        {"test_output_written_once"}, r"writes the output block at K step\(s\) 0, 1 of 3, before the last",
     ),
     ("flash_attention", "normalize_every_step"): (
         {"test_normalized_once_at_the_end"}, r"divides a \[128, 64\] array at KV step 0 of 8",
@@ -177,15 +199,46 @@ CASES = {
         {"test_softmax_state_is_float32_vmem"}, r"keeps softmax state in a bfloat16 ref",
     ),
     ("flash_attention", "no_max_subtraction"): (
-        {"test_values_large_logits"}, r"100% of the output is NaN or inf\. Here the logits reach 150",
+        {"test_values_large_logits", "test_values_very_negative_logits"},
+        r"100% of the output is NaN or inf\. Here the logits reach 150",
     ),
     ("flash_attention", "no_acc_rescale"): (
-        {"test_values_float32", "test_values_large_logits", "test_values_max_in_a_later_block", "test_values_bfloat16"},
+        {"test_values_float32", "test_values_large_logits", "test_values_max_in_a_later_block", "test_values_bfloat16",
+         "test_values_3x128", "test_values_very_negative_logits"},
         r"rescales l but not acc",
+    ),
+    # 3 x 128 shapes, a running max that starts at 0, a scale written in, which matmul is upcast, two passes.
+    ("flash_attention", "query_tile_256"): (
+        {"test_values_3x128"},
+        r"your grid reaches query rows 0 to 255 of 384 only: a tile of 256 does not divide S = 384",
+    ),
+    ("flash_attention", "kv_tile_256_cdiv_grid"): (
+        {"test_values_3x128"}, r"your grid walks the keys in 2 blocks of 256, 512 in all, past T = 384",
+    ),
+    ("flash_attention", "max_starts_at_zero"): (
+        {"test_values_very_negative_logits"},
+        r"or a running max that starts at 0 and stays 0, l stays 0 and acc / l is 0 / 0",
+    ),
+    ("flash_attention", "hard_coded_scale"): (
+        {"test_values_bfloat16"}, r"computed with 1/sqrt\(64\) where the scale is 1/sqrt\(D\) = 1/sqrt\(128\)",
+    ),
+    ("flash_attention", "qk_upcast"): (
+        {"test_matmuls_take_input_dtype_and_return_float32"},
+        r"multiplies float32 by float32 for q k\^T: the bfloat16 q and k blocks were converted first",
+    ),
+    ("flash_attention", "two_pass_over_keys"): (
+        {"test_kv_streamed_over_last_grid_axis"},
+        r"the KV axis has 16 steps of 128 keys, 2048 key rows fetched per query block for T = 1024",
     ),
     ("double_buffer", "wait_after_start"): (
         {"test_next_block_in_flight_during_compute"},
         r"block 0 is used at line \d+: .* while no copy of block 1 is in flight \(its copy starts later",
+    ),
+    ("double_buffer", "last_block_never_started"): (
+        {"test_values_when_copies_land_at_wait", "test_values_when_copies_land_at_start",
+         "test_every_copy_waited_on_its_own_semaphore", "test_slot_untouched_while_in_flight",
+         "test_next_block_in_flight_during_compute", "test_streams_through_two_slots"},
+        r"waits for the copy of block 1 of x, which was never started",
     ),
     ("double_buffer", "swapped_semaphore"): (
         {"test_values_when_copies_land_at_wait", "test_values_when_copies_land_at_start",
@@ -206,8 +259,18 @@ CASES = {
         {"test_one_loop_over_layers", "test_jaxpr_size_constant", "test_compiled_size_constant"},
         r"runs 16 times, over the 16 rows of x",
     ),
+    ("scan_layers", "jit_built_each_call"): (
+        {"test_compiles_once"},
+        r"3 more calls of forward built 3 new jax\.jit wrapper\(s\): the jit is made inside the call",
+    ),
+    ("grad_accumulation", "jit_built_each_call"): (
+        {"test_compiles_once"}, r"3 more calls of accumulated_grads built 3 new jax\.jit wrapper\(s\)",
+    ),
     ("scan_layers", "unroll_full"): ({"test_compiled_size_constant"}, r"is fully unrolled \(`unroll=True`"),
     ("remat_policy", "misspelt_name"): ({"test_no_matmul_recomputed"}, r"recomputes 1 matmul\(s\).*names 'hiden'"),
+    ("remat_policy", "name_on_gelu"): (
+        {"test_no_matmul_recomputed"}, r"but 'act' is on the result of `mul` \(gelu's output",
+    ),
     ("remat_policy", "whole_loss"): (
         {"test_memory_budget_loss_and_grads", "test_memory_budget_min_memory"},
         r"61\.3 MiB.*wraps the whole scan: a policy does not reach inside a scan",
@@ -216,12 +279,24 @@ CASES = {
         {"test_memory_budget_loss_and_grads", "test_memory_budget_min_memory", "test_no_matmul_recomputed"},
         r"No checkpoint reaches the scan that computes the gradient",
     ),
+    # "jitted (once at module scope)", seen in what later calls compile and run.
+    ("remat_policy", "not_jitted"): (
+        {"test_jitted_once"}, r"after a first call of `loss_and_grads`, 2 more call\(s\) with the same arguments "
+                              r"compiled \d+ program\(s\) \(jit\(scan\)\)",
+    ),
+    ("mixed_precision", "train_step_not_jitted"): (
+        {"test_train_step_jitted"}, r"one call of `train_step` ran \d+ compiled programs \(jit\(convert_element_type\)",
+    ),
     ("grad_accumulation", "micro_size_swapped"): (
         {"test_loop_over_microbatches", "test_memory_scales_with_microbatch"},
         r"runs 512 times for a batch of 2048 rows; it should run num_micro=4 times",
     ),
     ("grad_accumulation", "split_stack_copy"): (
         {"test_memory_scales_with_microbatch"}, r"makes float32\[16, 512, 64\], a copy of the whole batch",
+    ),
+    ("grad_accumulation", "peeled_first_micro"): (
+        {"test_memory_scales_with_microbatch", "test_loop_over_microbatches"},
+        r"makes float32\[15, 512, 64\], a copy of 94% of the batch \(every microbatch but one",
     ),
     ("grad_accumulation", "no_divide"): ({"test_values"}, r"It is num_micro=4 times the mean"),
     ("mixed_precision", "highest_precision"): (
@@ -235,6 +310,9 @@ CASES = {
     ("mixed_precision", "grads_from_f32_loss"): (
         {"test_train_step_matmuls"}, r"5 float32 x float32 matmul\(s\) of 7: line 20",
     ),
+    ("mixed_precision", "loss_scale_not_undone"): (
+        {"test_small_updates_kept"}, r"as float32 SGD with its gradients multiplied by 1024 would",
+    ),
     ("mixed_precision", "bf16_master"): (
         {"test_master_weights_float32", "test_small_updates_kept", "test_train_step_loss"},
         r"moved in whole bfloat16 steps",
@@ -247,6 +325,19 @@ CASES = {
     ("no_host_sync", "time_no_block"): (
         {"test_time_step_waits_for_result"}, r"clock reading 2 of 2 was taken while 3 call\(s\) of step_fn",
     ),
+    # time_step is timed on a clock that moves a fixed time per call, with a step that returns a pytree.
+    ("no_host_sync", "time_returns_total"): (
+        {"test_time_step_uses_clock"}, r"should return 0\.25; it returned 0\.75, the total of the 3 calls",
+    ),
+    ("no_host_sync", "default_n_iter_10"): (
+        {"test_time_step_uses_clock"}, r"time_step called without n_iter timed 10 call\(s\) of step_fn; its default is "
+                                       r"n_iter=5",
+    ),
+    ("no_host_sync", "block_method_on_result"): (
+        {"test_time_step_uses_clock", "test_time_step_excludes_compile", "test_time_step_warmup_waited",
+         "test_time_step_waits_for_result"},
+        r"'tuple' object has no attribute 'block_until_ready'",
+    ),
     # Part 6: what the devices exchange, read from the compiled HLO and the learner's jaxpr.
     ("fsdp_step", "columns"): ({"test_shard_params"}, r"is sharded P\(None, 'fsdp'\), expected P\('fsdp'\)"),
     ("fsdp_step", "sum_of_local_means"): (
@@ -254,6 +345,15 @@ CASES = {
     ),
     ("fsdp_step", "psum_then_slice"): (
         {"test_grads_reduce_scattered"}, r"makes a psum of the whole b1 gradient at line \d+: mine = ",
+    ),
+    ("fsdp_step", "divides_by_rows"): (
+        {"test_loss_values", "test_grads_values"},
+        r"That is 16 times the right loss, the sum of squared errors divided by B = 48 instead of by the number of "
+        r"elements B \* O = 768",
+    ),
+    ("fsdp_step", "bias_gathered_by_padded_psum"): (
+        {"test_grads_values", "test_grads_reduce_scattered"},
+        r"makes a psum of the whole b1 at .*, of a shard padded with zeros \(`dynamic_update_slice`\)",
     ),
     ("fsdp_step", "gathers_batch"): ({"test_batch_stays_sharded"}, r"all-gathers f32\[48,24\], the whole batch x"),
     ("fsdp_step", "local_means_unsummed"): (
@@ -279,6 +379,14 @@ CASES = {
         r"runs 2 all-reduces: f32\[12,64\] \(the \(B, F\) hidden activations\)",
     ),
     ("tensor_parallel_mlp", "bfloat16_psum"): ({"test_values", "test_float32_sum"}, r"psum of bfloat16 values at line"),
+    # bfloat16 operands are named as operands, a psum of each device's own hidden units as that.
+    ("tensor_parallel_mlp", "bf16_operands_f32_accumulate"): (
+        {"test_values", "test_float32_sum"}, r"multiplies bfloat16 operands into float32, and rounding x, the weights",
+    ),
+    ("tensor_parallel_mlp", "psum_both_matmuls"): (
+        {"test_values", "test_one_all_reduce"},
+        r"adds up each device's own 8 hidden units, which are whole already \(w1 is split by columns\)",
+    ),
     # collective_matmul: the gathers by other means are named by the collective they compile to.
     ("collective_matmul", "all_gather_matmul"): (
         {"test_only_collective_permutes", "test_ring_permutes", "test_chunk_matmuls"},
@@ -303,6 +411,10 @@ CASES = {
     ("collective_matmul", "no_wraparound"): (
         {"test_values", "test_ring_permutes"}, r"the ppermute at line 20 has no pair 7→0",
     ),
+    ("collective_matmul", "odd_steps_unwritten"): (
+        {"test_values", "test_ring_permutes", "test_chunk_matmuls"},
+        r"Your ppermute sends from every device, the wrap-around pair included, so the chunks do go round the ring",
+    ),
     ("collective_matmul", "rotates_w"): (
         {"test_values", "test_output_sharding", "test_ring_permutes"},
         r"sharded P\('devs', None\), expected P\(None, 'devs'\).*passing w's columns round the ring",
@@ -313,6 +425,9 @@ CASES = {
     # pipeline_stages: each wrong schedule named by what its values or its permutes show.
     ("pipeline_stages", "one_step_short"): (
         {"test_values"}, r"The last output is all zeros: the loop stopped 1 step before microbatch 5 left the last",
+    ),
+    ("pipeline_stages", "last_output_not_kept"): (
+        {"test_values"}, r"The last output is all zeros, though the loop made all M \+ S - 1 = 9 steps",
     ),
     ("pipeline_stages", "feeds_next_early"): ({"test_values"}, r"Output m holds microbatch m \+ 1's result"),
     ("pipeline_stages", "no_last_stage_mask"): (
@@ -360,6 +475,10 @@ CASES = {
     ("multi_process", "strided_rows"): (
         {"test_reads_own_rows"}, r"read rows 0, 2, 4, 6 and 28 more ranges .* rows 1, 3, 5, 7 and 12 more ranges "
                                  r"were never read\. Read the contiguous block",
+    ),
+    ("multi_process", "floor_divided_rows"): (
+        {"test_reads_own_rows"}, r"with 67 rows over 2 processes \(a count that does not divide 67\), process 1 read "
+                                 r"rows 33-65, and rows 66 are read by no process",
     ),
     ("multi_process", "asarray_local"): (
         {"test_global_batch", "test_end_to_end"}, r"is a \(32, 8\) array on 1 device: the rows of this process only",

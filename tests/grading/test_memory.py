@@ -274,7 +274,30 @@ def test_a_wait_with_nothing_to_wait_for_is_stuck() -> None:
     assert mem.unwaited() == []
     (stuck,) = mem.stuck
     assert (stuck.line, stuck.nbytes) == (_line(twice_kernel, 5), 3 * STRIP_BYTES)
-    assert f"line {stuck.line} waits for {3 * STRIP_BYTES} bytes" in mem.stuck_message()
+    assert f"line {stuck.line} waits on `buf`" not in mem.stuck_message()
+    assert f"line {stuck.line} waits on `sem` for {3 * STRIP_BYTES} bytes" in mem.stuck_message()
+
+
+def halves_kernel(x_hbm_ref, o_ref, buf, sems):
+    """Copies two halves on two semaphores of one array, and waits on the first one twice."""
+    first = pltpu.make_async_copy(x_hbm_ref.at[:, :128], buf.at[:, :128], sems.at[0])
+    second = pltpu.make_async_copy(x_hbm_ref.at[:, 128:], buf.at[:, 128:], sems.at[1])
+    first.start()
+    second.start()
+    first.wait()
+    first.wait()
+    o_ref[...] = buf[...]
+
+
+def test_two_elements_of_a_semaphore_array_are_two_semaphores() -> None:
+    """`sems.at[0]` and `sems.at[1]` count apart: a second wait on the first is stuck, the second copy unwaited."""
+    x = jnp.ones((8, 256), jnp.float32)
+    scratch = [pltpu.VMEM(x.shape, x.dtype), pltpu.SemaphoreType.DMA((2,))]
+    mem = kernel_memory(_call(halves_kernel, x=x, scratch_shapes=scratch))
+    (stuck,) = mem.stuck
+    assert (stuck.line, stuck.nbytes) == (_line(halves_kernel, 7), 8 * 128 * 4)
+    assert f"line {stuck.line} waits on `sems.at[0]` for 4096 bytes" in mem.stuck_message()
+    assert [d.waited for d in mem.dmas] == [True, False]
 
 
 def test_double_buffering_is_not_stuck_and_a_grid_counts_its_steps() -> None:

@@ -41,6 +41,12 @@ def test_own_rows_are_the_contiguous_block(index: int, count: int, rows: range) 
     assert own_rows(64, index, count) == rows
 
 
+def test_own_rows_cover_every_row_when_the_count_does_not_divide_them() -> None:
+    """Blocks of 67 rows over 3 processes differ by one row and leave none out."""
+    blocks = [own_rows(67, i, 3) for i in range(3)]
+    assert blocks == [range(0, 22), range(22, 44), range(44, 67)]
+
+
 def test_rows_text_writes_ranges() -> None:
     """Runs of rows become ranges; many ranges are counted, not listed."""
     assert rows_text([]) == "none"

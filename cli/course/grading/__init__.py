@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     )
     from course.grading.properties import assert_gave, check_property
     from course.grading.quoting import quote_line
+    from course.grading.recompiles import LaterCalls, later_calls
     from course.grading.refs import (
         RefTrace, describe_accesses, explained_ref_errors, moves_selection, ref_error_hint, trace_refs,
     )
@@ -80,13 +81,14 @@ if TYPE_CHECKING:
     from course.grading.scalars import (
         Unknown, apply, const_value, is_known, literal_value, modelled, read_var, unknown_like,
     )
-    from course.grading.semaphores import Dma, StuckWait, match_waits, stuck_waits
+    from course.grading.semaphores import Dma, StuckWait, match_waits, one_semaphore, stuck_waits
     from course.grading.sharding import (
         ShardMismatch, Traced, assert_mesh, assert_sharding, call_traced, differing_copies, per_device_bytes,
         shard_mismatches, shard_shapes, sharding_text, spec_text, traced_once,
     )
+    from course.grading.silent_waits import SilentWait, silent_wait_message, watching_waits
     from course.grading.source import (
-        callback_error, describe_exception, learner_frames, learner_location, learner_traceback,
+        callback_error, describe_exception, learner_frames, learner_location, learner_traceback, syntax_message,
     )
     from course.grading.steps import compiles_per_call, consumed_leaves, donated_leaves, jitted_candidates, jitted_step
     from course.grading.strict_runs import abstract_tpu, jitted_once, needs_tpu, strict_values, tpu_fallback
@@ -152,6 +154,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "hlo_size": "programs", "mib": "programs", "over_budget": "programs", "size_text": "programs",
     "assert_gave": "properties", "check_property": "properties",
     "quote_line": "quoting",
+    "LaterCalls": "recompiles", "later_calls": "recompiles",
     "RefTrace": "refs", "describe_accesses": "refs", "explained_ref_errors": "refs", "moves_selection": "refs",
     "ref_error_hint": "refs", "trace_refs": "refs",
     "Residual": "residuals", "describe_residuals": "residuals", "residuals_of": "residuals",
@@ -160,13 +163,15 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "rounding_report": "rounding",
     "Unknown": "scalars", "apply": "scalars", "const_value": "scalars", "is_known": "scalars",
     "literal_value": "scalars", "modelled": "scalars", "read_var": "scalars", "unknown_like": "scalars",
-    "Dma": "semaphores", "StuckWait": "semaphores", "match_waits": "semaphores", "stuck_waits": "semaphores",
+    "Dma": "semaphores", "StuckWait": "semaphores", "match_waits": "semaphores", "one_semaphore": "semaphores",
+    "stuck_waits": "semaphores",
     "ShardMismatch": "sharding", "Traced": "sharding", "assert_mesh": "sharding", "assert_sharding": "sharding",
     "call_traced": "sharding", "differing_copies": "sharding", "per_device_bytes": "sharding",
     "shard_mismatches": "sharding", "shard_shapes": "sharding", "sharding_text": "sharding", "spec_text": "sharding",
     "traced_once": "sharding",
+    "SilentWait": "silent_waits", "silent_wait_message": "silent_waits", "watching_waits": "silent_waits",
     "callback_error": "source", "describe_exception": "source", "learner_frames": "source",
-    "learner_location": "source", "learner_traceback": "source",
+    "learner_location": "source", "learner_traceback": "source", "syntax_message": "source",
     "compiles_per_call": "steps", "consumed_leaves": "steps", "donated_leaves": "steps", "jitted_candidates": "steps",
     "jitted_step": "steps",
     "abstract_tpu": "strict_runs", "jitted_once": "strict_runs", "needs_tpu": "strict_runs",
@@ -213,14 +218,17 @@ __all__ = [
     "Memory", "Program", "compile_lowered", "compile_program", "hlo_size", "mib", "over_budget", "size_text",
     "assert_gave", "check_property",
     "quote_line",
+    "LaterCalls", "later_calls",
     "RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "trace_refs",
     "Residual", "describe_residuals", "residuals_of", "scan_residuals",
     "RoundingReport", "correctly_rounded", "exact_matmul", "rounding_report",
     "Unknown", "apply", "const_value", "is_known", "literal_value", "modelled", "read_var", "unknown_like",
-    "Dma", "StuckWait", "match_waits", "stuck_waits",
+    "Dma", "StuckWait", "match_waits", "one_semaphore", "stuck_waits",
     "ShardMismatch", "Traced", "assert_mesh", "assert_sharding", "call_traced", "differing_copies", "per_device_bytes",
     "shard_mismatches", "shard_shapes", "sharding_text", "spec_text", "traced_once",
+    "SilentWait", "silent_wait_message", "watching_waits",
     "callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback",
+    "syntax_message",
     "compiles_per_call", "consumed_leaves", "donated_leaves", "jitted_candidates", "jitted_step",
     "abstract_tpu", "jitted_once", "needs_tpu", "strict_values", "tpu_fallback",
     "interpreter_failure", "run_strict", "strict_params", "tpu_interpret",

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from course.grading.kernels import KernelCall
 from course.grading.memory_walk import MemoryAccess, RefInfo, Walker
-from course.grading.semaphores import Dma, StuckWait, match_waits, stuck_waits
+from course.grading.semaphores import Dma, StuckWait, match_waits, one_semaphore, stuck_waits
+from course.grading.silent_waits import silent_wait_message
 
 __all__ = [
     "HBM_SPACES", "Dma", "KernelMemory", "MemoryAccess", "RefInfo", "StuckWait", "dma_copies",
@@ -91,7 +92,8 @@ class KernelMemory:
         """Why the kernel would hang: a wait for bytes that no copy on its semaphore started, or None."""
         for wait in self.stuck:
             at = f"line {wait.line}" if wait.line else "a `.wait()` in the kernel"
-            return (f"{at} waits for {wait.nbytes} bytes that no copy started on its semaphore provides "
+            on = f" on {wait.sem_text()}" if wait.sem_text() else ""
+            return (f"{at} waits{on} for {wait.nbytes} bytes that no copy started on its semaphore provides "
                     "(the copies started before it are already waited for): on a TPU the kernel "
                     "hangs there, and the TPU interpreter waits forever. Wait once for each copy "
                     "you start, for that copy's bytes.")
@@ -99,7 +101,7 @@ class KernelMemory:
 
     def _unwaited_message(self, dma: Dma) -> str:
         """Why `dma` never lands: no wait at all, or waits for fewer bytes than its semaphore was given."""
-        peers = [d for d in self.dmas if _one_semaphore(d, dma) and d.followed]
+        peers = [d for d in self.dmas if one_semaphore(d, dma) and d.followed]
         waits = sorted({d.wait_line for d in peers if d.wait_line})
         started = sum((d.nbytes or 0) * d.times for d in peers)
         missing = sum(d.missing for d in peers)
@@ -121,13 +123,6 @@ class KernelMemory:
                 f"the bytes of its own copy, so {lost}, and what they should fill stays "
                 "undefined (NaN under the TPU interpreter). Wait on every copy you start, or once "
                 "with a descriptor that covers them all.")
-
-
-def _one_semaphore(a: Dma, b: Dma) -> bool:
-    """Whether two DMAs signal one semaphore (or, lacking one, write one destination)."""
-    if a.sem is not None and b.sem is not None:
-        return a.sem.index == b.sem.index
-    return a.dst.index == b.dst.index
 
 
 def kernel_memory(call: KernelCall) -> KernelMemory:
@@ -165,11 +160,15 @@ def smem_reads(call: KernelCall) -> list[MemoryAccess]:
 def explain_strict_failure(exc: BaseException, mem: KernelMemory) -> str | None:
     """A sentence for an error the strict interpreter raised over this kernel, or None.
 
-    Two errors have a known cause: indexing an HBM/ANY ref ("cannot be referenced directly"),
+    A wait that nothing will signal is named by `course.grading.silent_waits`. Two errors have a
+    known cause: indexing an HBM/ANY ref ("cannot be referenced directly"),
     and a DMA between two dtypes, which fails inside the simulator with a bare AssertionError.
     Both are named by the learner's line.
     """
     text = str(exc)
+    silent = silent_wait_message(exc)
+    if silent:
+        return silent[:1].upper() + silent[1:]
     direct = mem.in_space(*HBM_SPACES)
     if "cannot be referenced directly" in text and direct:
         return hbm_access_message(direct[0])

@@ -91,6 +91,7 @@ class DmaEvent:
     src_region: Any = None
     nbytes: int | None = None  # the bytes of the descriptor: what a start adds, what a wait takes
     optional: bool = False  # inside a `cond` (`pl.when`): it may not run every time
+    sem_region: Any = None  # the element of a semaphore array it signals or waits on (`sems.at[0]`)
 
     @property
     def times(self) -> int:
@@ -181,8 +182,14 @@ class Walker:
         event = DmaEvent(src=env[src_var], dst=env[dst_var], sem=env.get(sem_var), dst_region=region,
                        line=line, order=self.counter["order"], kind=kind, loops=self.loops,
                        nbytes=_nbytes(src_var, getattr(src, "transforms", ())), optional=self.optional,
-                       src_region=src_region)
+                       src_region=src_region, sem_region=_sem_region(sem, sem_var, defs))
         (self.starts if kind == "start" else self.waits).append(event)
+
+
+def _sem_region(sem: Any, sem_var: Any, defs: dict[Any, Any]) -> Any:
+    """Which element of a semaphore array a DMA uses, as a region (None when it is not known)."""
+    shape = tuple(getattr(getattr(sem_var, "aval", None), "shape", ()) or ())
+    return region_of(getattr(sem, "transforms", ()), shape, defs)
 
 
 def _nbytes(var: Any, transforms: Any) -> int | None:

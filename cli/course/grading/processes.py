@@ -29,9 +29,11 @@ def step(name: str) -> Iterator[None]:
 
 
 def own_rows(num_rows: int, index: int, count: int) -> range:
-    """The contiguous rows process `index` of `count` owns: `[index·n/count, (index+1)·n/count)`."""
-    per = num_rows // count
-    return range(index * per, (index + 1) * per)
+    """The contiguous rows process `index` of `count` owns: `[⌊index·n/count⌋, ⌊(index+1)·n/count⌋)`.
+
+    When `count` does not divide `n`, the blocks differ by one row and still cover every row.
+    """
+    return range(index * num_rows // count, (index + 1) * num_rows // count)
 
 
 @dataclass

@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from course.grading.jaxprs import region_text
 from course.grading.memory_walk import DmaEvent, MemoryAccess, RefInfo
 
-__all__ = ["Dma", "StuckWait", "match_waits", "stuck_waits"]
+__all__ = ["Dma", "StuckWait", "match_waits", "one_semaphore", "stuck_waits"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Dma:
     times: int = 1  # how many times the start runs: the lengths of the loops around it
     missing: int = 0  # bytes started that no wait takes: the copies that never land
     followed: bool = False  # some wait on its semaphore comes after it (or in a loop around both)
+    sem_region: Any = None  # the element of a semaphore array it signals (`sems.at[0]`)
 
     @property
     def same_dtype(self) -> bool:
@@ -68,6 +70,14 @@ class StuckWait:
     line: int | None
     nbytes: int  # the bytes it waits for that no start provides
     sem: RefInfo | None
+    sem_region: Any = None  # the element of a semaphore array it waits on (`sems.at[0]`)
+
+    def sem_text(self) -> str:
+        """'`sems.at[0]`' or '`sem`': the semaphore it waits on, as the kernel spells it; '' if unknown."""
+        if self.sem is None:
+            return ""
+        at = region_text(self.sem_region, self.sem.shape) if self.sem.shape else "..."
+        return f"`{self.sem.name}`" if at == "..." else f"`{self.sem.name}.at[{at}]`"
 
 
 def stuck_waits(starts: list[DmaEvent], waits: list[DmaEvent]) -> list[StuckWait]:
@@ -80,7 +90,7 @@ def stuck_waits(starts: list[DmaEvent], waits: list[DmaEvent]) -> list[StuckWait
     events = starts + waits
     def known(w: DmaEvent) -> bool:
         return not any(_same_sem(e, w) and (e.optional or any(n is None for _, n in e.loops)) for e in events)
-    return [StuckWait(w.line, unused[w.order], w.sem) for w in waits if unused.get(w.order) and known(w)]
+    return [StuckWait(w.line, unused[w.order], w.sem, w.sem_region) for w in waits if unused.get(w.order) and known(w)]
 
 
 def _count(starts: list[DmaEvent], waits: list[DmaEvent]) -> tuple[dict[int, int], dict[int, DmaEvent], dict[int, int]]:
@@ -135,14 +145,33 @@ def _dma_of(s: DmaEvent, wait: DmaEvent | None, missing: int, accesses: list[Mem
     return Dma(src=s.src, dst=s.dst, sem=s.sem, dst_region=s.dst_region, line=s.line, order=s.order,
                waited=waited, wait_line=wait.line if wait is not None else None, read_before_wait=early,
                nbytes=s.nbytes, src_region=s.src_region, times=s.times, missing=0 if waited else missing,
-               followed=answerable)
+               followed=answerable, sem_region=s.sem_region)
 
 
 def _same_sem(start: DmaEvent, wait: DmaEvent) -> bool:
-    """A wait answers a start when both use one semaphore (or, lacking one, one destination)."""
+    """A wait answers a start when both use one semaphore (or, lacking one, one destination).
+
+    Two elements of one semaphore array (`sems.at[0]`, `sems.at[1]`) are two semaphores when
+    both indices are static; a dynamic index may be either, so it is taken as the same.
+    """
     if start.sem is not None and wait.sem is not None:
-        return start.sem.index == wait.sem.index
+        return start.sem.index == wait.sem.index and not _disjoint(start.sem_region, wait.sem_region)
     return start.dst.index == wait.dst.index
+
+
+def one_semaphore(a: Dma, b: Dma) -> bool:
+    """Whether two matched DMAs signal one semaphore (or, lacking one, write one destination)."""
+    if a.sem is not None and b.sem is not None:
+        return a.sem.index == b.sem.index and not _disjoint(a.sem_region, b.sem_region)
+    return a.dst.index == b.dst.index
+
+
+def _disjoint(a: Any, b: Any) -> bool:
+    """Whether two static regions certainly share no element; an unknown or dynamic one may share."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return any(ka is None and kb is None and loa is not None and lob is not None and not (loa < hib and lob < hia)
+               for (ka, loa, hia), (kb, lob, hib) in zip(a, b, strict=True))
 
 
 def _overlap(a: Any, b: Any) -> bool:

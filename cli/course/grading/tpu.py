@@ -19,6 +19,8 @@ from typing import Any
 
 import jax
 
+from course.grading.silent_waits import watching_waits
+
 __all__ = ["interpreter_failure", "strict_params", "tpu_interpret", "run_strict"]
 
 
@@ -39,15 +41,16 @@ def tpu_interpret(module: types.ModuleType | None = None, **overrides: Any) -> I
 
     `module` (the learner's) is accepted for older graders and no longer needed: the mode is
     forced inside JAX, so a `pallas_call` imported by name or captured in a `functools.partial`
-    is reached too. If the block raises, the simulator's global state is reset, as JAX's docs
-    ask, so the next kernel starts clean.
+    is reached too. A one-core `.wait()` that nothing will signal raises `SilentWait` at once
+    (`course.grading.silent_waits`) instead of sleeping until the wall cap. If the block raises,
+    the simulator's global state is reset, as JAX's docs ask, so the next kernel starts clean.
     """
     from jax.experimental.pallas import tpu as pltpu
 
     del module  # forcing the mode inside JAX reaches every spelling of `pallas_call`
     params = strict_params(**overrides)
     try:
-        with pltpu.force_tpu_interpret_mode(params):
+        with pltpu.force_tpu_interpret_mode(params), watching_waits():
             yield params
     except BaseException:
         pltpu.reset_tpu_interpret_mode_state()

@@ -21,7 +21,7 @@ def matmul(x, y):
     m, k = x.shape
     n = y.shape[1]
     bm = bn = 128
-    bk = 256
+    bk = 128
     return pl.pallas_call(
         matmul_kernel,
         out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),

@@ -13,8 +13,9 @@ from jax.sharding import PartitionSpec as P
 def load_shard(read_rows: Callable[[int, int], np.ndarray], num_rows: int, process_index: int,
                process_count: int) -> np.ndarray:
     """This process's contiguous block of rows, read once."""
-    per = num_rows // process_count
-    return np.asarray(read_rows(process_index * per, (process_index + 1) * per))
+    start = process_index * num_rows // process_count
+    stop = (process_index + 1) * num_rows // process_count
+    return np.asarray(read_rows(start, stop))
 
 
 def global_batch(local_rows, mesh):

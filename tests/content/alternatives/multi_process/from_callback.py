@@ -11,9 +11,9 @@ from jax.sharding import PartitionSpec as P
 
 
 def load_shard(read_rows, num_rows, process_index, process_count):
-    per = num_rows // process_count
-    first = process_index * per
-    chunks = [read_rows(s, min(s + 8, first + per)) for s in range(first, first + per, 8)]
+    first = process_index * num_rows // process_count
+    last = (process_index + 1) * num_rows // process_count
+    chunks = [read_rows(s, min(s + 8, last)) for s in range(first, last, 8)]
     return np.concatenate(chunks, axis=0)
 
 

@@ -10,8 +10,8 @@ from jax.sharding import PartitionSpec as P
 
 
 def load_shard(read_rows, num_rows, process_index, process_count):
-    each = num_rows // process_count
-    return read_rows(start=each * process_index, stop=each * (process_index + 1))
+    return read_rows(start=num_rows * process_index // process_count,
+                     stop=num_rows * (process_index + 1) // process_count)
 
 
 def global_batch(local_rows, mesh):

@@ -12,10 +12,10 @@ class Loader:
         self.axis = axis
 
     def shard(self, read_rows, num_rows, process_index, process_count):
-        rows_each = num_rows // process_count
-        start = rows_each * process_index
+        start = num_rows * process_index // process_count
+        stop = num_rows * (process_index + 1) // process_count
         out = []
-        for r in range(start, start + rows_each):
+        for r in range(start, stop):
             out.append(read_rows(r, r + 1)[0])
         return np.stack(out)
 

@@ -31,7 +31,7 @@ def train(params, batches, lr):
 
 def time_step(step_fn, *args, n_iter=5, clock=time.perf_counter):
     """Times each call on its own, waiting for each result, and returns the median."""
-    step_fn(*args).block_until_ready()
+    jax.block_until_ready(step_fn(*args))  # the step may return a pytree: wait for every leaf
     samples = []
     for _ in range(n_iter):
         start = clock()

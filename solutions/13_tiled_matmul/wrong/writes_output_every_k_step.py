@@ -1,0 +1,42 @@
+"""Casts and writes the partial sum into the output at every K step instead of once at the last; must fail test_output_written_once."""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def _tile(n: int) -> int:
+    """The tile for a dimension that is a multiple of 128: 256 when it divides n, else 128."""
+    return 256 if n % 256 == 0 else 128
+
+
+def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
+    """Wrong: casts and stores the partial sum into the output block at every K step, not once at the last."""
+    k = pl.program_id(2)
+
+    @pl.when(k == 0)
+    def _zero():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+    o_ref[...] = acc_ref[...].astype(o_ref.dtype)  # the last K step's write is the one that stays
+
+
+@jax.jit
+def matmul(x: jax.Array, y: jax.Array) -> jax.Array:
+    """x @ y for x (M, K) and y (K, N), both float32 or both bfloat16, in x's dtype."""
+    m, k = x.shape
+    n = y.shape[1]
+    bm, bn, bk = _tile(m), _tile(n), _tile(k)
+    return pl.pallas_call(
+        matmul_kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+                  pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
+        interpret=pltpu.InterpretParams(),
+    )(x, y)

@@ -1,0 +1,27 @@
+"""Scales the loss by 1024 for the backward pass and never divides the gradients back, so every update is 1024 times too large; must fail test_small_updates_kept."""
+
+import jax
+import jax.numpy as jnp
+
+
+def dense(x: jax.Array, w: jax.Array) -> jax.Array:
+    """x @ w with both operands rounded to bfloat16 and the product kept in float32."""
+    return jnp.dot(x.astype(jnp.bfloat16), w.astype(jnp.bfloat16), preferred_element_type=jnp.float32)
+
+
+def loss_fn(params: dict, batch: dict) -> jax.Array:
+    """The mean squared error of a two-layer tanh network whose matmuls run on bfloat16 operands."""
+    h = jnp.tanh(dense(batch["x"], params["w1"]) + params["b1"])
+    pred = dense(h, params["w2"]) + params["b2"]
+    return jnp.mean((pred - batch["y"]) ** 2)
+
+
+LOSS_SCALE = 1024.0  # keeps small bfloat16 gradients from flushing to zero
+
+
+@jax.jit
+def train_step(params: dict, batch: dict, lr: float) -> tuple[dict, jax.Array]:
+    """One SGD step on the float32 master weights; returns the new params and the loss before the step."""
+    scaled, grads = jax.value_and_grad(lambda p, b: loss_fn(p, b) * LOSS_SCALE)(params, batch)
+    # the loss is scaled back, but the gradients are not: each update is LOSS_SCALE times too large
+    return jax.tree.map(lambda p, g: p - lr * g, params, grads), scaled / LOSS_SCALE
