@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from course.grading import (
-    Copy,
+    DmaCopy,
     DmaReplay,
     Hang,
     KernelCall,
@@ -88,7 +88,7 @@ def _at(path: Path, line: int | None) -> str:
     return quote_line(path, line) or "the kernel"
 
 
-def _blocks(copy: Copy) -> str:
+def _blocks(copy: DmaCopy) -> str:
     """'block 3' or 'blocks 0 to 4' of x, for the copy's source."""
     blocks = sorted(copy.blocks)
     if not blocks:
