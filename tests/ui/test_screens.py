@@ -15,12 +15,15 @@ from course import ui
 from course.engine.verdict import CheckEvent, CheckResult, ExerciseResult
 from course.paths import WorkspacePaths
 from course.progress import Entry, ProgressStore, now_iso
+from course.registry import load_course
 from course.session import Session, init_workspace
 from course.ui import views, watching
 from course.watch import Watcher
 from terminal import Terminal
 
 REPO = Path(__file__).resolve().parents[2]
+TOTAL = sum(e.max_score or 0 for e in load_course(REPO).exercises)
+"""The course's points, as the progress line shows them."""
 ROWS = 30
 SIZES = [(80, ROWS), (60, ROWS)]
 
@@ -65,7 +68,7 @@ def test_list_in_a_real_terminal_keeps_its_header_and_the_current_row(workspace:
     term = Terminal(["list", "--course", str(REPO), "--workspace", str(workspace)], cwd=workspace, cols=width,
                     rows=height)
     try:
-        term.expect("of 275 points")
+        term.expect(f"of {TOTAL:g} points")
         assert term.proc.wait(timeout=60) == 0
     finally:
         term.close()
@@ -162,9 +165,9 @@ def test_warnings_come_after_a_long_table(workspace: Path, tmp_path: Path) -> No
     (copy / ".course" / "progress.json").write_text("{ not json")
     shown = Terminal(["list", "--course", str(REPO), "--workspace", str(copy)], cwd=copy, cols=80, rows=ROWS)
     try:
-        shown.expect("of 275 points")
+        shown.expect(f"of {TOTAL:g} points")
         shown.expect("warning:")
-        assert "damaged" in shown.text().split("of 275 points")[-1]
+        assert "damaged" in shown.text().split(f"of {TOTAL:g} points")[-1]
         assert shown.proc.wait(timeout=60) == 0
     finally:
         shown.close()

@@ -233,7 +233,7 @@ def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dic
             return True, "wall"
         if sink.flooded:
             return False, ""
-        if system.resident_mb(proc.pid) > memory_mb:
+        if system.grading_resident_mb(proc.pid) > memory_mb:
             return False, (
                 f"your code used more than {memory_mb} MiB of memory and was stopped; "
                 "is an array far larger than the task needs?"

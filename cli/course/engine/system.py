@@ -128,6 +128,20 @@ def resident_mb(pid: int) -> float:
         return 0.0
 
 
+def grading_resident_mb(pid: int) -> float:
+    """Resident size in MiB of the grading started as `pid`: of `pid` itself, or, for a contained grading
+    (the first process of its own PID namespace, a child of the process that made it), of that child."""
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children()]
+    except (psutil.Error, OSError):
+        return 0.0
+    sizes = [0]
+    for proc in procs:
+        with contextlib.suppress(psutil.Error, OSError):
+            sizes.append(proc.memory_info().rss)
+    return max(sizes) / 2**20
+
+
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds used so far by `pid` and its living descendants, with the children each has reaped.
 

@@ -36,8 +36,14 @@ def _read(path: Path, what: str) -> dict[str, Any]:
 
 def _weakest(isolations: list[dict[str, Any]]) -> protections.Protections:
     """The protections every shard had: what the merged class may claim."""
-    return protections.Protections(network_namespace=all(i.get("network_namespace") for i in isolations),
-                               landlock_abi=min(int(i.get("landlock_abi", 0)) for i in isolations))
+    def every(flag: str) -> bool:
+        """True when every shard had this protection on."""
+        return all(i.get(flag) for i in isolations)
+
+    return protections.Protections(network_namespace=every("network_namespace"),
+                                   landlock_abi=min(int(i.get("landlock_abi", 0)) for i in isolations),
+                                   pid_namespace=every("pid_namespace"), seccomp=every("unix_sockets_refused"),
+                                   user=(-1, -1) if every("unprivileged_user") else None)  # which uid: not kept
 
 
 def _students(course: Course, folder: Path) -> list[Student]:
