@@ -53,6 +53,7 @@ class ExerciseMeta:
     memory_mb: int = 4096
     inspect: dict[str, Any] | None = None
     wall_timeout_s: float | None = None
+    mutants: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
