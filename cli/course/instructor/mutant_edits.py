@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 Point = tuple[int, int]
@@ -104,6 +105,24 @@ def drop_keyword(call: ast.Call, kw: ast.keyword) -> Mutation:
     else:
         edit = Edit(start(kw), end(kw), "")
     return Mutation(f"{kw.arg}= dropped", (edit,), kw.lineno)
+
+
+def keywords(node: ast.AST, *names: str) -> Iterator[tuple[ast.Call, ast.keyword]]:
+    """The keywords named `names` of a call node."""
+    if isinstance(node, ast.Call):
+        yield from ((node, kw) for kw in node.keywords if kw.arg in names)
+
+
+def is_int(node: ast.AST) -> bool:
+    """True for an int literal (not a bool)."""
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def adjacent_swaps(elts: list[ast.expr], what: str) -> Iterator[Mutation]:
+    """Each pair of neighbours exchanged."""
+    for a, b in zip(elts, elts[1:], strict=False):
+        edits = (Edit(start(a), end(a), ast.unparse(b)), Edit(start(b), end(b), ast.unparse(a)))
+        yield Mutation(f"{what} {short(a, 20)} and {short(b, 20)} swapped", edits, a.lineno)
 
 
 def apply(source: str, mutation: Mutation) -> str:

@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from course.instructor.mutant_edits import (
     Edit,
     Mutation,
+    adjacent_swaps,
     atomic,
     between,
     call_name,
     drop_keyword,
     end,
+    is_int,
+    keywords,
     short,
     start,
     swap,
@@ -56,12 +59,6 @@ def operator(name: str, summary: str) -> Callable[[Propose], Propose]:
     return register
 
 
-def _keyword(node: ast.AST, *names: str) -> Iterator[tuple[ast.Call, ast.keyword]]:
-    """The keywords named `names` of a call node."""
-    if isinstance(node, ast.Call):
-        yield from ((node, kw) for kw in node.keywords if kw.arg in names)
-
-
 def _is_jit(node: ast.AST) -> bool:
     """`jax.jit`, `jit`, or `partial(jax.jit, ...)`: a decorator or callee that compiles."""
     if isinstance(node, ast.Attribute | ast.Name):
@@ -69,20 +66,15 @@ def _is_jit(node: ast.AST) -> bool:
     return call_name(node) == "partial" and bool(node.args) and _is_jit(node.args[0])  # type: ignore[attr-defined]
 
 
-def _ints(node: ast.AST) -> bool:
-    """True for an int literal (not a bool)."""
-    return isinstance(node, ast.Constant) and type(node.value) is int
-
-
 @operator("donate", "donate_argnums or donate_argnames dropped, or pointed at another argument")
 def donate(node: ast.AST) -> Iterator[Mutation]:
     """Drop the donation, or donate the next argument (or one fewer) instead."""
-    for call, kw in _keyword(node, "donate_argnums", "donate_argnames"):
+    for call, kw in keywords(node, "donate_argnums", "donate_argnames"):
         yield drop_keyword(call, kw)
         value = kw.value
-        if _ints(value):
+        if is_int(value):
             yield swap(value, str(value.value + 1))  # type: ignore[attr-defined]
-        elif isinstance(value, ast.Tuple | ast.List) and value.elts and all(_ints(e) for e in value.elts):
+        elif isinstance(value, ast.Tuple | ast.List) and value.elts and all(is_int(e) for e in value.elts):
             numbers = [e.value for e in value.elts]  # type: ignore[attr-defined]
             yield swap(value, repr(tuple(numbers[:-1])) if len(numbers) > 1 else f"({numbers[0] + 1},)")
 
@@ -117,7 +109,7 @@ def _jit_inside(node: ast.FunctionDef, dec: ast.expr, removed: Edit) -> Mutation
 @operator("tile", "a power-of-two constant of 8 or more (a tile, a block, a size) halved or doubled")
 def tile(node: ast.AST) -> Iterator[Mutation]:
     """128 -> 64 and 256, and so on."""
-    if _ints(node) and node.value >= 8 and node.value & (node.value - 1) == 0:  # type: ignore[attr-defined]
+    if is_int(node) and node.value >= 8 and node.value & (node.value - 1) == 0:  # type: ignore[attr-defined]
         yield swap(node, str(node.value // 2))  # type: ignore[attr-defined]
         yield swap(node, str(node.value * 2))  # type: ignore[attr-defined]
 
@@ -125,21 +117,14 @@ def tile(node: ast.AST) -> Iterator[Mutation]:
 @operator("grid", "two grid axes swapped, or an axis's semantics flipped (parallel <-> arbitrary)")
 def grid(node: ast.AST) -> Iterator[Mutation]:
     """`grid=(a, b)` -> `grid=(b, a)`; "parallel" <-> "arbitrary"."""
-    for _, kw in _keyword(node, "grid"):
+    for _, kw in keywords(node, "grid"):
         if isinstance(kw.value, ast.Tuple):
-            yield from _adjacent_swaps(kw.value.elts, "grid axes")
+            yield from adjacent_swaps(kw.value.elts, "grid axes")
     if isinstance(node, ast.Constant) and node.value in ("parallel", "arbitrary"):
         yield swap(node, '"arbitrary"' if node.value == "parallel" else '"parallel"')
     if isinstance(node, ast.Attribute) and node.attr in ("PARALLEL", "ARBITRARY"):
         yield swap(node, ast.unparse(node)[: -len(node.attr)] + ("ARBITRARY" if node.attr == "PARALLEL" else
                                                                   "PARALLEL"))
-
-
-def _adjacent_swaps(elts: list[ast.expr], what: str) -> Iterator[Mutation]:
-    """Each pair of neighbours exchanged."""
-    for a, b in zip(elts, elts[1:], strict=False):
-        edits = (Edit(start(a), end(a), ast.unparse(b)), Edit(start(b), end(b), ast.unparse(a)))
-        yield Mutation(f"{what} {short(a, 20)} and {short(b, 20)} swapped", edits, a.lineno)
 
 
 @operator("when", "a pl.when condition removed (always runs), or two conditions swapped")
@@ -150,13 +135,13 @@ def when(node: ast.AST) -> Iterator[Mutation]:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         conditions = [d.args[0] for s in node.body if isinstance(s, ast.FunctionDef)
                       for d in s.decorator_list if call_name(d) == "when" and d.args]  # type: ignore[attr-defined]
-        yield from _adjacent_swaps(conditions, "pl.when conditions")
+        yield from adjacent_swaps(conditions, "pl.when conditions")
 
 
 @operator("precision", "preferred_element_type dropped, or changed between float32 and bfloat16")
 def precision(node: ast.AST) -> Iterator[Mutation]:
     """The accumulator's dtype of a dot: left to the operands, or the other one."""
-    for call, kw in _keyword(node, "preferred_element_type"):
+    for call, kw in keywords(node, "preferred_element_type"):
         yield drop_keyword(call, kw)
         text = ast.unparse(kw.value)
         yield swap(kw.value, text.replace("float32", "bfloat16") if "float32" in text else "jnp.float32")
@@ -197,7 +182,7 @@ def _is_inf(node: ast.AST) -> bool:
 def index_map(node: ast.AST) -> Iterator[Mutation]:
     """`lambda i, j: (i, j)` -> `lambda i, j: (j, i)`."""
     if isinstance(node, ast.Lambda) and isinstance(node.body, ast.Tuple):
-        yield from _adjacent_swaps(node.body.elts, "index map coordinates")
+        yield from adjacent_swaps(node.body.elts, "index map coordinates")
 
 
 @operator("ppermute", "a ppermute's pairs reversed (the other direction), or one pair dropped")
@@ -235,7 +220,7 @@ def spec(node: ast.AST) -> Iterator[Mutation]:
     for arg in args:
         if not (isinstance(arg, ast.Constant) and arg.value is None) and not isinstance(arg, ast.Starred):
             yield swap(arg, "None", f"P(...): {short(arg, 20)} -> None")
-    yield from _adjacent_swaps([a for a in args if not isinstance(a, ast.Starred)], "P(...) entries")
+    yield from adjacent_swaps([a for a in args if not isinstance(a, ast.Starred)], "P(...) entries")
 
 
 @operator("loop", "a loop bound off by one (range, fori_loop)")

@@ -45,12 +45,15 @@ class Outcome:
     """The checks that failed it (killed)."""
     reason: str = ""
     """Why it is equivalent, or what went wrong (error)."""
+    seconds: float = 0.0
+    """How long its grading took (0 when it was not graded)."""
 
     def to_json(self) -> dict[str, Any]:
         """One mutant of the `--json` report."""
         m = self.mutant
         return {"number": m.number, "operator": m.operator, "line": m.line, "label": m.label,
-                "status": self.status, "checks": list(self.checks), "reason": self.reason, "diff": m.diff}
+                "status": self.status, "checks": list(self.checks), "reason": self.reason,
+                "duration_s": round(self.seconds, 2), "diff": m.diff}
 
 
 @dataclass
@@ -86,7 +89,8 @@ class ExerciseMutation:
         score = self.score
         return {"name": self.name, "position": self.position, "mutants": len(self.outcomes),
                 **{s: self.counts[s] for s in STATUSES},
-                "score": None if score is None else round(score, 4), "problems": self.problems,
+                "score": None if score is None else round(score, 4),
+                "grading_s": round(sum(o.seconds for o in self.outcomes), 1), "problems": self.problems,
                 "stale_equivalents": self.stale, "outcomes": [o.to_json() for o in self.outcomes]}
 
 
@@ -141,7 +145,8 @@ def run(course: Course, planned: dict[str, list[Mutant]], *, jobs: int, per_oper
             if worker is not None:
                 worker.close()
     for (exercise, _, mutant), result in zip(todo, results, strict=True):
-        _entry(report, exercise.name).outcomes.append(judge(exercise, mutant, result))
+        outcome = dataclasses.replace(judge(exercise, mutant, result), seconds=result.duration_s)
+        _entry(report, exercise.name).outcomes.append(outcome)
     for exercise, entry in zip(exercises, report.exercises, strict=True):
         entry.outcomes.sort(key=lambda o: o.mutant.number)
         entry.stale = making.stale(exercise, planned[exercise.name])
