@@ -168,6 +168,13 @@ def test_skip_and_rewrites_from_exercise_toml(mini_course: Path) -> None:
     assert [m.diff for m in found if m.operator == making.REWRITE] == ["- return SCALE * x\n+ return x * x"]
 
 
+def test_an_unknown_skipped_operator_is_one_sentence(mini_course: Path) -> None:
+    """A typo in `skip` is named, with the operators there are, rather than silently ignored."""
+    exercise = load_course(make_exercise(mini_course, '\n[mutants]\nskip = ["delet"]\n')).get("ex_fail")
+    with pytest.raises(RegistryError, match=r"`mutants\.skip` names `delet`, which is no operator.*delete"):
+        making.make(exercise)
+
+
 def test_equivalents_match_by_diff_and_operator(mini_course: Path) -> None:
     """A recorded equivalent matches the mutant with that diff (whatever its spacing), and no other."""
     exercise = load_course(make_exercise(mini_course, EQUIVALENT)).get("ex_fail")

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from course.errors import RegistryError
 from course.instructor.mutant_edits import Mutation, annotate, apply, diff, normal, swap
 from course.instructor.mutant_operators import OPERATORS, Operator
 from course.registry import Exercise
@@ -58,6 +59,10 @@ def settings(exercise: Exercise) -> dict[str, Any]:
 def operators(exercise: Exercise) -> list[Operator]:
     """The course's operators this exercise does not skip, then its own rewrites."""
     table = settings(exercise)
+    unknown = sorted(set(table["skip"]) - set(OPERATORS))
+    if unknown:
+        raise RegistryError(f"{exercise.meta_path}: field `mutants.skip` names `{unknown[0]}`, which is no operator; "
+                            f"the operators are {', '.join(OPERATORS)}.")
     chosen = [op for name, op in OPERATORS.items() if name not in table["skip"]]
     if table["replace"]:
         chosen.append(rewrites(table["replace"]))
