@@ -80,6 +80,7 @@ CASES = [
     ("loop", "for i in range(n - 1):\n    pass\n",
      ["- for i in range(n - 1):\n+ for i in range((n - 1) - 1):",
       "- for i in range(n - 1):\n+ for i in range((n - 1) + 1):"]),
+    ("loop", "for i in range(*r.indices(n)):\n    pass\n", []),
     ("constant", "y = 3 * x + 0.5", ["- y = 3 * x + 0.5\n+ y = 4 * x + 0.5", "- y = 3 * x + 0.5\n+ y = 2 * x + 0.5",
                                     "- y = 3 * x + 0.5\n+ y = 3 * x + 1.0", "- y = 3 * x + 0.5\n+ y = 3 * x + 0.0"]),
     ("delete", '"""Doc."""\nimport os\n\n\ndef f(x):\n    """Doc."""\n    y = x\n    return y\n',

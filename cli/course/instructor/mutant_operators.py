@@ -230,7 +230,7 @@ def loop(node: ast.AST) -> Iterator[Mutation]:
     args = getattr(node, "args", [])
     bound = args[0] if name == "range" and len(args) == 1 else args[1] if name in ("range", "fori_loop") and len(
         args) > 1 else None
-    if bound is not None:
+    if bound is not None and not isinstance(bound, ast.Starred):  # `range(*r)` has no bound to move
         text = ast.unparse(bound)
         text = text if atomic(text) else f"({text})"
         yield swap(bound, f"{text} - 1")
