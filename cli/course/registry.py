@@ -56,6 +56,7 @@ class ExerciseMeta:
     inspect: dict[str, Any] | None = None
     wall_timeout_s: float | None = None
     check_timeout_s: float | None = None
+    mutants: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

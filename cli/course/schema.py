@@ -133,6 +133,76 @@ def _python(text: str, *, single: bool) -> None:
         raise ValueError(f"`{text.strip()[:60]}` should be one statement")
 
 
+class EquivalentMutant(BaseModel):
+    """One `[[mutants.equivalent]]`: a mutant that cannot change behaviour, matched by its diff."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    diff: str = Field(min_length=1)
+    """The mutant's diff as `course validate --mutants` prints it: `- old line` then `+ new line`."""
+    reason: str = Field(min_length=1)
+    """Why no program can tell this mutant from the solution (one sentence)."""
+    operator: str = ""
+    """Only mutants of this operator match (default: any)."""
+
+    @field_validator("diff")
+    @classmethod
+    def _is_a_diff(cls, diff: str) -> str:
+        """At least one line starts with `-` or `+`."""
+        if not any(line.strip()[:1] in ("-", "+") for line in diff.splitlines() if line.strip()):
+            raise ValueError("should hold the mutant's changed lines, each starting with `- ` or `+ `")
+        return diff
+
+
+class MutantRewrite(BaseModel):
+    """One `[[mutants.replace]]`: an exercise's own operator, an expression rewritten to each alternative."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    find: str = Field(min_length=1)
+    """A Python expression as it appears in the solution, e.g. `pl.cdiv(n, bn)`."""
+    to: list[str] = Field(min_length=1)
+    """What it becomes in each mutant, e.g. `["n // bn"]`."""
+
+    @field_validator("find")
+    @classmethod
+    def _find_parses(cls, find: str) -> str:
+        """One expression."""
+        _expression(find)
+        return find
+
+    @field_validator("to")
+    @classmethod
+    def _each_parses(cls, to: list[str]) -> list[str]:
+        """Each alternative is one expression."""
+        for text in to:
+            _expression(text)
+        return to
+
+
+def _expression(text: str) -> None:
+    """Raise ValueError when `text` is not one Python expression."""
+    import ast
+
+    try:
+        ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"`{text.strip()[:60]}` is not a Python expression ({exc.msg})") from None
+
+
+class MutantsTable(BaseModel):
+    """`[mutants]` of an exercise.toml: how `course validate --mutants` treats this exercise."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    equivalent: list[EquivalentMutant] = []
+    """Survivors that are no grader gap, each with its reason."""
+    replace: list[MutantRewrite] = []
+    """Rewrites of this exercise's own, beside the course's operators."""
+    skip: list[str] = []
+    """Operators not applied to this exercise (their names, as the report shows them)."""
+
+
 class ExerciseFile(BaseModel):
     """`exercises/NN_name/exercise.toml`: what the learner sees and how the grader runs."""
 
@@ -160,6 +230,8 @@ class ExerciseFile(BaseModel):
     check_timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = None
     """CPU seconds one check may use, so that one loop does not cost the grading's whole `timeout_s`;
     default a third of `timeout_s`, at least 20 (never more than `timeout_s`)."""
+    mutants: MutantsTable | None = None
+    """How `course validate --mutants` treats this exercise: its equivalent mutants, its own rewrites."""
 
 
 class EntryFile(BaseModel):

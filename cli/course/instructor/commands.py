@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -61,9 +61,21 @@ def validate(
     record_stubs: Annotated[bool, typer.Option(
         "--record-stubs", help="Record the stub files as the stubs the course hands out (exercises/stubs.lock), "
         "after changing a stub on purpose; an untouched copy of a recorded stub is \"not tried\".")] = False,
+    mutants: Annotated[
+        bool, typer.Option("--mutants", help="Grade mutants of each reference solution instead, and show those "
+                                             "that survive (docs/authoring.md, \"Mutants\").")
+    ] = False,
+    per_operator: Annotated[
+        int, typer.Option("--per-operator", help="With --mutants: mutants kept per operator and exercise, a fixed "
+                                                 "sample (0: all).", min=0)
+    ] = 6,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="With --mutants: print the report as one JSON object.")
+    ] = False,
     course: CourseOpt = None,
 ) -> None:
-    """Prove exercises sound: stubs fail, solutions pass, every wrong variant is caught."""
+    """Prove exercises sound: stubs fail, solutions pass, every wrong variant is caught (or, with --mutants,
+    every mutant of the solution is)."""
     from course import stubs, workspace
     from course.instructor import capacity
     from course.instructor import validate as soundness
@@ -73,9 +85,28 @@ def validate(
     if record_stubs:
         instructor.stubs_recorded(stubs.record(found, names or []))
     jobs = jobs or capacity.default_jobs()
+    if mutants:
+        _mutants(found, names or [], jobs, per_operator, as_json)
+    if as_json:
+        raise UsageError("--json goes with --mutants: `course validate --mutants --json`.")
     with instructor.validation_watch(soundness.plan(found, names or []), jobs) as watch:
         report = soundness.validate(found, names or [], jobs=jobs, on_result=watch.validated)
     instructor.validation(report)
+    raise typer.Exit(report.exit_code)
+
+
+def _mutants(found: Any, names: list[str], jobs: int, per_operator: int, as_json: bool) -> None:
+    """`course validate --mutants`: grade, render, exit."""
+    from course.instructor import mutation
+    from course.ui import mutants as shown
+
+    planned = mutation.plan(found, names, per_operator)
+    with sigterm_interrupts(), shown.watch(planned, jobs, enabled=not as_json) as watch:
+        report = mutation.run(found, planned, jobs=jobs, per_operator=per_operator, on_result=watch.validated)
+    if as_json:
+        ui.emit_json(report.to_json())
+    else:
+        shown.report(report)
     raise typer.Exit(report.exit_code)
 
 
