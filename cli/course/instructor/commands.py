@@ -101,7 +101,7 @@ def _mutants(found: Any, names: list[str], jobs: int, per_operator: int, as_json
     from course.ui import mutants as shown
 
     planned = mutation.plan(found, names, per_operator)
-    with sigterm_interrupts(), shown.watch(planned, jobs, enabled=not as_json) as watch:
+    with stopping_signals(threading.Event()), shown.watch(planned, jobs, enabled=not as_json) as watch:
         report = mutation.run(found, planned, jobs=jobs, per_operator=per_operator, on_result=watch.validated)
     if as_json:
         ui.emit_json(report.to_json())
