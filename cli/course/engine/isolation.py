@@ -4,9 +4,10 @@ Limits (`course.engine.limits`): CPU seconds of the whole process tree, a wall-c
 times larger for waits that burn nothing, memory (an address-space cap inside the child where the
 OS offers one, and a watch on its resident size from outside), and output (kept up to a cap; a
 flood stops the run). Before a run stopped at a limit is killed, it is asked for its stack. The
-whole group is killed at the end. Processes that escape the group are swept: on Linux they come
-back to us as children of a subreaper; elsewhere they are found by the marker in their environment
-(`course.engine.system`).
+whole group is killed at the end. A contained grading (a policy with `processes`) cannot leave
+anything behind: its PID namespace ends with it (`course.engine.contain`). Otherwise processes that
+escape the group are swept: on Linux they come back to us as children of a subreaper; elsewhere
+they are found by the marker in their environment (`course.engine.system`).
 """
 
 from __future__ import annotations
@@ -291,7 +292,7 @@ def forget_helper(pid: int) -> None:
 
 
 def _sweep(born: float) -> None:
-    """Kill what escaped the grading's group, for a few rounds, until a round finds nothing.
+    """Kill what escaped the grading's group, round after round until one finds nothing (at most SWEEP_S).
 
     An escaped process comes back to a subreaper only once its parent has died, which happens
     just after the group is killed, hence the rounds.
