@@ -86,6 +86,7 @@ def _donating(calls: list[JitCall]) -> list[JitCall]:
     return [c for c in calls if any(c.donated)]
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_values(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator, odd: int) -> None:
     """Returns state + delta for lengths 0, 1, odd, 32, 64 and large."""

@@ -93,6 +93,7 @@ def run_isolated(
     wall_s: float | None = None,
     cancel: threading.Event | None = None,
     watch: Callable[[int], str] | None = None,
+    link: int | None = None,
 ) -> Outcome:
     """Run `command` under the limits; `{keyfd}` becomes a pipe carrying `key`, `{eventsfd}` one for events.
 
@@ -109,6 +110,8 @@ def run_isolated(
     `watch`, asked with the process's pid as it runs, may end it: FINISHED ends it as if it had
     exited; any other sentence stops it like a limit (its stack is asked for), with that sentence
     as `killed_for`. A grading in several processes watches them all this way (`course.engine.cohort`).
+    `link` (a socket, the grading's end of a split grading's link, `course.engine.roles`) becomes
+    `{linkfd}`; it is closed here once the process has it.
     """
     kept_in = sandbox is not None and sandbox.processes  # its processes end with it: nothing to sweep
     if not kept_in:
@@ -119,7 +122,8 @@ def run_isolated(
     with _active_lock:
         confined = {"sandbox": sandbox.to_json()} if sandbox is not None else {}
         limits = {"cwd": cwd, "env": env, "memory_mb": memory_mb, **confined}
-        fds = {"keyfd": _key_pipe(key), "eventsfd": events_w}
+        fds = {"keyfd": _key_pipe(key), "eventsfd": events_w,
+               "linkfd": link if link is not None else os.open(os.devnull, os.O_RDONLY)}
         proc = launcher.launch(command, fds=fds, **limits) if launcher else None
         if proc is None:
             # A worker that gave up may still have forked a child that read the key: a cold run
@@ -129,6 +133,7 @@ def run_isolated(
             proc = _start_cold(wrap(command, sandbox) if sandbox is not None else command, fds, cwd, env)
         _active.add(proc.pid)
     os.close(fds["keyfd"])
+    os.close(fds["linkfd"])
     os.close(events_w)
     born = system.started_at(proc.pid) or time.time()
     for pid in (proc.pid, *(p.pid for p in system.descendants(proc.pid))):

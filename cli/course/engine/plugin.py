@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from course.engine import guard, notary, peers, streams, submission, system
+from course.engine import guard, notary, peers, roles, streams, submission, system
 from course.engine.report import RUNNING, manifest_path, stack_path
 
 _SESSION = pytest.StashKey["Grading"]()
-HIDDEN_DIR = "hidden"
+HIDDEN_DIR = roles.HIDDEN_DIR
 """Checks collected from a grader in this folder are hidden: run only when instructors grade."""
 
 
@@ -40,6 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--course-seed", type=int, default=0, help="seed of this run's random inputs")
     group.addoption("--course-hard-exit", action="store_true", help="end the process after reporting")
     group.addoption(peers.OPTION, help="I/N@HOST:PORT: this is process I of N, joined at HOST:PORT")
+    group.addoption("--course-role", choices=(roles.JUDGE, roles.EXECUTOR), help="this side of a split grading")
+    group.addoption("--course-link-fd", type=int, help="file descriptor of the socket between judge and executor")
 
 
 @pytest.hookimpl(trylast=True)
@@ -49,6 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     Last of all plugins, so pytest's own terminal reporter exists to be taken away (`_quiet`).
     """
     config.addinivalue_line("markers", "points(n): points this check is worth (default 1)")
+    config.addinivalue_line("markers", "judge: this check runs in the judge, which never imports the learner's file")
     path = config.getoption("--course-report", default=None)
     if not path:
         return
@@ -80,6 +83,8 @@ def pytest_configure(config: pytest.Config) -> None:
         streams=(sys.stdout, sys.stderr),
     )
     streams.line_buffered(state.streams)
+    state.split = roles.install(config, config.getoption("--course-role"), config.getoption("--course-link-fd"),
+                                sub_path, state.source)
     config.stash[_SESSION] = state
     config.pluginmanager.register(state, "course-grading")
     place = config.getoption(peers.OPTION, default=None)
@@ -185,6 +190,8 @@ class Grading:
     stdio: tuple[int, int] | None = None
     import_mb: float = 0.0
     """How much the last import of the learner's file grew the process, in MiB."""
+    split: roles.Split | None = None
+    """This side of a split grading (`course.engine.roles`), or None when one process runs every check."""
 
     def flush_output(self) -> None:
         """Flush the standard streams Python buffers; one the learner closed or detached is no matter."""
@@ -307,6 +314,8 @@ def submission_fixture(request: pytest.FixtureRequest) -> types.ModuleType:
     check's import is freed first when it was large, so a table at module level is held once."""
     state = _require(request.config)
     assert state.submission_path is not None
+    if state.split is not None and state.split.role == roles.JUDGE:
+        return state.split.remote(state.submission_path)  # type: ignore[return-value]
     submission.release(state.submission_path, state.import_mb)
     before = submission.resident_mb()
     try:

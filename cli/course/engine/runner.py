@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from course import stubs
-from course.engine import cohort, invocation, isolation, limits, report
+from course.engine import cohort, invocation, isolation, judge, limits, report
 from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
 from course.engine.protections import Confinement
@@ -87,6 +87,7 @@ def grade(
                             hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel,
                             deadline=deadline)
     workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
+    judged: judge.JudgeRun | None = None
     try:
         # The report has a folder of its own, closed to learner code once checks run; the working
         # folder beside it stays theirs.
@@ -100,11 +101,20 @@ def grade(
         budget = limits.budget(exercise.meta)
         oom_before = limits.oom_kills()
         checks = Stopwatch(exercise.name, budget, on_event)
+        env = invocation.environment(exercise, cache_dir, read_only_cache)
+        split = judge.wanted(exercise, hidden)
+        command = invocation.command(exercise, graded, workdir, report_path, seed, hidden and not split, folder)
+        judged, link = None, None
+        if split:  # the judge starts first and beside it: it waits for the executor's answers
+            theirs, link = judge.links()
+            judged = judge.start(exercise, graded.resolve(), seed=seed, hidden=hidden, budget=budget, link=theirs,
+                                 env=env, worker=worker, on_event=checks.raw_event, cancel=cancel)
+            command = judge.role(command, "executor")
         outcome = isolation.run_isolated(
-            invocation.command(exercise, graded, workdir, report_path, seed, hidden, folder),
+            command,
             key=key,
             cwd=workdir,
-            env=invocation.environment(exercise, cache_dir, read_only_cache),
+            env=env,
             timeout_s=budget.cpu_s,
             wall_s=budget.wall_s,
             memory_mb=exercise.meta.memory_mb,
@@ -115,6 +125,7 @@ def grade(
             marker=report.output_marker(key),
             cancel=cancel,
             watch=lambda pid: (deadline.watch(pid) if deadline is not None else "") or checks.watch(pid),
+            link=link.detach() if link is not None else None,
         )
         if not (outcome.cancelled or outcome.timed_out or outcome.killed_for):
             outcome.killed_for = limits.memory_kill(outcome.returncode, oom_before)
@@ -125,12 +136,17 @@ def grade(
         stopped = outcome.cancelled or (cancel is not None and cancel.is_set())  # killed for Ctrl-C: no verdict
         result = (cancelled(exercise.name, seed) if stopped
                   else verdict(exercise, report_path, key, outcome, graded.resolve(), source))
+        if judged is not None:
+            verdicts, judged = judged.wait(exercise.name), None
+            result = result if stopped else judge.merge(exercise, result, verdicts)
         # A signal no limit of ours sent: the learner's own doing, or the platform stopping the job.
         ours = outcome.timed_out or bool(outcome.killed_for)
         result.ended_by = -outcome.returncode if (outcome.returncode or 0) < 0 and not ours else 0
         for check in result.checks:
             check.message = limits.with_memory_limit(check.message, exercise.meta.memory_mb)
     finally:
+        if judged is not None:  # the executor never started: the judge ends at its closed link
+            judged.wait(exercise.name)
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started
     return result

@@ -13,6 +13,8 @@ from pathlib import Path
 __all__ = ["callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback",
            "syntax_message"]
 
+REMOTE_FRAMES = "__course_remote_frames__"
+"""The local holding a remote exception's learner frames (`course.engine.remote.raise_remote`)."""
 # The last line of a Python traceback that JAX copies into the text of a failed host callback.
 _RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.MULTILINE)
 
@@ -28,7 +30,18 @@ def learner_frames(tb: types.TracebackType | None, path: Path | None) -> list[tr
     if tb is None or path is None:
         return []
     target = str(path)
-    return [f for f in traceback.extract_tb(tb) if f.filename == target]
+    return [f for f in traceback.extract_tb(tb) if f.filename == target] or _remote_frames(tb, target)
+
+
+def _remote_frames(tb: types.TracebackType | None, target: str) -> list[traceback.FrameSummary]:
+    """The learner's frames of an exception their code raised in another process (a split grading's
+    executor), kept by the judge in the frame that raised it again (`course.engine.remote`)."""
+    while tb is not None:
+        kept = tb.tb_frame.f_locals.get(REMOTE_FRAMES)
+        if isinstance(kept, list):
+            return [f for f in kept if isinstance(f, traceback.FrameSummary) and f.filename == target]
+        tb = tb.tb_next
+    return []
 
 
 def learner_traceback(tb: types.TracebackType | None, path: Path | None) -> str:

@@ -1,0 +1,148 @@
+"""A grading split in two processes: the judge, which never runs learner code, and the executor, which does.
+
+The runner starts both at once with a socket between them (`course.engine.roles`). The judge runs
+the checks marked `judge` and the hidden ones, with its own key and report in a folder of its own;
+the learner's code, and every process it starts, cannot read its memory (another PID namespace,
+not dumpable), sign its report or reach its checks' text. Its verdict on each of its checks is
+therefore the grader's own: a wrong value cannot pass by patching the comparison. The executor
+answers the judge first, then runs the other checks as before; the two verdicts are merged here in
+the grader's order.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import secrets
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from course.engine import invocation, isolation, protections, remote, report
+from course.engine.limits import Budget
+from course.engine.verdict import NOT_RUN, ExerciseResult, summarize, verdict
+from course.registry import Exercise
+
+_MARKED = re.compile(r"\bmark\.judge\b")
+WALL_MARGIN_S = 30.0
+"""The judge may outlive the executor's wall limit by this much: it waits on the executor, which ends first."""
+
+
+def wanted(exercise: Exercise, hidden: bool) -> bool:
+    """Whether `exercise`'s grading is split: its grader marks judge checks, or hidden checks run."""
+    if exercise.meta.processes > 1:
+        return False  # several processes at once are graded in one process each, every check beside the code
+    if hidden and exercise.hidden_grader_path.is_file():
+        return True
+    try:
+        return bool(_MARKED.search(exercise.grader_path.read_text(encoding="utf-8")))
+    except OSError:
+        return False
+
+
+def links() -> tuple[socket.socket, socket.socket]:
+    """The judge's and the executor's ends of a new link."""
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+
+def role(command: list[str], side: str) -> list[str]:
+    """A grading command made one side of a split grading."""
+    return [*command, "--course-role", side, "--course-link-fd", "{linkfd}"]
+
+
+@dataclass
+class JudgeRun:
+    """The judge of one grading, running in a thread of the runner."""
+
+    thread: threading.Thread | None = None
+    result: ExerciseResult | None = None
+    workdir: Path | None = None
+    error: BaseException | None = field(default=None, repr=False)
+
+    def wait(self, name: str) -> ExerciseResult:
+        """The judge's verdict once it has ended (an error result if the judge itself broke)."""
+        if self.thread is not None:
+            self.thread.join()
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.result is None:
+            return ExerciseResult(name=name, status="error", message=f"the judge process failed: {self.error!r}")
+        return self.result
+
+
+def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: Budget, link: socket.socket,
+          env: dict[str, str], worker: isolation.Launcher | None, on_event: Callable[[dict], None] | None,
+          cancel: threading.Event | None) -> JudgeRun:
+    """Start the judge of one grading in a thread; `link` is its end of the link, given away here."""
+    run = JudgeRun(workdir=Path(tempfile.mkdtemp(prefix="course-judge-")))
+    report_path = run.workdir / "report" / f"{secrets.token_hex(16)}.json"
+    report_path.parent.mkdir(mode=0o700)
+    key = secrets.token_bytes(32)
+    command = role(invocation.command(exercise, graded, run.workdir, report_path, seed, hidden), "judge")
+    fd = link.detach()
+
+    def judge() -> None:
+        """Run the judge's pytest and read its signed verdict."""
+        try:
+            outcome = isolation.run_isolated(
+                command, key=key, cwd=run.workdir, env=env, timeout_s=budget.cpu_s,
+                wall_s=budget.wall_s + WALL_MARGIN_S, memory_mb=exercise.meta.memory_mb, launcher=worker,
+                on_event=on_event, sandbox=protections.contained(), stack_path=report.stack_path(report_path),
+                marker=report.output_marker(key), cancel=cancel, link=fd)
+            run.result = verdict(exercise, report_path, key, outcome, graded)
+        except BaseException as exc:  # noqa: BLE001 - said as the platform's failure, never the learner's
+            run.error = exc
+
+    run.thread = threading.Thread(target=judge, name=f"judge-{exercise.name}", daemon=True)
+    run.thread.start()
+    return run
+
+
+def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -> ExerciseResult:
+    """One verdict from both sides', its checks in the grader's order.
+
+    A judge check whose executor went away takes the executor's reason (a limit, a crash) and the
+    executor's checks, which never started, are not run."""
+    for side in (judge, executor):
+        if side.status in (isolation.CANCELLED, "error") and not side.checks:
+            return side if side is judge or side.status == isolation.CANCELLED else executor
+    gone = [c for c in judge.checks if c.message == remote.GONE]
+    stop = next((c for c in executor.checks if c.status != "passed"), None) if gone else None
+    if gone and stop is not None:
+        gone[0].message = stop.message
+        why = f'not run: the grading stopped during "{gone[0].title}", before this check'
+        for check in [*gone[1:], *(c for c in executor.checks if c.status != "passed")]:
+            check.status, check.score, check.message = NOT_RUN, 0.0, why
+    order = _order(exercise)
+    merged = ExerciseResult(name=executor.name, status="failed", output=executor.output, seed=executor.seed,
+                            tampered=executor.tampered, ended_by=executor.ended_by)
+    merged.checks = sorted([*executor.checks, *judge.checks], key=lambda c: order.get(c.id.split("[")[0], len(order)))
+    summarize(merged)
+    if executor.status == "timeout" or (stop is not None and merged.status != "error"):
+        merged.status = executor.status if executor.status in ("timeout", "failed") else merged.status
+        if stop is not None and gone:
+            merged.message = f'{stop.message.splitlines()[0]} (during "{gone[0].title}")'
+        else:
+            merged.message = executor.message
+    elif executor.tampered:
+        merged.status, merged.message = executor.status, executor.message
+    return merged
+
+
+def _order(exercise: Exercise) -> dict[str, int]:
+    """Each check function's position in the grader (then the hidden grader), by name."""
+    names: list[str] = []
+    for path in (exercise.grader_path, exercise.hidden_grader_path):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        names += [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    return {name: i for i, name in enumerate(names)}
+
+
+__all__ = ["JudgeRun", "links", "merge", "role", "start", "wanted"]

@@ -1,0 +1,196 @@
+"""The judge's view of the learner's module: every use of it is a request to the executor.
+
+In a split grading the checks marked `judge` run in a process that never imports the learner's
+file. Their `submission` is a `RemoteModule`: reading a name asks the executor (`course.engine.serve`)
+for it, calling a function sends the arguments the check made and returns what the learner's code
+returned, as arrays of the same kind, dtype and shape (a jax.Array keeps its NamedSharding). An
+input the call consumed (donated) is deleted here too, so `is_consumed` reads the same in both
+places. What the learner's code raised is raised here as the same built-in class with the same
+text; the lines of the learner's file it came from are kept for `learner_location`.
+
+Nothing the executor sends is trusted beyond its shape (`course.engine.wire`): every expected
+value, comparison and verdict is computed in this process.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import socket
+import traceback
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from course.engine import wire
+from course.engine.serve import describe_sharding, sharding_from
+from course.engine.submission import SubmissionError
+
+GONE = ("the process running your code ended during this check, before answering (it was stopped at a limit, "
+        "crashed, or your code ended it)")
+"""What a judge's check says when the executor went away; the runner may replace it with the limit."""
+
+
+class ExecutorGone(SubmissionError):
+    """The executor closed the link or sent something that is no answer: the check fails, saying so."""
+
+
+class LearnerRaised(Exception):
+    """An exception of the learner's code whose class is not a built-in one; its text names the class."""
+
+
+class Opaque:
+    """A returned value that is not an array or a plain value: only its type's name came back."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name} object>"
+
+
+class Link:
+    """The judge's end of the socket to the executor; one request at a time."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.gone = sock, False
+
+    def ask(self, header: dict[str, Any], buffers: list[bytes] = ()) -> tuple[dict[str, Any], list[bytes]]:  # type: ignore[assignment]
+        """Send a request and wait for its answer; ExecutorGone if there is none."""
+        if self.gone:
+            raise ExecutorGone(GONE)
+        try:
+            wire.send(self.sock, header, list(buffers))
+            answer = wire.receive(self.sock)
+        except (OSError, wire.WireError):
+            answer = None
+        if answer is None or not isinstance(answer[0].get("ok"), bool):
+            self.gone = True
+            raise ExecutorGone(GONE)
+        return answer
+
+    def done(self) -> None:
+        """Tell the executor the judge needs nothing more, and close."""
+        if not self.gone:
+            with contextlib.suppress(OSError):
+                wire.send(self.sock, {"op": "done"})
+        self.gone = True
+        self.sock.close()
+
+
+class RemoteModule(types.ModuleType):
+    """The learner's module as the judge sees it: names are read from the executor when used."""
+
+    def __init__(self, link: Link, path: Path) -> None:
+        super().__init__(path.stem)
+        self.__file__ = str(path)
+        object.__setattr__(self, "_link", link)
+        object.__setattr__(self, "_path", path)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        header, buffers = self._link.ask({"op": "get", "name": name})
+        if not header["ok"]:
+            raise_remote(header, Path(self.__file__ or ""))
+        if header.get("callable"):
+            return RemoteFunction(self._link, name, self._path)
+        return wire.decode(header.get("value"), buffers, _returned)
+
+
+def load(link: Link, path: Path) -> RemoteModule:
+    """Ask the executor to import the learner's file afresh; SubmissionError if it cannot."""
+    header, _ = link.ask({"op": "load"})
+    if not header["ok"]:
+        if isinstance(header.get("load_error"), str):
+            raise SubmissionError(header["load_error"])
+        raise_remote(header, path)
+    return RemoteModule(link, path)
+
+
+class RemoteFunction:
+    """A function of the learner's module; calling it runs it in the executor."""
+
+    def __init__(self, link: Link, name: str, path: Path) -> None:
+        self._link, self.__name__, self._path = link, name, path
+        self.__qualname__ = name
+
+    def __repr__(self) -> str:
+        return f"<learner's function {self.__name__}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Send the arguments, run the call there, and return what it returned."""
+        leaves: list[Any] = []
+        buffers: list[bytes] = []
+
+        def sending(value: Any) -> dict[str, Any] | None:
+            described = _sent(value)
+            if described is not None:
+                leaves.append(value)
+            return described
+
+        body = {"op": "call", "name": self.__name__, "args": wire.encode(list(args), buffers, sending),
+                "kwargs": wire.encode(dict(kwargs), buffers, sending)}
+        header, returned = self._link.ask(body, buffers)
+        if not header["ok"]:
+            raise_remote(header, self._path)
+        for index in header.get("consumed", []):
+            if isinstance(index, int) and 0 <= index < len(leaves) and hasattr(leaves[index], "delete"):
+                leaves[index].delete()  # the call donated it there: it is gone here too
+        return wire.decode(header.get("value"), returned, _returned)
+
+
+def _sent(value: Any) -> dict[str, Any] | None:
+    """How an argument leaf is sent: a jax.Array (read here, so a deleted one raises as it would there)."""
+    import jax
+
+    if isinstance(value, jax.Array):
+        return {"data": np.asarray(value), "kind": "jax", "sharding": describe_sharding(value)}
+    if isinstance(value, np.ndarray):
+        return {"data": value, "kind": "np"}
+    if isinstance(value, np.generic):
+        return {"data": np.asarray(value), "kind": "npscalar"}
+    return None
+
+
+def _returned(data: np.ndarray, node: dict[str, Any]) -> Any:
+    """A returned leaf, rebuilt here as the same kind of value."""
+    kind = node.get("kind")
+    if kind == "np":
+        return data
+    if kind == "npscalar":
+        return data[()]
+    if kind == "jax":
+        import jax
+
+        return jax.device_put(data, sharding_from(node.get("sharding")))
+    if kind == "deleted":
+        import jax
+
+        gone = jax.device_put(np.zeros(0, np.float32))
+        gone.delete()
+        return gone
+    return Opaque(str(node.get("type", "object"))[:200])
+
+
+def raise_remote(header: dict[str, Any], path: Path) -> None:
+    """Raise here what the learner's code raised there: the same built-in class and text."""
+    error = header.get("error") if isinstance(header.get("error"), dict) else {}
+    names = [n for n in error.get("types", []) if isinstance(n, str)]
+    text = str(error.get("text", ""))
+    base = next((c for c in (getattr(builtins, n, None) for n in names)
+                 if isinstance(c, type) and issubclass(c, Exception) and c is not Exception), LearnerRaised)
+    name = names[0] if names and names[0].isidentifier() else base.__name__
+    # The learner's own class name (JaxRuntimeError), under the built-in class checks catch (RuntimeError).
+    cls = base if name == base.__name__ else type(name, (base, LearnerRaised), {})
+    __course_remote_frames__ = [  # noqa: F841 - read by `learner_frames` through this frame
+        traceback.FrameSummary(str(f[0]), int(f[1]), str(f[2]), line=str(f[3]))
+        for f in error.get("frames", []) if isinstance(f, list) and len(f) == 4 and isinstance(f[1], int)
+    ]
+    try:
+        exc = cls(text)
+    except TypeError:  # a built-in that takes other arguments (UnicodeDecodeError): keep the text
+        exc = LearnerRaised(text)
+    raise exc
