@@ -35,12 +35,17 @@ def source_text(submission: Path) -> str | None:
         return None
 
 
-def policy(sandbox: Confinement | None, workdir: Path, exercise: Exercise, submission: Path) -> Policy | None:
+def policy(sandbox: Confinement | None, workdir: Path, exercise: Exercise, submission: Path,
+           own_graders: bool = False) -> Policy | None:
     """What this grading may touch: its work folder, the grader's folder and the submission's. Not
-    sandboxed, a grading still keeps its processes in (`protections.contained`) where the machine can."""
+    sandboxed, a grading still keeps its processes in (`protections.contained`) where the machine can.
+    With `own_graders`, the graders it runs are copies in its work folder (`graders_copy`), and the
+    course's grader folder, which holds the hidden checks, is not readable at all."""
     if sandbox is None:
         return protections.contained()
-    readable = [str(exercise.grader_path.parent), str(submission.resolve().parent)]
+    readable = [str(submission.resolve().parent)]
+    if not own_graders:
+        readable.insert(0, str(exercise.grader_path.parent))
     return sandbox.policy(workdir=str(workdir), read=readable)
 
 
@@ -58,25 +63,37 @@ def events_for(name: str, on_event: Callable[[CheckEvent], None] | None) -> Call
     return forward
 
 
-def hand_over(policy: Policy | None, workdir: Path, exercise: Exercise, submission: Path) -> tuple[Path, Path | None]:
+def hand_over(policy: Policy | None, workdir: Path, exercise: Exercise, submission: Path,
+              own_graders: bool = False) -> tuple[Path, Path | None]:
     """Where the grading reads its submission and graders from: as they are, or, for a grading that
     runs as a user of its own (`Policy.user`, a root `course`), copies in its work folder, which
-    that user then owns; the instructor's folders need not be readable by it."""
+    that user then owns; the instructor's folders need not be readable by it. With `own_graders`
+    (a sandboxed executor, whose hidden checks run in the judge), the graders are copies without them."""
     if policy is None or policy.user < 0 or os.geteuid() != 0:
-        return submission, None
+        return submission, graders_copy(workdir, exercise, hidden=False) if own_graders and policy is not None else None
     import shutil
 
     mine = workdir / "submission" / submission.name
     mine.parent.mkdir()
     shutil.copyfile(submission, mine)
-    graders = workdir / "graders"
-    shutil.copytree(exercise.grader_path.parent, graders, ignore=shutil.ignore_patterns("__pycache__"))
-    for path in graders.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)  # readable, never writable, by the grading's user
-    graders.chmod(0o755)
+    graders = graders_copy(workdir, exercise, hidden=not own_graders)
     for path in (workdir, mine.parent, mine, *(p for p in workdir.iterdir() if p.name != "graders")):
         os.chown(path, policy.user, policy.group, follow_symlinks=False)
     return mine, graders
+
+
+def graders_copy(workdir: Path, exercise: Exercise, hidden: bool) -> Path:
+    """The grader's folder copied into the work folder (its hidden checks only if `hidden`), readable
+    and never writable by the grading's user."""
+    import shutil
+
+    graders = workdir / "graders"
+    skip = ("__pycache__",) if hidden else ("__pycache__", "hidden")
+    shutil.copytree(exercise.grader_path.parent, graders, ignore=shutil.ignore_patterns(*skip))
+    for path in graders.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    graders.chmod(0o755)
+    return graders
 
 
 def graders_link(workdir: Path, exercise: Exercise) -> Path:

@@ -184,7 +184,7 @@ def raise_remote(header: dict[str, Any], path: Path) -> None:
                  if isinstance(c, type) and issubclass(c, Exception) and c is not Exception), LearnerRaised)
     name = names[0] if names and names[0].isidentifier() else base.__name__
     # The learner's own class name (JaxRuntimeError), under the built-in class checks catch (RuntimeError).
-    cls = base if name == base.__name__ else type(name, (base, LearnerRaised), {})
+    cls = base if name == base.__name__ else type(name, (base,) if base is LearnerRaised else (base, LearnerRaised), {})
     __course_remote_frames__ = [  # noqa: F841 - read by `learner_frames` through this frame
         traceback.FrameSummary(str(f[0]), int(f[1]), str(f[2]), line=str(f[3]))
         for f in error.get("frames", []) if isinstance(f, list) and len(f) == 4 and isinstance(f[1], int)

@@ -94,15 +94,17 @@ def grade(
         report_path = workdir / "report" / f"{secrets.token_hex(16)}.json"
         report_path.parent.mkdir(mode=0o700)
         key = secrets.token_bytes(32)
-        policy = invocation.policy(sandbox, workdir, exercise, submission)
-        graded, folder = invocation.hand_over(policy, workdir, exercise, submission)
+        split = judge.wanted(exercise, hidden)
+        # A split grading's hidden checks run in the judge alone: a sandboxed executor never reads them.
+        own = split and hidden and sandbox is not None
+        policy = invocation.policy(sandbox, workdir, exercise, submission, own_graders=own)
+        graded, folder = invocation.hand_over(policy, workdir, exercise, submission, own_graders=own)
         folder = folder or (invocation.graders_link(workdir, exercise) if sandbox else None)
         source = invocation.source_text(submission)  # the lines a stopped run's stack points at
         budget = limits.budget(exercise.meta)
         oom_before = limits.oom_kills()
         checks = Stopwatch(exercise.name, budget, on_event)
         env = invocation.environment(exercise, cache_dir, read_only_cache)
-        split = judge.wanted(exercise, hidden)
         command = invocation.command(exercise, graded, workdir, report_path, seed, hidden and not split, folder)
         judged, link = None, None
         if split:  # the judge starts first and beside it: it waits for the executor's answers

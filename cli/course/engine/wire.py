@@ -101,8 +101,8 @@ def encode(value: Any, buffers: list[bytes], array: Callable[[Any], dict[str, An
     described = array(value)
     if described is None:
         raise WireError(f"a value of type {type(value).__name__} cannot be sent")
-    data = np.ascontiguousarray(described.pop("data"))
-    buffers.append(data.tobytes())
+    data = np.asarray(described.pop("data"))
+    buffers.append(data.tobytes(order="C"))  # C order whatever the layout; a 0-d array stays 0-d
     return {"t": "array", "dtype": str(data.dtype), "shape": list(data.shape), "buf": len(buffers) - 1, **described}
 
 

@@ -1,0 +1,146 @@
+"""Attacks on the split grading: the learner's code shares a process with the executor, never with the judge.
+
+Each attack in `attacks/judge/` is a file for the real `update_with_donate`, graded by the real
+`course check` in a fresh `course init` workspace, and then through `course grade` with the sandbox.
+Every attack that returns wrong values must fail the values check, which the judge decides: patching
+NumPy, the grader's helpers or pytest in the learner's process, or hunting for the judge's process,
+changes nothing it sees. An executor that goes away fails the judge's checks as the learner's doing
+(exit 1, recorded), never the platform's (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from course.registry import load_course
+
+REPO = Path(__file__).resolve().parents[2]
+ATTACKS = Path(__file__).parent / "attacks" / "judge"
+COURSE_BIN = Path(sys.executable).with_name("course")
+STUB = "exercises/01_update_with_donate/update_with_donate.py"
+SOLUTION = REPO / "solutions" / "01_update_with_donate" / "update_with_donate.py"
+WRONG_VALUES = r"differs from the expected value"
+GONE = r"ended|os\._exit|sys\.exit"
+# attack -> (the values check's message, a pattern), for attacks on update_with_donate
+EXPECTED = {
+    "rebind_less_equal": WRONG_VALUES,
+    "patch_everything": WRONG_VALUES,
+    "hunt_judge": WRONG_VALUES,
+    "exit_in_call": GONE,
+    "close_link": r"ended before reporting|process running your code ended",
+}
+
+
+def _check(root: Path, attack: Path) -> tuple[int, dict, Path]:
+    """Grade one file as exercise 1 of a fresh workspace with `course check --json`."""
+    workspace = root / attack.stem
+    init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(REPO)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert init.returncode == 0, init.stderr
+    shutil.copyfile(attack, workspace / STUB)
+    done = subprocess.run([str(COURSE_BIN), "check", "update_with_donate", "--json", "-w", str(workspace),
+                           "--course", str(REPO)], capture_output=True, text=True, timeout=900, check=False)
+    assert done.stdout.strip(), done.stderr[-2000:]
+    return done.returncode, json.loads(done.stdout)["exercises"][0], workspace
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, dict, Path]]:
+    """Every attack and the reference solution, each graded once, two at a time."""
+    root = tmp_path_factory.mktemp("judge")
+    files = [*sorted(ATTACKS.glob("*.py")), SOLUTION]
+    files = [f for f in files if f.stem != "hidden_lookup"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip([f.stem for f in files], pool.map(lambda f: _check(root, f), files), strict=True))
+
+
+def test_the_reference_passes_split(checked: dict[str, tuple[int, dict, Path]]) -> None:
+    """The control: the reference solution passes every check, the judge's and the executor's."""
+    code, result, _ = checked["update_with_donate"]
+    assert code == 0 and result["status"] == "passed", result
+
+
+@pytest.mark.parametrize("attack", sorted(EXPECTED))
+def test_the_judge_decides_the_values(checked: dict[str, tuple[int, dict, Path]], attack: str) -> None:
+    """Whatever the learner's process does to itself, the values check fails, in plain words, as the
+    learner's doing (exit 1, recorded), and the other checks still have their own verdicts."""
+    code, result, workspace = checked[attack]
+    values = next(c for c in result["checks"] if c["id"] == "test_values")
+    assert code == 1 and result["status"] == "failed", result
+    assert values["status"] == "failed"
+    assert re.search(EXPECTED[attack], values["message"]), values["message"]
+    assert len(result["checks"]) == 7 and result["checks"][0]["id"] == "test_values"  # the grader's order
+    progress = json.loads((workspace / ".course" / "progress.json").read_text(encoding="utf-8"))
+    assert "update_with_donate" not in json.dumps(progress.get("passed", [])), progress
+
+
+def test_patching_numpy_passed_before_the_split(tmp_path: Path) -> None:
+    """The same file, with every check in its own process (as graders without judge checks run), passes:
+    the attack is real, and only the judge stops it."""
+    from course.engine import runner
+
+    course = tmp_path / "course"
+    for top in ("exercises", "graders", "solutions"):
+        shutil.copytree(REPO / top / "01_update_with_donate", course / top / "01_update_with_donate",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    (course / "course.toml").write_text('format_version = 1\ntitle = "One"\nexercises = ["update_with_donate"]\n',
+                                        encoding="utf-8")
+    exercise = load_course(course).get("update_with_donate")
+    grader = exercise.grader_path
+    grader.write_text(grader.read_text(encoding="utf-8").replace("@pytest.mark.judge\n", ""), encoding="utf-8")
+    result = runner.grade(exercise, ATTACKS / "rebind_less_equal.py", skip_stub=False)
+    assert result.passed, [(c.id, c.message) for c in result.checks]
+
+
+def test_hidden_checks_are_out_of_the_learners_reach(mini_course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that looks for the hidden checks in its own process (modules, functions) finds nothing:
+    they run only in the judge, so it returns the right values and every check passes."""
+    from course.engine import judge
+    from course.engine.runner import grade
+
+    exercise = load_course(mini_course).get("ex_fail")
+    result = grade(exercise, ATTACKS / "hidden_lookup.py", hidden=True, skip_stub=False)
+    assert result.passed, [(c.id, c.message) for c in result.checks]
+    assert [c.id for c in result.checks if c.hidden] == ["test_negative"]
+    # The control: graded in one process, as before the split, it finds them and fails.
+    monkeypatch.setattr(judge, "wanted", lambda exercise, hidden: False)
+    assert not grade(exercise, ATTACKS / "hidden_lookup.py", hidden=True, skip_stub=False).passed
+
+
+def test_a_sandboxed_executor_cannot_read_the_hidden_checks(mini_course: Path, tmp_path: Path) -> None:
+    """With the sandbox, the executor gets a copy of the public grader only: the hidden grader's file,
+    which it could otherwise read from the course's grader folder, is out of its reach."""
+    from course.engine import protections
+    from course.engine.runner import grade
+
+    if not protections.available().landlock_abi:
+        pytest.skip("no Landlock here: the sandbox cannot keep files from the grading (docs/security.md)")
+    exercise = load_course(mini_course).get("ex_fail")
+    hidden = exercise.hidden_grader_path
+    attack = tmp_path / "student" / "ex_fail.py"  # a folder of its own: the course is in tmp_path too
+    attack.parent.mkdir()
+    attack.write_text(f"""import os
+
+
+def double(x):
+    \"\"\"Twice x, unless the hidden grader can be read from here.\"\"\"
+    try:
+        with open({str(hidden)!r}) as fh:
+            fh.read()
+    except OSError:
+        return 2 * x
+    return 2 * x + 1
+""", encoding="utf-8")
+    result = grade(exercise, attack, hidden=True, sandbox=protections.confinement(), skip_stub=False)
+    assert result.passed, [(c.id, c.message) for c in result.checks]
+    assert [c.id for c in result.checks if c.hidden] == ["test_negative"]
+    unsandboxed = grade(exercise, attack, hidden=True, skip_stub=False)  # the control: it can read it there
+    assert not unsandboxed.passed
