@@ -112,8 +112,9 @@ def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -
             return side if side is judge or side.status == isolation.CANCELLED else executor
     gone = [c for c in judge.checks if c.message == remote.GONE]
     stop = next((c for c in executor.checks if c.status != "passed"), None) if gone else None
+    reason = stop.message if stop is not None else ""
     if gone and stop is not None:
-        gone[0].message = stop.message
+        gone[0].message = reason
         why = f'not run: the grading stopped during "{gone[0].title}", before this check'
         for check in [*gone[1:], *(c for c in executor.checks if c.status != "passed")]:
             check.status, check.score, check.message = NOT_RUN, 0.0, why
@@ -125,7 +126,7 @@ def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -
     if executor.status == "timeout" or (stop is not None and merged.status != "error"):
         merged.status = executor.status if executor.status in ("timeout", "failed") else merged.status
         if stop is not None and gone:
-            merged.message = f'{stop.message.splitlines()[0]} (during "{gone[0].title}")'
+            merged.message = f'{reason.splitlines()[0]} (during "{gone[0].title}")'
         else:
             merged.message = executor.message
     elif executor.tampered:

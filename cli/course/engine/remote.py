@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import socket
+import sys
 import traceback
 import types
 from pathlib import Path
@@ -69,6 +70,9 @@ class Link:
         if answer is None or not isinstance(answer[0].get("ok"), bool):
             self.gone = True
             raise ExecutorGone(GONE)
+        if isinstance(answer[0].get("printed"), str):  # the check's output, as if printed here
+            sys.stdout.write(answer[0]["printed"])
+            sys.stdout.flush()
         return answer
 
     def done(self) -> None:

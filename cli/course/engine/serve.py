@@ -11,8 +11,10 @@ learner's code, which shares this process: the judge trusts none of it beyond it
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from course.engine import submission, wire
 from course.grading.source import learner_frames
 
 MAX_TEXT = 4000
+MAX_PRINTED = 64 * 1024
 
 
 class Executor:
@@ -45,6 +48,15 @@ class Executor:
             self.link.close()
 
     def answer(self, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """The reply to one request, with what the learner's code printed while it ran (shown under the
+        judge's check, as a check in one process shows it)."""
+        with printed() as text:
+            reply, out = self._answer(header, buffers)
+        if text:
+            reply["printed"] = text[-1]
+        return reply, out
+
+    def _answer(self, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """The reply to one request: load the file, read a name, or call a function."""
         op = header.get("op")
         try:
@@ -105,6 +117,43 @@ class Executor:
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         out: list[bytes] = []
         return {"ok": True, "value": wire.encode(result, out, outgoing), "consumed": consumed}, out
+
+
+@contextlib.contextmanager
+def printed() -> Iterator[list[str]]:
+    """Standard output and error, at the descriptors (C code's too), sent to a file while the block runs;
+    the list it gives holds their text afterwards (the last MAX_PRINTED bytes)."""
+    import sys
+    import tempfile
+
+    kept: list[str] = []
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    try:
+        saved, sink = (os.dup(1), os.dup(2)), tempfile.TemporaryFile()  # noqa: SIM115 - closed below
+    except OSError:
+        yield kept
+        return
+    try:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        yield kept
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        for fd, copy in zip((1, 2), saved, strict=True):
+            with contextlib.suppress(OSError):
+                os.dup2(copy, fd)
+                os.close(copy)
+        with contextlib.suppress(OSError):
+            size = sink.seek(0, os.SEEK_END)
+            sink.seek(max(0, size - MAX_PRINTED))
+            text = sink.read().decode("utf-8", errors="replace")
+            if text:
+                kept.append(text)
+        sink.close()
 
 
 def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:

@@ -1,0 +1,89 @@
+"""Merging the judge's and the executor's verdicts: the grader's order, and a stop said where it happened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from course.engine import judge, remote
+from course.engine.verdict import NOT_RUN, CheckResult, ExerciseResult, summarize
+from course.registry import load_course
+
+GRADER = '''import pytest
+
+
+@pytest.mark.judge
+def test_values(submission):
+    """values"""
+
+
+def test_donates(submission):
+    """donates"""
+
+
+@pytest.mark.judge
+def test_dtype(submission):
+    """dtype"""
+
+
+def test_compiles(submission):
+    """compiles"""
+'''
+
+
+def _exercise(mini_course: Path):
+    """The mini-course's first exercise, with a grader that marks two of its four checks `judge`."""
+    exercise = load_course(mini_course).exercises[0]
+    exercise.grader_path.write_text(GRADER, encoding="utf-8")
+    return exercise
+
+
+def _check(name: str, status: str = "passed", message: str = "") -> CheckResult:
+    """One check's verdict worth 1 point."""
+    return CheckResult(name, name[5:], status, 1.0 if status == "passed" else 0.0, 1.0, message)
+
+
+def _side(*checks: CheckResult, status: str = "") -> ExerciseResult:
+    """One side's result."""
+    result = summarize(ExerciseResult(name="ex_pass", status="failed", checks=list(checks)))
+    result.status = status or result.status
+    return result
+
+
+def test_a_grader_with_judge_checks_is_split(mini_course: Path) -> None:
+    """A grader that marks a check `judge` is split; one that does not, or a grading of several processes, is not."""
+    exercise = load_course(mini_course).exercises[0]
+    assert not judge.wanted(exercise, hidden=False)
+    assert judge.wanted(_exercise(mini_course), hidden=False)
+
+
+def test_checks_come_in_the_graders_order(mini_course: Path) -> None:
+    """Both sides' checks are merged in the order the grader defines them, and scored together."""
+    exercise = _exercise(mini_course)
+    executor = _side(_check("test_donates"), _check("test_compiles", "failed", "compiled twice"))
+    judged = _side(_check("test_values"), _check("test_dtype"))
+    merged = judge.merge(exercise, executor, judged)
+    assert [c.id for c in merged.checks] == ["test_values", "test_donates", "test_dtype", "test_compiles"]
+    assert (merged.status, merged.score, merged.max_score) == ("failed", 3.0, 4.0)
+
+
+def test_a_stop_during_a_judge_check_is_said_there(mini_course: Path) -> None:
+    """When the executor is stopped while it answers the judge, the judge's check takes the stop's reason,
+    and the executor's checks, which never started, are not run."""
+    exercise = _exercise(mini_course)
+    why = "your code used 60 s of CPU time, this exercise's limit"
+    executor = _side(_check("test_donates", "failed", why), _check("test_compiles", NOT_RUN, "not run"),
+                     status="timeout")
+    judged = _side(_check("test_values", "failed", remote.GONE), _check("test_dtype", "failed", remote.GONE))
+    merged = judge.merge(exercise, executor, judged)
+    by_id = {c.id: c for c in merged.checks}
+    assert by_id["test_values"].message == why
+    assert all(by_id[n].status == NOT_RUN for n in ("test_donates", "test_dtype", "test_compiles"))
+    assert merged.status == "timeout" and merged.message == f'{why} (during "values")'
+
+
+def test_a_platform_failure_on_either_side_is_the_result(mini_course: Path) -> None:
+    """A side that failed to start (an error without checks) is the whole result: never a pass."""
+    exercise = _exercise(mini_course)
+    broken = ExerciseResult(name="ex_pass", status="error", message="the judge process failed")
+    assert judge.merge(exercise, _side(_check("test_donates")), broken) is broken
+    assert judge.merge(exercise, broken, _side(_check("test_values"))) is broken
