@@ -43,6 +43,7 @@ STOPPED_BY = {
     "open_socket": ("network_namespace", "landlock_network"),
     "kill_graders": ("landlock_scopes", "pid_namespace"),
     "unix_socket": ("unix_sockets_refused",),
+    "see_instructor_files": ("private_folders",),
     "outlive": ("pid_namespace",),
     "rewrite_grader": ("landlock_files", "unprivileged_user"),
     # The grading process is non-dumpable everywhere; in its own user namespace nothing holds the

@@ -100,6 +100,48 @@ def keep_processes_in(*, own_user: bool) -> None:
     _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)  # pids as this namespace sees them
 
 
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm", "/home", "/root")
+"""Folders a batch grading sees empty (a fresh tmpfs each), but for the paths its policy names: no
+socket, file or runtime folder of the instructor's is there to find."""
+_MS_BIND = 0x1000
+
+
+def private_dirs(hide: tuple[str, ...], keep: tuple[str, ...]) -> None:
+    """In this process's own mount namespace, put a fresh tmpfs over each folder of `hide`, then bind
+    back every path of `keep` that lies beneath one (the grading's work folder, its submission, the
+    Python it runs), at the same path. A folder that is itself, or lies beneath, a kept path stays."""
+    kept = [os.path.abspath(k) for k in keep if k and os.path.exists(k)]
+    for folder in hide:
+        if not os.path.isdir(folder) or os.path.islink(folder) or any(_beneath(folder, k) for k in kept):
+            continue
+        under = sorted({k for k in kept if _beneath(k, folder) and k != folder})
+        under = [k for k in under if not any(_beneath(k, o) and k != o for o in under)]  # outermost only
+        fds = {k: _open_path(k) for k in under}
+        _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        os.chmod(folder, 0o1777)
+        for path, fd in ((p, f) for p, f in fds.items() if f >= 0):
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+            _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
+            os.close(fd)
+
+
+def _open_path(path: str) -> int:
+    """An O_PATH descriptor of `path`, or -1 when this user cannot reach it (it could not read it anyway)."""
+    try:
+        return os.open(path, os.O_PATH | (os.O_DIRECTORY if os.path.isdir(path) else 0))
+    except OSError:
+        return -1
+
+
+def _beneath(path: str, folder: str) -> bool:
+    """True when `path` is `folder` or lies beneath it."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def _mount(source: str | None, target: str, kind: str | None, flags: int) -> None:
     """mount(2), raising OSError on failure."""
     mount = _libc().mount

@@ -69,6 +69,7 @@ class Protections:
             "landlock_scopes": self.landlock_scopes,
             "landlock_abi": self.landlock_abi,
             "pid_namespace": self.pid_namespace,
+            "private_folders": self.pid_namespace,
             "unix_sockets_refused": self.seccomp,
             "unprivileged_user": self.user is not None,
         }
@@ -81,9 +82,10 @@ class Protections:
             "landlock_network": "TCP refused (Landlock)",
             "landlock_scopes": "no signals to other processes (Landlock)",
             "pid_namespace": "every process a grading starts ends with it (PID namespace)",
+            "private_folders": "its own empty /tmp, /run, /dev/shm and home folders (mount namespace)",
             "seccomp": "no Unix sockets (seccomp)",
         }
-        flags = {k: bool(getattr(self, k)) for k in words}
+        flags = {k: bool(getattr(self, k if k != "private_folders" else "pid_namespace")) for k in words}
         if os.geteuid() == 0:
             words["user"] = "submitted code runs as an unprivileged user, not root"
             flags["user"] = self.user is not None
@@ -109,6 +111,7 @@ class Confinement:
             landlock_abi=found.landlock_abi,
             tmpdir=workdir,
             processes=found.pid_namespace,
+            private=found.pid_namespace,
             unix_sockets=not found.seccomp,
             user=uid,
             group=gid,

@@ -79,6 +79,9 @@ class Policy:
     user: int = -1
     """When the grading runs as root: the uid (and `group`) it becomes before anything else; -1: stay."""
     group: int = -1
+    private: bool = False
+    """Batch grading: `/tmp`, `/run`, `/dev/shm` and the home folders are empty there but for the
+    policy's own paths (`contain.private_dirs`); needs `processes` (its mount namespace)."""
 
     def on_loopback(self, holder: int) -> Policy:
         """This policy for one of several processes that share the private loopback of `holder` (0: none)."""
@@ -95,7 +98,7 @@ class Policy:
         return cls(tuple(raw["read"]), tuple(raw["write"]), bool(raw["namespace"]), int(raw["landlock_abi"]),
                    str(raw.get("tmpdir", "")), bool(raw.get("loopback", False)), int(raw.get("join", 0)),
                    bool(raw.get("processes", False)), bool(raw.get("unix_sockets", True)),
-                   int(raw.get("user", -1)), int(raw.get("group", -1)))
+                   int(raw.get("user", -1)), int(raw.get("group", -1)), bool(raw.get("private", False)))
 
 
 # ---- inside the grading process -------------------------------------------------------------
@@ -244,6 +247,8 @@ def enter(policy: Policy | dict | str | None) -> None:
         _new_namespaces()
     if policy.processes:
         contain.keep_processes_in(own_user=not (policy.join or policy.namespace))
+        if policy.private:  # before Landlock, which refuses mounts
+            contain.private_dirs(contain.PRIVATE_DIRS, (*policy.read, *policy.write, policy.tmpdir, os.getcwd()))
     contain.no_new_privileges()
     if policy.landlock_abi:
         _landlock(policy)
