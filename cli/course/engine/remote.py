@@ -104,9 +104,9 @@ class RemoteModule(types.ModuleType):
         return wire.decode(header.get("value"), buffers, _returned)
 
 
-def load(link: Link, path: Path) -> RemoteModule:
-    """Ask the executor to import the learner's file afresh; SubmissionError if it cannot."""
-    header, _ = link.ask({"op": "load"})
+def load(link: Link, path: Path, fresh: bool = False) -> RemoteModule:
+    """Ask the executor for the learner's module (imported again when `fresh`); SubmissionError if it cannot."""
+    header, _ = link.ask({"op": "load", "fresh": fresh})
     if not header["ok"]:
         if isinstance(header.get("load_error"), str):
             raise SubmissionError(header["load_error"])

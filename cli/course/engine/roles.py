@@ -60,15 +60,15 @@ class Split:
         elif self.sock is not None and self.role == JUDGE:
             self.sock.close()
 
-    def remote(self, path: Path) -> object:
-        """The learner's module, imported afresh in the executor, as the judge uses it."""
+    def remote(self, path: Path, fresh: bool = False) -> object:
+        """The learner's module as the executor imported it (again, when `fresh`), as the judge uses it."""
         from course.engine import remote
 
         if self._link is None:
             if self.sock is None:
                 raise remote.ExecutorGone(remote.GONE)
             self._link = remote.Link(self.sock)
-        return remote.load(self._link, path)
+        return remote.load(self._link, path, fresh)
 
 
 _STATE = pytest.StashKey[tuple[Path, "bytes | None"]]()

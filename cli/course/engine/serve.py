@@ -33,6 +33,8 @@ class Executor:
     def __init__(self, link: socket.socket, path: Path, source: bytes | None) -> None:
         self.link, self.path, self.source = link, path, source
         self.module: types.ModuleType | None = None
+        self.failed = ""
+        """Why the shared import failed, if it did."""
         self.import_mb = 0.0
 
     def serve(self) -> None:
@@ -61,7 +63,7 @@ class Executor:
         op = header.get("op")
         try:
             if op == "load":
-                return self._load(), []
+                return self._load(header.get("fresh") is True), []
             target = self._resolve(str(header.get("name", "")))
             if op == "get":
                 return self._value(target)
@@ -75,14 +77,21 @@ class Executor:
             return {"ok": False, "error": _raised(exc, self.path)}, []
         return {"ok": False, "error": _raised(wire.WireError(f"no such request {op!r}"), None)}, []
 
-    def _load(self) -> dict[str, Any]:
-        """Import the learner's file afresh, as each check in a single process does."""
-        submission.release(self.path, self.import_mb)
-        before = submission.resident_mb()
-        try:
-            self.module = submission.load(self.path, self.source)
-        finally:
-            self.import_mb = submission.resident_mb() - before
+    def _load(self, fresh: bool) -> dict[str, Any]:
+        """Import the learner's file once for all the judge's checks (again only when a check asks for a
+        module of its own); an import that failed fails each check that asks, with the same message."""
+        if not fresh and self.failed:
+            raise submission.SubmissionError(self.failed)
+        if fresh or self.module is None:
+            submission.release(self.path, self.import_mb)
+            before = submission.resident_mb()
+            try:
+                self.module = submission.load(self.path, self.source)
+            except submission.SubmissionError as exc:
+                self.failed = str(exc)
+                raise
+            finally:
+                self.import_mb = submission.resident_mb() - before
         return {"ok": True}
 
     def _resolve(self, name: str) -> Any:
