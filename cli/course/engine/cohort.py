@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course.engine import invocation, isolation, limits, report, sandbox, system
+from course.engine import invocation, isolation, judge, limits, report, sandbox, system
 from course.engine.isolation import Launcher, Outcome
 from course.engine.protections import Confinement
 from course.engine.report import RUNNING
@@ -57,6 +57,8 @@ class _Process:
     report_path: Path
     key: bytes
     outcome: Outcome | None = None
+    judged: judge.JudgeRun | None = None
+    """This process's judge, in a split grading (`course.engine.judge`)."""
     error: BaseException | None = None
     """What the thread running this process raised, to raise again in the caller's."""
 
@@ -74,6 +76,10 @@ class Watch:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _last: float = field(default_factory=time.monotonic)
     _cpu: dict[int, tuple[float, float]] = field(default_factory=dict)
+    address: str = ""
+    """Where the coordinator of these processes listens (set for judges, which join one another)."""
+    partners: dict[int, int] = field(default_factory=dict)
+    """Per process, another pid whose CPU time is its progress too (a judge's executor computes for it)."""
     _checks: dict[str, list[dict]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -121,7 +127,7 @@ class Watch:
         at, mark = self._cpu.get(index, (0.0, -1.0))
         if now - at < SAMPLE_S:
             return
-        cpu = system.tree_cpu_s(pid)
+        cpu = system.tree_cpu_s(pid) + (system.tree_cpu_s(self.partners[index]) if index in self.partners else 0.0)
         if mark < 0 or cpu - mark >= MOVING_CPU_S:
             self._cpu[index] = (now, cpu)
             if mark >= 0:
@@ -156,12 +162,16 @@ def grade(exercise: Exercise, submission: Path, *, seed: int, worker: Launcher |
     started = time.monotonic()
     procs = [_new_process(i) for i in range(exercise.meta.processes)]
     watch = Watch(len(procs), invocation.events_for(exercise.name, on_event))
+    # Split, each process has a judge; the judges join one another as the processes do, and are watched alike.
+    judges = Watch(len(procs), watch.forward) if judge.wanted(exercise, hidden) else None
     options = {"worker": worker, "cache_dir": cache_dir, "hidden": hidden, "sandbox": sandbox,
-               "read_only_cache": read_only_cache, "cancel": cancel, "deadline": deadline}
+               "read_only_cache": read_only_cache, "cancel": cancel, "deadline": deadline, "judges": judges}
     try:
         try:
             with _private_loopback(sandbox) as holder:
                 address = f"127.0.0.1:{_free_port()}"
+                if judges is not None:
+                    judges.address = f"127.0.0.1:{_free_port()}"
                 threads = [threading.Thread(target=_run, args=(p, exercise, submission, seed, address, holder, watch),
                                             kwargs=options, daemon=True) for p in procs]
                 for thread in threads:
@@ -178,8 +188,12 @@ def grade(exercise: Exercise, submission: Path, *, seed: int, worker: Launcher |
         source = invocation.source_text(submission)
         results = [verdict(exercise, p.report_path, p.key, p.outcome, submission.resolve(), source)
                    for p in procs if p.outcome is not None]
+        results = [judge.merge(exercise, r, p.judged.wait(exercise.name)) if p.judged is not None else r
+                   for p, r in zip(procs, results, strict=True)]
     finally:
         for p in procs:
+            if p.judged is not None:
+                p.judged.wait(exercise.name)
             shutil.rmtree(p.workdir, ignore_errors=True)
     result = merge(exercise.name, results)
     result.seed, result.duration_s = seed, time.monotonic() - started
@@ -204,23 +218,37 @@ def _new_process(index: int) -> _Process:
 def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, address: str, holder: int,
          watch: Watch, *, worker: Launcher | None, cache_dir: Path | None, hidden: bool,
          sandbox: Confinement | None, read_only_cache: bool, cancel: threading.Event | None,
-         deadline: limits.Deadline | None) -> None:
+         deadline: limits.Deadline | None, judges: Watch | None) -> None:
     """Run one process of the cohort to its end (on its own thread), and tell `watch` it ended."""
-    policy = invocation.policy(sandbox, proc.workdir, exercise, submission)
-    graded, folder = invocation.hand_over(policy, proc.workdir, exercise, submission)
+    own = judges is not None and hidden and sandbox is not None  # hidden checks stay with the judges
+    policy = invocation.policy(sandbox, proc.workdir, exercise, submission, own_graders=own)
+    graded, folder = invocation.hand_over(policy, proc.workdir, exercise, submission, own_graders=own)
     folder = folder or (invocation.graders_link(proc.workdir, exercise) if sandbox else None)
-    command = invocation.command(exercise, graded, proc.workdir, proc.report_path, seed, hidden, folder)
+    command = invocation.command(exercise, graded, proc.workdir, proc.report_path, seed,
+                                 hidden and judges is None, folder)
     budget = limits.budget(exercise.meta)
+    env = invocation.environment(exercise, cache_dir, read_only_cache)
+    link = None
+    if judges is not None:
+        theirs, link = judge.links()
+        i = proc.index
+        proc.judged = judge.start(exercise, graded.resolve(), seed=seed, hidden=hidden, budget=budget, link=theirs,
+                                  env=env, worker=worker, on_event=lambda raw: judges.event(i, raw), cancel=cancel,
+                                  place=f"{i}/{watch.count}@{judges.address}", watch=lambda pid: judges(i, pid),
+                                  on_end=lambda code: judges.end(i, code))
+        command = judge.role(command, "executor")
     oom_before = limits.oom_kills()
     try:
         proc.outcome = isolation.run_isolated(
             [*command, "--course-process", f"{proc.index}/{watch.count}@{address}"],
-            key=proc.key, cwd=proc.workdir, env=invocation.environment(exercise, cache_dir, read_only_cache),
+            key=proc.key, cwd=proc.workdir, env=env, link=link.detach() if link is not None else None,
             timeout_s=budget.cpu_s, wall_s=budget.wall_s, memory_mb=exercise.meta.memory_mb, launcher=worker,
             on_event=lambda raw: watch.event(proc.index, raw),
             sandbox=policy.on_loopback(holder) if policy is not None else None,
             stack_path=report.stack_path(proc.report_path), marker=report.output_marker(proc.key),
-            cancel=cancel, watch=lambda pid: (deadline.watch(pid) if deadline else "") or watch(proc.index, pid),
+            cancel=cancel,
+            watch=lambda pid: (deadline.watch(pid) if deadline else "") or _partner(judges, proc.index, pid)
+            or watch(proc.index, pid),
         )
         outcome = proc.outcome
         if not (outcome.cancelled or outcome.timed_out or outcome.killed_for):  # a memory kill says memory
@@ -229,6 +257,13 @@ def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, addres
         proc.error = exc
     finally:
         watch.end(proc.index, proc.outcome.returncode if proc.outcome else None)
+
+
+def _partner(judges: Watch | None, index: int, pid: int) -> str:
+    """Note the executor `pid` of process `index` as its judge's partner: its CPU time is the judge's progress."""
+    if judges is not None:
+        judges.partners[index] = pid
+    return ""
 
 
 @contextlib.contextmanager

@@ -34,8 +34,6 @@ WALL_MARGIN_S = 30.0
 
 def wanted(exercise: Exercise, hidden: bool) -> bool:
     """Whether `exercise`'s grading is split: its grader marks judge checks, or hidden checks run."""
-    if exercise.meta.processes > 1:
-        return False  # several processes at once are graded in one process each, every check beside the code
     if hidden and exercise.hidden_grader_path.is_file():
         return True
     try:
@@ -76,26 +74,37 @@ class JudgeRun:
 
 def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: Budget, link: socket.socket,
           env: dict[str, str], worker: isolation.Launcher | None, on_event: Callable[[dict], None] | None,
-          cancel: threading.Event | None) -> JudgeRun:
-    """Start the judge of one grading in a thread; `link` is its end of the link, given away here."""
+          cancel: threading.Event | None, place: str = "", watch: Callable[[int], str] | None = None,
+          on_end: Callable[[int | None], None] | None = None) -> JudgeRun:
+    """Start the judge of one grading in a thread; `link` is its end of the link, given away here.
+
+    One of several processes (`course.engine.cohort`) has a judge each: `place` joins the judges to
+    one another (`--course-process`), `watch` may end it (as the cohort's watch does its processes),
+    and `on_end` hears its exit code."""
     run = JudgeRun(workdir=Path(tempfile.mkdtemp(prefix="course-judge-")))
     report_path = run.workdir / "report" / f"{secrets.token_hex(16)}.json"
     report_path.parent.mkdir(mode=0o700)
     key = secrets.token_bytes(32)
     command = role(invocation.command(exercise, graded, run.workdir, report_path, seed, hidden), "judge")
+    command += ["--course-process", place] if place else []
     fd = link.detach()
 
     def judge() -> None:
         """Run the judge's pytest and read its signed verdict."""
+        code = None
         try:
             outcome = isolation.run_isolated(
                 command, key=key, cwd=run.workdir, env=env, timeout_s=budget.cpu_s,
                 wall_s=budget.wall_s + WALL_MARGIN_S, memory_mb=exercise.meta.memory_mb, launcher=worker,
                 on_event=on_event, sandbox=protections.contained(), stack_path=report.stack_path(report_path),
-                marker=report.output_marker(key), cancel=cancel, link=fd)
+                marker=report.output_marker(key), cancel=cancel, link=fd, watch=watch)
+            code = outcome.returncode
             run.result = verdict(exercise, report_path, key, outcome, graded)
         except BaseException as exc:  # noqa: BLE001 - said as the platform's failure, never the learner's
             run.error = exc
+        finally:
+            if on_end is not None:
+                on_end(code)
 
     run.thread = threading.Thread(target=judge, name=f"judge-{exercise.name}", daemon=True)
     run.thread.start()
