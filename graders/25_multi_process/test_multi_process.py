@@ -172,6 +172,7 @@ def _assert_global(x: Any, data: np.ndarray, mesh: Mesh, name: str) -> jax.Array
     return x
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_global_batch(submission: ModuleType, rng: np.random.Generator) -> None:
     """`global_batch` gives one (n, F) array over the 4 devices of both processes, P('data'), each shard its rows."""
@@ -207,6 +208,7 @@ def _assert_mean(m: Any, data: np.ndarray, mesh: Mesh, name: str) -> None:
              f"{sharding_text(m)}: the mean must be replicated on all {mesh.size} devices of both processes")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_global_mean(submission: ModuleType, rng: np.random.Generator) -> None:
     """`global_mean` is right on every device of every process, and replicated."""

@@ -57,7 +57,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, di
     """Every attack and the reference solution, each graded once, two at a time."""
     root = tmp_path_factory.mktemp("judge")
     files = [*sorted(ATTACKS.glob("*.py")), SOLUTION]
-    files = [f for f in files if f.stem != "hidden_lookup"]
+    files = [f for f in files if f.stem not in ("hidden_lookup", "mp_zeros_patched")]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip([f.stem for f in files], pool.map(lambda f: _check(root, f), files), strict=True))
 
@@ -144,3 +144,16 @@ def double(x):
     assert [c.id for c in result.checks if c.hidden] == ["test_negative"]
     unsandboxed = grade(exercise, attack, hidden=True, skip_stub=False)  # the control: it can read it there
     assert not unsandboxed.passed
+
+
+def test_several_processes_are_judged_too(tmp_path: Path) -> None:
+    """`multi_process`, graded by two processes at once, with a mean of zeros in processes where every
+    NumPy closeness test says yes: each process's judge decides the mean, and it fails."""
+    from course.engine.runner import grade
+
+    exercise = load_course(REPO).get("multi_process")
+    result = grade(exercise, ATTACKS / "mp_zeros_patched.py", skip_stub=False)
+    mean = next(c for c in result.checks if c.id == "test_global_mean")
+    assert result.status == "failed" and mean.status == "failed", (result.message, mean.message)
+    assert "holds zeros" in mean.message, mean.message
+    assert result.checks[0].id == "test_imports" and len(result.checks) == 5  # the grader's order
