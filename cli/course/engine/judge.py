@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course.engine import invocation, isolation, protections, remote, report
+from course.engine import invocation, isolation, limits, protections, remote, report
 from course.engine.limits import Budget
 from course.engine.verdict import NOT_RUN, ExerciseResult, summarize, verdict
 from course.registry import Exercise
@@ -93,12 +93,23 @@ def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: 
         """Run the judge's pytest and read its signed verdict."""
         code = None
         try:
+            oom_before = limits.oom_kills()
             outcome = isolation.run_isolated(
                 command, key=key, cwd=run.workdir, env=env, timeout_s=budget.cpu_s,
                 wall_s=budget.wall_s + WALL_MARGIN_S, memory_mb=exercise.meta.memory_mb, launcher=worker,
                 on_event=on_event, sandbox=protections.contained(), stack_path=report.stack_path(report_path),
                 marker=report.output_marker(key), cancel=cancel, link=fd, watch=watch)
             code = outcome.returncode
+            ours = outcome.cancelled or outcome.timed_out or bool(outcome.killed_for)
+            if (code or 0) < 0 and not ours:
+                # The judge runs no learner code: a signal ends it only when memory ran out (the learner's
+                # code may have used it all), or when something is wrong with the machine.
+                outcome.killed_for = limits.memory_kill(code, oom_before)
+                if not outcome.killed_for:
+                    run.result = ExerciseResult(name=exercise.name, status="error", message=(
+                        f"the judge process was ended by signal {-(code or 0)}; this is a problem with the "
+                        "machine or the course, not your code"))
+                    return
             run.result = verdict(exercise, report_path, key, outcome, graded)
         except BaseException as exc:  # noqa: BLE001 - said as the platform's failure, never the learner's
             run.error = exc
