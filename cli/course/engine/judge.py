@@ -101,7 +101,7 @@ def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: 
                 marker=report.output_marker(key), cancel=cancel, link=fd, watch=watch)
             code = outcome.returncode
             ours = outcome.cancelled or outcome.timed_out or bool(outcome.killed_for)
-            if (code or 0) < 0 and not ours:
+            if (code or 0) < 0 and not ours and not _complete(report_path, key):
                 # The judge runs no learner code: a signal ends it only when memory ran out (the learner's
                 # code may have used it all), or when something is wrong with the machine.
                 outcome.killed_for = limits.memory_kill(code, oom_before)
@@ -120,6 +120,14 @@ def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: 
     run.thread = threading.Thread(target=judge, name=f"judge-{exercise.name}", daemon=True)
     run.thread.start()
     return run
+
+
+def _complete(report_path: Path, key: bytes) -> bool:
+    """Whether the judge's signed report is whole (a judge that lingers, one of several, is ended after it)."""
+    try:
+        return bool(report.read_signed(report_path, key).get("complete"))
+    except report.ReportError:
+        return False
 
 
 def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -> ExerciseResult:
