@@ -157,3 +157,32 @@ def test_several_processes_are_judged_too(tmp_path: Path) -> None:
     assert result.status == "failed" and mean.status == "failed", (result.message, mean.message)
     assert "holds zeros" in mean.message, mean.message
     assert result.checks[0].id == "test_imports" and len(result.checks) == 5  # the grader's order
+
+
+def test_course_grade_judges_the_values_too(tmp_path: Path) -> None:
+    """Through `course grade` with the sandbox, as an instructor grades a class: the file that patches
+    NumPy scores the points of the checks it can forge in its own process, never the values check,
+    and its classmate's reference solution scores everything."""
+    course = tmp_path / "course"
+    for top in ("exercises", "graders", "solutions"):
+        shutil.copytree(REPO / top / "01_update_with_donate", course / top / "01_update_with_donate",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    (course / "course.toml").write_text('format_version = 1\ntitle = "One"\nexercises = ["update_with_donate"]\n',
+                                        encoding="utf-8")
+    subs = tmp_path / "subs"
+    for student, source in (("ada", SOLUTION), ("mallory", ATTACKS / "rebind_less_equal.py")):
+        (subs / student).mkdir(parents=True)
+        shutil.copyfile(source, subs / student / "update_with_donate.py")
+    done = subprocess.run([str(COURSE_BIN), "grade", str(subs), "--out", str(tmp_path / "out"), "--course",
+                           str(course), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=900,
+                          check=False)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+
+    def results(student: str) -> dict:
+        return json.loads((tmp_path / "out" / student / "results.json").read_text(encoding="utf-8"))
+
+    assert results("ada")["score"] == 7.0, results("ada")["output"]
+    mallory = results("mallory")
+    values = [t for t in mallory["tests"] if "Returns state + delta" in t["name"]]
+    assert len(values) == 1 and values[0]["score"] == 0, mallory["tests"]
+    assert mallory["score"] == 6.0 and mallory["extra_data"]["exercises"]["update_with_donate"]["status"] == "failed"
