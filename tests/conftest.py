@@ -24,7 +24,6 @@ if not any(shutil.which(name) for name in ("chromium", "chromium-browser", "goog
 # The Slurm array-job test starts its own slurmctld and slurmd (Debian's slurm-wlm); CI has neither.
 if not all(shutil.which(name) for name in ("slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo")):
     collect_ignore.append("instructor/test_slurm.py")
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
