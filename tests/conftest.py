@@ -7,16 +7,12 @@ import textwrap
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 from typer.testing import CliRunner
 
 from course import ui
 from support import FIXTURES, git_commit
-
-if TYPE_CHECKING:
-    from course.instructor.validate import ValidationReport
 
 pytest_plugins = ["pytester"]
 
@@ -28,7 +24,6 @@ if not any(shutil.which(name) for name in ("chromium", "chromium-browser", "goog
 # The Slurm array-job test starts its own slurmctld and slurmd (Debian's slurm-wlm); CI has neither.
 if not all(shutil.which(name) for name in ("slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo")):
     collect_ignore.append("instructor/test_slurm.py")
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -73,18 +68,27 @@ def learner_module(tmp_path: Path) -> Callable[[str], types.ModuleType]:
     return load
 
 
-@pytest.fixture(scope="session")
-def validation() -> ValidationReport:
-    """`course validate` over the real course, run once for the content tests that read it: its
-    verdicts, and the gradings behind them, graded two at a time."""
-    from course.instructor.validate import validate
-    from course.registry import load_course
-
-    return validate(load_course(REPO), [], jobs=2)
+# The longest work starts first, in this order, so that no worker is left alone with a long file at the end
+# (pytest-xdist hands out files and classes in the order of the items: `--no-loadscope-reorder`). Seconds are
+# one worker's on an idle 2-core machine. The two long quiet pieces (the attack corpus is graded before its
+# first test reports; the stops are one test) start on different workers beside tests that report often,
+# so the run is never silent for minutes. Everything else follows in pytest's order.
+LONGEST = (
+    "tests/adversarial/test_attacks.py",  # 130 s, 119 of them grading the corpus
+    "tests/content/test_alternatives.py",  # 140 s, an exercise at a time
+    "tests/instructor/test_stops.py",  # 125 s in one test
+    "tests/inspect/test_inspect_course.py",  # 60 s
+    "tests/content/test_validate_course.py",  # 600 s in 25 classes of 10 to 60 s, one per exercise
+    "tests/adversarial/test_batch.py",  # 45 s
+    "tests/engine/test_cohort.py",  # 30 s
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put the course's own `course validate` (the longest single piece, a session fixture) first, so
-    pytest-xdist starts it at once on one worker while the other takes the rest."""
-    first = [item for item in items if item.path.name == "test_validate_course.py"]
-    items[:] = first + [item for item in items if item.path.name != "test_validate_course.py"]
+    """Move the items of LONGEST's files and classes to the front, in LONGEST's order."""
+
+    def rank(item: pytest.Item) -> int:
+        """The position of the item's file or class in LONGEST, or after all of them."""
+        return next((i for i, scope in enumerate(LONGEST) if item.nodeid.startswith(f"{scope}::")), len(LONGEST))
+
+    items.sort(key=rank)

@@ -8,12 +8,17 @@ one, and the seed test (`pytest -m seeds`) grades every one under 20 seeds.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from course.engine.runner import grade_many, start_worker
 from course.registry import load_course
+
+if TYPE_CHECKING:
+    from course.engine.worker import Worker
 
 REPO = Path(__file__).resolve().parents[2]
 ALTERNATIVES = Path(__file__).parent / "alternatives"
@@ -42,32 +47,39 @@ def _graded_cases() -> list[tuple[str, Path]]:
     return [(name, path) for name, path in cases if [p for n, p in cases if n == name].index(path) < SAMPLE]
 
 
-def test_alternatives_pass_every_check(tmp_path: Path) -> None:
-    """Every alternative correct solution graded in this run passes every check of its exercise."""
-    course = load_course(REPO)
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Worker | None, Path]]:
+    """One warm worker and one compilation cache for every exercise's alternatives, as `course check --all`
+    grades in a workspace: each cold start would import JAX anew, and each grader compile its reference again."""
+    cache = tmp_path_factory.mktemp("xla-cache")
+    worker = start_worker(cache)
+    try:
+        yield worker, cache
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted({name for name, _ in _cases()}))
+def test_alternatives_pass_every_check(name: str, warm: tuple[Worker | None, Path], tmp_path: Path) -> None:
+    """Every alternative correct solution of the exercise graded in this run passes every check of it."""
+    exercise = load_course(REPO).get(name)
     pairs = []
-    for name, path in _graded_cases():
-        exercise = course.get(name)
+    for _, path in [case for case in _graded_cases() if case[0] == name]:
         dest = tmp_path / path.stem / exercise.stub_rel
         dest.parent.mkdir(parents=True)
         dest.write_bytes(path.read_bytes())
         pairs.append((exercise, dest))
-    # One warm worker and one compilation cache for all of them, as `course check --all` grades in a
-    # workspace: each cold start would import JAX anew, and each grader compile its reference again.
-    cache = tmp_path / "xla-cache"
-    worker = start_worker(cache)
-    try:
-        results = grade_many(pairs, jobs=2, worker=worker, cache_dir=cache)
-    finally:
-        if worker is not None:
-            worker.close()
+    worker, cache = warm
+    results = grade_many(pairs, jobs=2, worker=worker, cache_dir=cache)
     failures = {
         f"{r.name}/{p.parent.parent.parent.name}": [(c.id, c.message) for c in r.checks if c.status != "passed"]
         or r.message
         for (_, p), r in zip(pairs, results, strict=True)
         if not r.passed
     }
-    assert not failures, failures
+    assert pairs and not failures, failures
 
 
 if not ALTERNATIVES.is_dir():  # pragma: no cover - the folder ships with the course

@@ -1,29 +1,35 @@
-"""The real course is sound, and says so: `course validate` over the repository holds, and each
-mistake gets the one message that names it, with no other check blaming the learner for it.
+"""The real course is sound, and says so: `course validate` holds for each exercise, and each mistake
+gets the one message that names it, with no other check blaming the learner for it.
 
-Both tests read one validate run (the `validation` fixture), so each grading is paid once; they
-share this file so that a parallel run (pytest-xdist, by file) keeps them in one process.
+Each exercise is validated apart, in a class of its own (`Test_<exercise>`, made below from course.toml):
+pytest-xdist (`--dist loadscope`) hands each class to whichever worker is free, so the course's gradings
+spread over both workers, and the run reports each exercise as it ends. Both tests of a class read one
+validate run of its exercise (the class's `validation` fixture), so each grading is paid once.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from course.instructor.validate import ValidationReport
+from course.engine.runner import start_worker
+from course.instructor import checks
+from course.instructor.validate import ValidationReport, validate
+from course.registry import load_course
 from course.ui import instructor as views
 
+if TYPE_CHECKING:
+    from course.engine.isolation import Launcher
 
-@pytest.mark.slow
-def test_course_validates(validation: ValidationReport, capsys: pytest.CaptureFixture[str]) -> None:
-    """Every stub fails, every solution passes, every wrong variant fails the check it names."""
-    views.validation(validation)
-    shown = capsys.readouterr()
-    problems = {e.name: e.problems for e in validation.exercises if e.problems}
-    assert validation.sound and validation.exit_code == 0, (problems, validation.problems, shown.out + shown.err)
-    assert "hold." in shown.out + shown.err, shown
-    assert all(e.gradings for e in validation.exercises), "an exercise was not graded"
+REPO = Path(__file__).resolve().parents[2]
+COURSE = load_course(REPO)
+# Two gradings at a time, as `course validate` runs on two cores: while the other test worker waits on a
+# subprocess or a sleep, the second grading takes the core it leaves.
+JOBS = 2
 
 
 # (exercise, wrong variant) -> (the only checks that may fail, a pattern their message must match)
@@ -503,13 +509,71 @@ CASES = {
 }
 
 
-@pytest.mark.slow
-def test_each_mistake_is_named_once(validation: ValidationReport) -> None:
-    """Each listed wrong variant fails only the checks about its mistake, saying what it is."""
-    graded = {(e.name, job.path.stem): result for e in validation.exercises for job, result in e.gradings
-              if job.role == "wrong"}
-    for key, (allowed, pattern) in CASES.items():
-        assert key in graded, f"{key} is not a wrong variant of the course"
-        failing = {c.id: c.message for c in graded[key].checks if c.status != "passed" and not c.hidden}
-        assert failing and set(failing) <= allowed, (key, failing)
-        assert any(re.search(pattern, m) for m in failing.values()), (key, failing)
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Launcher | None, Path]]:
+    """One warm worker and its compilation cache for every exercise this test worker validates, as one
+    `course validate` of the whole course has: each exercise would otherwise start a worker of its own."""
+    cache = tmp_path_factory.mktemp("xla-cache")
+    worker = start_worker(cache)
+    try:
+        yield worker, cache
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+@pytest.fixture(scope="class")
+def validation(request: pytest.FixtureRequest, warm: tuple[Launcher | None, Path]) -> ValidationReport:
+    """`course validate` of the class's exercise, run once for both its tests: its verdicts, and the gradings
+    behind them."""
+    return validate(COURSE, [request.cls.exercise], jobs=JOBS, warm=warm)
+
+
+class ExerciseValidates:
+    """`course validate EXERCISE`: its stub fails, its solution passes, each wrong variant fails the check it
+    names, and each listed variant fails only the checks about its mistake, saying what it is."""
+
+    exercise: str
+
+    @pytest.mark.slow
+    def test_validates(self, validation: ValidationReport, capsys: pytest.CaptureFixture[str]) -> None:
+        """The stub fails, the solution passes, every wrong variant fails the check it names."""
+        views.validation(validation)
+        shown = capsys.readouterr()
+        problems = {e.name: e.problems for e in validation.exercises if e.problems}
+        assert [e.name for e in validation.exercises] == [self.exercise]
+        assert validation.sound and validation.exit_code == 0, (problems, validation.problems, shown.out + shown.err)
+        assert "hold." in shown.out + shown.err, shown
+        assert all(e.gradings for e in validation.exercises), "the exercise was not graded"
+
+    @pytest.mark.slow
+    def test_each_mistake_is_named_once(self, validation: ValidationReport) -> None:
+        """Each listed wrong variant fails only the checks about its mistake, saying what it is."""
+        graded = {(e.name, job.path.stem): result for e in validation.exercises for job, result in e.gradings
+                  if job.role == "wrong"}
+        for key, (allowed, pattern) in CASES.items():
+            if key[0] != self.exercise:
+                continue
+            assert key in graded, f"{key} is not a wrong variant of the course"
+            failing = {c.id: c.message for c in graded[key].checks if c.status != "passed" and not c.hidden}
+            assert failing and set(failing) <= allowed, (key, failing)
+            assert any(re.search(pattern, m) for m in failing.values()), (key, failing)
+
+
+# One class per exercise of course.toml, named after it, so a new exercise is validated without a line here.
+for _exercise in COURSE.exercises:
+    _name = f"Test_{_exercise.name}"
+    globals()[_name] = type(_name, (ExerciseValidates,), {"exercise": _exercise.name, "__doc__": (
+        f"`course validate {_exercise.name}` holds, and names each of its listed mistakes once.")})
+
+
+def test_course_folders_hold() -> None:
+    """The course-wide part of `course validate`: every folder under exercises/, graders/ and solutions/
+    is an exercise course.toml lists, at its position."""
+    assert checks.folder_problems(COURSE) == []
+
+
+def test_every_case_is_a_wrong_variant() -> None:
+    """Each listed mistake is a wrong variant of an exercise of the course, so no case goes unchecked."""
+    variants = {(e.name, p.stem) for e in COURSE.exercises for p in checks.wrong_variants(e)}
+    assert set(CASES) <= variants, sorted(set(CASES) - variants)

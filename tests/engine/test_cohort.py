@@ -107,7 +107,9 @@ def test_a_crashed_process_is_named_and_the_other_is_stopped(graded: dict, case:
     result = graded[case]
     assert [c.status for c in result.checks] == ["passed", "failed", "not_run"], result.message
     assert 'process 1 ended (exit code 3) in "total"' in result.checks[1].message
-    assert result.duration_s < cohort.HANG_S * 5  # stopped by the watch, long before the 60 s cap
+    # Stopped by the watch: a cap (CPU seconds, or the wall-clock cap) would end it as a timeout. No bound on
+    # its duration, which a busy machine stretches (70 s seen at a load of 48).
+    assert result.status == "failed", result.message
 
 
 @pytest.mark.skipif(not NAMESPACES, reason="this machine gives no user and network namespace")

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from course import ui
 from course.engine.inspection import Inspection, inspect
-from course.engine.runner import map_jobs, start_worker
+from course.engine.runner import start_worker
 from course.inspection import sections_of
 from course.registry import Course, load_course
 from course.ui.inspection import inspection as drawn
@@ -458,22 +458,33 @@ def course() -> Course:
     return load_course(REPO)
 
 
+class Inspected:
+    """Each file of FILES inspected once, on first asking, through one warm worker: the tests that read an
+    inspection run in the order of FILES, so each reports as its file is done rather than after all 50."""
+
+    def __init__(self, course: Course, cache: Path) -> None:
+        self.course, self.cache = course, cache
+        self.done: dict[tuple[str, str | None], Inspection] = {}
+        self.worker = start_worker(cache)
+
+    def __getitem__(self, case: tuple[str, str | None]) -> Inspection:
+        """The inspection of the solution (variant None) or of one wrong variant of an exercise."""
+        if case not in self.done:
+            exercise = self.course.get(case[0])
+            path = exercise.solution_path if case[1] is None else exercise.wrong_dir / f"{case[1]}.py"
+            self.done[case] = inspect(exercise, path, sections_of(exercise), cache_dir=self.cache, worker=self.worker)
+        return self.done[case]
+
+
 @pytest.fixture(scope="module")
-def inspected(course: Course, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple, Inspection]]:
-    """Every file of FILES inspected once, two at a time, through one warm worker."""
-    cache = tmp_path_factory.mktemp("xla-cache")
-    worker = start_worker(cache)
-
-    def one(case: tuple[str, str | None]) -> Inspection:
-        exercise = course.get(case[0])
-        path = exercise.solution_path if case[1] is None else exercise.wrong_dir / f"{case[1]}.py"
-        return inspect(exercise, path, sections_of(exercise), cache_dir=cache, worker=worker)
-
+def inspected(course: Course, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspected]:
+    """The inspections of FILES, each made when a test first reads it."""
+    found = Inspected(course, tmp_path_factory.mktemp("xla-cache"))
     try:
-        yield dict(zip(FILES, map_jobs(one, FILES, 2), strict=True))
+        yield found
     finally:
-        if worker is not None:
-            worker.close()
+        if found.worker is not None:
+            found.worker.close()
 
 
 def test_every_exercise_chooses_sections(course: Course) -> None:
@@ -483,7 +494,7 @@ def test_every_exercise_chooses_sections(course: Course) -> None:
 
 
 @pytest.mark.parametrize(("name", "variant"), FILES, ids=[f"{n}-{v or 'solution'}" for n, v in FILES])
-def test_inspection_reports_what_the_code_does(inspected: dict[tuple, Inspection], name: str,
+def test_inspection_reports_what_the_code_does(inspected: Inspected, name: str,
                                                variant: str | None) -> None:
     """The inspection of each file says what that file's code does, and it ran without a learner error."""
     found = inspected[(name, variant)]
@@ -515,7 +526,7 @@ def verbatim(found: Inspection) -> list[str]:
 
 @pytest.mark.parametrize("width", [80, 60])
 @pytest.mark.parametrize(("name", "variant"), FILES, ids=[f"{n}-{v or 'solution'}" for n, v in FILES])
-def test_every_screen_fits_the_terminal(inspected: dict[tuple, Inspection], name: str, variant: str | None,
+def test_every_screen_fits_the_terminal(inspected: Inspected, name: str, variant: str | None,
                                         width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """At 80 and at 60 columns no line is longer than the terminal (so none is cut or folded by it), and
     every word of every equation, call and line of code shown is whole: folds fall between words."""

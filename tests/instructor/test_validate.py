@@ -74,6 +74,37 @@ def test_sound_course_holds(tmp_path: Path) -> None:
     assert report.exit_code == 0
 
 
+class LentWorker:
+    """A launcher lent to `validate`: it records each grading it is offered and lets it run cold (None)."""
+
+    def __init__(self) -> None:
+        self.offered: list[dict[str, str]] = []
+        self.closed = False
+
+    def launch(self, command: list[str], *, fds: dict[str, int], cwd: Path, env: dict[str, str], memory_mb: int,
+               sandbox: str | None = None) -> None:
+        """Record the grading's environment; None: the runner starts it cold."""
+        self.offered.append(env)
+
+    def close(self) -> None:
+        """Its owner's to call, never validate's."""
+        self.closed = True
+
+
+def test_a_lent_warm_worker_is_offered_every_grading_and_kept_open(tmp_path: Path) -> None:
+    """Validating with a lent worker and its cache (the content tests validate one exercise after another
+    this way) offers that worker every grading, with that cache, gives the same verdicts, and leaves the
+    worker to its owner."""
+    course = load_course(write_course(tmp_path / "c", {"alpha": {}, "beta": {}}))
+    lent, cache = LentWorker(), tmp_path / "cache"
+    first = validate(course, ["alpha"], jobs=2, warm=(lent, cache))
+    second = validate(course, ["beta"], jobs=2, warm=(lent, cache))
+    assert first.sound and second.sound, (first, second)
+    assert (second.exercises[0].stub.text, second.exercises[0].wrong.text) == ("✓ fails", "1/1 caught")
+    assert len(lent.offered) == 6 and {env.get("JAX_COMPILATION_CACHE_DIR") for env in lent.offered} == {str(cache)}
+    assert not lent.closed
+
+
 def test_sound_course_exits_0_with_the_table(tmp_path: Path) -> None:
     """The command prints the table and exits 0 when everything holds."""
     root = write_course(tmp_path / "c", {"alpha": {}})

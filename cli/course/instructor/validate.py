@@ -11,10 +11,14 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from course.engine.runner import ExerciseResult, grade_many, start_worker
 from course.instructor import checks
 from course.registry import Course, Exercise
+
+if TYPE_CHECKING:
+    from course.engine.isolation import Launcher
 
 
 @dataclass(frozen=True)
@@ -91,16 +95,18 @@ def plan(course: Course, names: list[str]) -> list[Job]:
 
 
 def validate(
-    course: Course, names: list[str], *, jobs: int = 0, on_result: Callable[[ExerciseResult], None] | None = None
+    course: Course, names: list[str], *, jobs: int = 0, on_result: Callable[[ExerciseResult], None] | None = None,
+    warm: tuple[Launcher | None, Path] | None = None,
 ) -> ValidationReport:
     """Check the named exercises (default: all, plus the course's folders) and grade their files;
-    `on_result` hears of each grading as it ends (for progress)."""
+    `on_result` hears of each grading as it ends (for progress). `warm` lends a warm worker and the
+    compilation cache it was started with, for a caller that validates one exercise after another."""
     from course.instructor.capacity import default_jobs
 
     exercises = _selected(course, names)
     reports = [ExerciseReport(e.name, e.position, problems=checks.static_problems(e)) for e in exercises]
     todo = plan(course, names)
-    results = _grade_all(todo, jobs or default_jobs(), on_result)
+    results = _grade_all(todo, jobs or default_jobs(), on_result, warm)
     for exercise, report in zip(exercises, reports, strict=True):
         report.gradings = [(j, r) for j, r in zip(todo, results, strict=True) if j.exercise.name == exercise.name]
         _judge(report, exercise, report.gradings)
@@ -108,14 +114,19 @@ def validate(
     return ValidationReport(title=course.meta.title, exercises=reports, problems=problems)
 
 
-def _grade_all(todo: list[Job], jobs: int, on_result: Callable[[ExerciseResult], None] | None) -> list[ExerciseResult]:
+def _grade_all(todo: list[Job], jobs: int, on_result: Callable[[ExerciseResult], None] | None,
+               warm: tuple[Launcher | None, Path] | None) -> list[ExerciseResult]:
     """Grade every planned file, `jobs` at a time, in the plan's order (each exercise's solution early).
 
     One warm worker serves every grading (each would otherwise import JAX and pytest anew), and
-    they share one seed and a compilation cache made for this run: the grader's own programs, the
-    same for every file of an exercise, are compiled once. Compile events fire on a cache hit too,
-    so compile counts are unchanged; the files are the course's own, so sharing is safe."""
+    they share one seed and a compilation cache made for this run (or lent with the worker): the
+    grader's own programs, the same for every file of an exercise, are compiled once. Compile events
+    fire on a cache hit too, so compile counts are unchanged; the files are the course's own, so
+    sharing is safe."""
     seed = secrets.randbelow(2**31)
+    if warm is not None:
+        return grade_many([(j.exercise, j.path) for j in todo], jobs=jobs, seed=seed, on_result=on_result,
+                          worker=warm[0], cache_dir=warm[1], hidden=True, skip_stub=False)
     with tempfile.TemporaryDirectory(prefix="course-validate-") as scratch:
         cache = Path(scratch)
         worker = start_worker(cache) if len(todo) > 1 else None
