@@ -32,6 +32,9 @@ from course.engine.sandbox import Policy, wrap
 
 POLL_S = 0.05
 CPU_POLL_S = 0.2
+MEMORY_POLL_S = 0.1
+"""How often a grading's resident size is read (a walk of the process table); the address-space cap
+stops a sudden allocation at once, this watch a slow growth past `memory_mb`."""
 """How often the process tree's CPU time is read (a walk of the process table)."""
 STACK_WAIT_S = 2.0
 """How long a run stopped at a limit has to write its stack before it is killed."""
@@ -94,6 +97,7 @@ def run_isolated(
     cancel: threading.Event | None = None,
     watch: Callable[[int], str] | None = None,
     link: int | None = None,
+    light: bool = False,
 ) -> Outcome:
     """Run `command` under the limits; `{keyfd}` becomes a pipe carrying `key`, `{eventsfd}` one for events.
 
@@ -111,7 +115,8 @@ def run_isolated(
     exited; any other sentence stops it like a limit (its stack is asked for), with that sentence
     as `killed_for`. A grading in several processes watches them all this way (`course.engine.cohort`).
     `link` (a socket, the grading's end of a split grading's link, `course.engine.roles`) becomes
-    `{linkfd}`; it is closed here once the process has it.
+    `{linkfd}`; it is closed here once the process has it. `light`: a process that runs no learner code
+    (a judge) has its CPU time and memory read ten times less often (each read walks the process table).
     """
     kept_in = sandbox is not None and sandbox.processes  # its processes end with it: nothing to sweep
     if not kept_in:
@@ -143,7 +148,7 @@ def run_isolated(
     seen: dict[int, Any] = {}  # descendants met while watching, for platforms without a subreaper
     try:
         budget = Budget(timeout_s, wall_s or WALL_FACTOR * timeout_s)
-        outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen, cancel, watch)
+        outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen, cancel, watch, 10.0 if light else 1.0)
         outcome.cancelled = why == CANCELLED
         outcome.limit, outcome.killed_for = (why, "") if outcome.timed_out else ("", why)
         if not outcome.cancelled and (outcome.timed_out or why or sink.flooded):
@@ -208,7 +213,8 @@ def stop_all() -> None:
 
 
 def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dict[int, Any],
-          cancel: threading.Event | None = None, watch: Callable[[int], str] | None = None) -> tuple[bool, str]:
+          cancel: threading.Event | None = None, watch: Callable[[int], str] | None = None,
+          slower: float = 1.0) -> tuple[bool, str]:
     """Wait for the child; return (timed out, "cpu" or "wall"), or (False, why it was killed or CANCELLED).
 
     The CPU time of the process tree is read every CPU_POLL_S, so it is the learner's work that
@@ -216,7 +222,7 @@ def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dic
     so one that later leaves the tree (a double fork) can still be killed at the end.
     """
     start = time.monotonic()
-    deadline, next_cpu = start + budget.wall_s, start + CPU_POLL_S
+    deadline, next_cpu, next_memory = start + budget.wall_s, start + CPU_POLL_S * slower, start
     while True:
         try:
             proc.wait(timeout=POLL_S)
@@ -232,13 +238,16 @@ def _wait(proc: Any, sink: OutputSink, budget: Budget, memory_mb: int, seen: dic
             seen.update((p.pid, p) for p in system.descendants(proc.pid))
         now = time.monotonic()
         if now >= next_cpu:
-            next_cpu = now + CPU_POLL_S
+            next_cpu = now + CPU_POLL_S * slower
             if system.tree_cpu_s(proc.pid) > budget.cpu_s:
                 return True, "cpu"
         if now > deadline:
             return True, "wall"
         if sink.flooded:
             return False, ""
+        if now < next_memory:
+            continue
+        next_memory = now + MEMORY_POLL_S * slower
         if system.grading_resident_mb(proc.pid) > memory_mb:
             return False, (
                 f"your code used more than {memory_mb} MiB of memory and was stopped; "

@@ -98,7 +98,7 @@ def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: 
                 command, key=key, cwd=run.workdir, env=env, timeout_s=budget.cpu_s,
                 wall_s=budget.wall_s + WALL_MARGIN_S, memory_mb=exercise.meta.memory_mb, launcher=worker,
                 on_event=on_event, sandbox=protections.contained(), stack_path=report.stack_path(report_path),
-                marker=report.output_marker(key), cancel=cancel, link=fd, watch=watch)
+                marker=report.output_marker(key), cancel=cancel, link=fd, watch=watch, light=True)
             code = outcome.returncode
             ours = outcome.cancelled or outcome.timed_out or bool(outcome.killed_for)
             if (code or 0) < 0 and not ours and not _complete(report_path, key):
