@@ -379,9 +379,10 @@ CASES = {
         r"runs 2 all-reduces: f32\[12,64\] \(the \(B, F\) hidden activations\)",
     ),
     ("tensor_parallel_mlp", "bfloat16_psum"): ({"test_values", "test_float32_sum"}, r"psum of bfloat16 values at line"),
-    # bfloat16 operands are named as operands, a psum of each device's own hidden units as that.
+    # bfloat16 operands are named as operands (by test_float32_sum: the judge's test_values sees no jaxpr), a psum
+    # of each device's own hidden units as that.
     ("tensor_parallel_mlp", "bf16_operands_f32_accumulate"): (
-        {"test_values", "test_float32_sum"}, r"multiplies bfloat16 operands into float32, and rounding x, the weights",
+        {"test_values", "test_float32_sum"}, r"multiplies bfloat16 operands, rounded from float32 before the product",
     ),
     ("tensor_parallel_mlp", "psum_both_matmuls"): (
         {"test_values", "test_one_all_reduce"},
