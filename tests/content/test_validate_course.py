@@ -425,11 +425,12 @@ CASES = {
         {"test_ring_permutes", "test_chunk_matmuls"}, r"the ppermute at line 23 sits inside a `while`",
     ),
     # pipeline_stages: each wrong schedule named by what its values or its permutes show.
+    # The judge's test_values sees values only: a loop one step short and a last write skipped leave the same zeros.
     ("pipeline_stages", "one_step_short"): (
-        {"test_values"}, r"The last output is all zeros: the loop stopped 1 step before microbatch 5 left the last",
+        {"test_values"}, r"The last output is all zeros: either the loop stopped 1 step before microbatch 5 left the",
     ),
     ("pipeline_stages", "last_output_not_kept"): (
-        {"test_values"}, r"The last output is all zeros, though the loop made all M \+ S - 1 = 9 steps",
+        {"test_values"}, r"or the activation reached the last stage but never went into the buffer the outputs are",
     ),
     ("pipeline_stages", "feeds_next_early"): ({"test_values"}, r"Output m holds microbatch m \+ 1's result"),
     ("pipeline_stages", "no_last_stage_mask"): (
