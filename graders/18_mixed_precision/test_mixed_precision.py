@@ -109,6 +109,7 @@ def _dense_cause(got: np.ndarray, x: np.ndarray, w: np.ndarray) -> str:
     return "."
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_dense_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`dense(x, w)` is the exact product of x and w rounded to bfloat16, kept in float32"""
@@ -165,6 +166,7 @@ def test_dense_dtypes(submission: ModuleType, submission_path: Path) -> None:
         fail(f"dense: {_fault(bad[0], submission_path)}.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_loss_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`loss_fn` is the spec's float32 loss, with only the matmul operands rounded to bfloat16"""
@@ -211,6 +213,7 @@ def _step(submission: ModuleType, params: Any, batch: Any, lr: float) -> tuple[d
     return new, loss
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_master_weights_float32(submission: ModuleType, rng: np.random.Generator) -> None:
     """`train_step` returns float32 master weights of the shapes it was given"""
@@ -226,6 +229,7 @@ def test_master_weights_float32(submission: ModuleType, rng: np.random.Generator
              "stay float32, and only the matmul operands are cast to bfloat16, inside the step.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_small_updates_kept(submission: ModuleType, rng: np.random.Generator) -> None:
     """After 5 steps at lr=1e-3, every parameter moved as float32 arithmetic says (within 5%)"""
@@ -272,6 +276,7 @@ def test_train_step_matmuls(submission: ModuleType, submission_path: Path) -> No
              "operands the forward pass kept.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_train_step_loss(submission: ModuleType, rng: np.random.Generator) -> None:
     """`train_step` returns the loss of the params it was given, before the update (within 1%)"""

@@ -59,6 +59,7 @@ def _train(submission: ModuleType, params: Any, batches: Any) -> tuple[Any, Any]
     return out[0], out[1]
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_train_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`train` runs one SGD step per batch and returns each batch's loss before its update"""
@@ -79,6 +80,7 @@ def test_train_values(submission: ModuleType, rng: np.random.Generator) -> None:
                      name=f"params['{key}'] after {STEPS} steps", rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_returns_device_arrays(submission: ModuleType, rng: np.random.Generator) -> None:
     """`train` returns jax.Arrays: params float32 of their shapes, losses float32 (S,)"""

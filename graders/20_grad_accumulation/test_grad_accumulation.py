@@ -20,7 +20,7 @@ from course.grading.feedback import check, fail
 from course.grading.loops import EqnRuns, eqn_runs, line_text, loops_in, type_text
 from course.grading.matmuls import Matmul, matmuls_of
 from course.grading.patching import count_jit_builds
-from course.grading.programs import compile_program, size_text
+from course.grading.programs import call_jitted, compile_program, size_text
 
 D, H = 64, 256
 TOL = 2e-4  # of the largest entry; float32 sums of four to eight microbatches stay near 1e-6
@@ -78,12 +78,13 @@ def _why(got: np.ndarray, want: np.ndarray, num_micro: int) -> str:
     return ""
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`accumulated_grads` returns the full batch's float32 loss and gradients"""
     for rows, num_micro in ((2048, 4), (512, 1), (512, 8)):
         params, batch = _inputs(rng, rows)
-        out = compile_program(_with(submission, num_micro), params, batch)(params, batch)
+        out = call_jitted(submission.accumulated_grads, params, batch, num_micro)  # as compiled before: jitted
         head = f"num_micro={num_micro}, batch of {rows}: "
         check(isinstance(out, tuple | list) and len(out) == 2,
               f"{head}accumulated_grads returned {describe_value(out)}; it returns a pair (loss, grads).")

@@ -19,6 +19,7 @@ from course.grading import (
     assert_array,
     assert_is_array,
     assert_sharding,
+    call_jitted,
     describe_value,
     fail,
     hlo_collective_shapes,
@@ -96,7 +97,16 @@ def _run(sub: ModuleType, path: Path, mesh: jax.sharding.Mesh, params: dict, bat
     """`loss_and_grads(params, batch, mesh)` traced, compiled and run once; (the case, loss, grads)."""
     case = traced_once(lambda p, b: sub.loss_and_grads(p, b, mesh), params, batch,
                        name="`loss_and_grads`", path=path)
-    out = case.out
+    return case, *_pair(case.out)
+
+
+def _call(sub: ModuleType, mesh: jax.sharding.Mesh, params: dict, batch: tuple) -> tuple[Any, dict]:
+    """`loss_and_grads(params, batch, mesh)` run under `jax.jit` (in the judge: jitted and run beside their code)."""
+    return _pair(call_jitted(sub.loss_and_grads, params, batch, mesh))
+
+
+def _pair(out: Any) -> tuple[Any, dict]:
+    """(loss, grads) of what `loss_and_grads` returned, failing unless it is an array and a dict like params."""
     if not isinstance(out, tuple | list) or len(out) != 2:
         fail(f"`loss_and_grads` returned {describe_value(out)}; it should return a pair (loss, grads).")
     loss, grads = out
@@ -105,7 +115,13 @@ def _run(sub: ModuleType, path: Path, mesh: jax.sharding.Mesh, params: dict, bat
         keys = sorted(grads) if isinstance(grads, dict) else describe_value(grads)
         fail(f"the grads returned by `loss_and_grads` are {keys}; they should be a dict like params, "
              f"with keys {sorted(NAMES)}.")
-    return case, loss, grads
+    return loss, grads
+
+
+def _fixed_call(sub: ModuleType, rng: np.random.Generator) -> tuple[Any, dict]:
+    """The fixed-size case, called as the learner wrote it: (loss, grads)."""
+    mesh = _mesh()
+    return _call(sub, mesh, *_placed(mesh, *_host(rng, *FIXED)))
 
 
 def _fixed_case(sub: ModuleType, path: Path, rng: np.random.Generator) -> tuple[Traced, Any, dict, dict]:
@@ -117,6 +133,7 @@ def _fixed_case(sub: ModuleType, path: Path, rng: np.random.Generator) -> tuple[
     return case, loss, grads, _shapes(d, h, o)
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_shard_params(submission: ModuleType, rng: np.random.Generator) -> None:
     """`shard_params` keeps every value and shards every leaf P('fsdp') on its leading axis: 1/8 per device."""
@@ -165,20 +182,20 @@ def _ratio_why(got: float, want: float, what: str, b: int = 0, o: int = 0) -> st
     return ""
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
-def test_loss_values(submission: ModuleType, submission_path: Path, rng: np.random.Generator,
-                     run_seed: int) -> None:
+def test_loss_values(submission: ModuleType, rng: np.random.Generator, run_seed: int) -> None:
     """The loss is mean((relu(x @ w1 + b1) @ w2 + b2 - y) ** 2) over all B * O elements, a float32 scalar."""
     mesh = _mesh()
     for d, h, o, b in _sizes(run_seed):
         params, batch = _host(rng, d, h, o, b)
         want, _ = _reference(params, batch)
-        _, loss, _ = _run(submission, submission_path, mesh, *_placed(mesh, params, batch))
+        loss, _ = _call(submission, mesh, *_placed(mesh, params, batch))
         name = f"the loss for D, H, O, B = {d}, {h}, {o}, {b}"
         _loss_agrees(loss, params, batch, name)
         if loss.shape == () and not np.isclose(float(loss), want, rtol=1e-4):
             if len({b, o, DEVICES}) < 3:  # a divisor of B, of O and a sum of 8 local means look alike here
-                name, loss, want, b, o = _telling_loss(submission, submission_path, rng) or (name, loss, want, b, o)
+                name, loss, want, b, o = _telling_loss(submission, rng) or (name, loss, want, b, o)
             why = _ratio_why(float(loss), want, "loss", b, o) or (
                 " Every device must use the whole w1, b1, w2 and b2 (each gathered with all_gather(..., "
                 "tiled=True), in the order of its shards) on its own rows of the batch.")
@@ -188,11 +205,11 @@ def test_loss_values(submission: ModuleType, submission_path: Path, rng: np.rand
             fail(f"{name} is right on some devices and not on others, though it claims to be replicated.")
 
 
-def _telling_loss(submission: ModuleType, path: Path, rng: np.random.Generator) -> tuple | None:
+def _telling_loss(submission: ModuleType, rng: np.random.Generator) -> tuple | None:
     """(name, loss, want, B, O) at the fixed sizes, where B, O and the device count differ, if the loss is wrong."""
     params, batch = _host(rng, *FIXED)
     want, _ = _reference(params, batch)
-    _, loss, _ = _run(submission, path, _mesh(), *_placed(_mesh(), params, batch))
+    loss, _ = _call(submission, _mesh(), *_placed(_mesh(), params, batch))
     if loss.shape != () or np.isclose(float(loss), want, rtol=1e-4):
         return None
     _, _, o, b = FIXED
@@ -215,15 +232,15 @@ def _loss_agrees(loss: jax.Array, params: dict[str, np.ndarray], batch: tuple, n
          "partial results into one loss.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(3)
-def test_grads_values(submission: ModuleType, submission_path: Path, rng: np.random.Generator,
-                      run_seed: int) -> None:
+def test_grads_values(submission: ModuleType, rng: np.random.Generator, run_seed: int) -> None:
     """Every gradient matches float64 NumPy, in the block each device holds."""
     mesh = _mesh()
     for d, h, o, b in _sizes(run_seed):
         params, batch = _host(rng, d, h, o, b)
         _, want = _reference(params, batch)
-        _, _, grads = _run(submission, submission_path, mesh, *_placed(mesh, params, batch))
+        _, grads = _call(submission, mesh, *_placed(mesh, params, batch))
         for k in NAMES:
             name = f"grads[{k!r}] for D, H, O, B = {d}, {h}, {o}, {b}"
             _grad_close(assert_is_array(grads[k], name), want[k], name, ambiguous=len({b, o, DEVICES}) < 3)
@@ -255,11 +272,12 @@ def _grad_close(got: jax.Array, want: np.ndarray, name: str, ambiguous: bool = F
          f"largest error {max(m.worst for m in bad):.3g}).{why}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
-def test_loss_replicated(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+def test_loss_replicated(submission: ModuleType, rng: np.random.Generator) -> None:
     """The loss is one scalar held whole by every device (P())."""
     mesh = _mesh()
-    _, loss, _, _ = _fixed_case(submission, submission_path, rng)
+    loss, _ = _fixed_call(submission, rng)
     if loss.shape != ():
         fail(f"the loss has shape {loss.shape}, sharded {sharding_text(loss)}; it is one scalar that every "
              "device holds whole.")
@@ -267,11 +285,12 @@ def test_loss_replicated(submission: ModuleType, submission_path: Path, rng: np.
                     hint="Reduce the local sums over 'fsdp' (psum or pmean, or jnp.mean in explicit mode).")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
-def test_grads_sharded(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+def test_grads_sharded(submission: ModuleType, rng: np.random.Generator) -> None:
     """Every gradient comes back sharded like its parameter, P('fsdp'): each device keeps 1/8 of it."""
     mesh = _mesh()
-    _, _, grads, _ = _fixed_case(submission, submission_path, rng)
+    _, grads = _fixed_call(submission, rng)
     for k in NAMES:
         assert_sharding(grads[k], NamedSharding(mesh, P(AXIS)), name=f"grads[{k!r}]",
                         hint="In FSDP each device keeps only its 1/8 of every gradient, the part its optimizer "

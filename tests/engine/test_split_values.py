@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -78,3 +79,28 @@ def test_a_scalar_result_stays_a_scalar() -> None:
     loss, count = _to_judge((jax.numpy.ones((), np.float32), np.int32(7)))
     assert isinstance(loss, jax.Array) and loss.shape == () and loss.dtype == np.float32
     assert isinstance(count, np.int32) and count == 7
+
+
+def test_a_jitted_call_keeps_a_python_number_static_there_and_here() -> None:
+    """`call_jitted` runs the learner's function under `jax.jit` with the number static, in the executor as here."""
+    import types
+
+    from course.grading.programs import call_jitted
+
+    def grow(x: jax.Array, n: int) -> jax.Array:
+        """x tiled n times under jit (a traced n could give no shape), x itself when run eagerly."""
+        return jax.numpy.tile(x, n) if isinstance(x, jax.core.Tracer) else x
+
+    module = types.ModuleType("learner")
+    module.grow = grow
+    executor = serve.Executor(None, Path("learner.py"), None)  # type: ignore[arg-type]
+    executor.module = module
+    buffers: list[bytes] = []
+    args = wire.encode([jax.numpy.ones(2, np.float32), 3], buffers, remote._sent)
+    reply, out = executor.answer({"op": "call", "name": "grow", "args": args,
+                                  "kwargs": wire.encode({}, buffers, remote._sent), "jit": True}, buffers)
+    assert reply["ok"], reply
+    there = wire.decode(reply["value"], out, remote._returned)
+    here = call_jitted(grow, jax.numpy.ones(2, np.float32), 3)
+    np.testing.assert_array_equal(np.asarray(there), np.ones(6, np.float32))
+    np.testing.assert_array_equal(np.asarray(here), np.ones(6, np.float32))

@@ -126,6 +126,15 @@ class RemoteFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
+        return self._run(args, kwargs, jit=False)
+
+    def call_jitted(self, *args: Any, **kwargs: Any) -> Any:
+        """As a call, but run there under `jax.jit`, the arguments that are no arrays static
+        (`course.grading.programs.call_jitted`)."""
+        return self._run(args, kwargs, jit=True)
+
+    def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool) -> Any:
+        """Send the arguments, run the call there, and return what it returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
 
@@ -136,7 +145,7 @@ class RemoteFunction:
             return described
 
         body = {"op": "call", "name": self.__name__, "args": wire.encode(list(args), buffers, sending),
-                "kwargs": wire.encode(dict(kwargs), buffers, sending)}
+                "kwargs": wire.encode(dict(kwargs), buffers, sending), "jit": jit}
         header, returned = self._link.ask(body, buffers)
         if not header["ok"]:
             raise_remote(header, self._path)

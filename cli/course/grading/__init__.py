@@ -68,7 +68,8 @@ if TYPE_CHECKING:
     from course.grading.patching import JitBuilds, count_jit_builds, jit_builds_per_call, replaced
     from course.grading.processes import RowLog, own_rows, rows_text, step
     from course.grading.programs import (
-        Memory, Program, compile_lowered, compile_program, hlo_size, mib, over_budget, size_text,
+        Memory, Program, call_jitted, compile_lowered, compile_program, hlo_size, mib, over_budget, size_text,
+        under_jit,
     )
     from course.grading.properties import assert_gave, check_property
     from course.grading.quoting import quote_line
@@ -150,8 +151,9 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "call_is_jax_helper": "ownership", "eqn_is_jax_helper": "ownership", "is_jax_helper": "ownership",
     "JitBuilds": "patching", "count_jit_builds": "patching", "jit_builds_per_call": "patching", "replaced": "patching",
     "RowLog": "processes", "own_rows": "processes", "rows_text": "processes", "step": "processes",
-    "Memory": "programs", "Program": "programs", "compile_lowered": "programs", "compile_program": "programs",
-    "hlo_size": "programs", "mib": "programs", "over_budget": "programs", "size_text": "programs",
+    "Memory": "programs", "Program": "programs", "call_jitted": "programs", "compile_lowered": "programs",
+    "compile_program": "programs", "hlo_size": "programs", "mib": "programs", "over_budget": "programs",
+    "size_text": "programs", "under_jit": "programs",
     "assert_gave": "properties", "check_property": "properties",
     "quote_line": "quoting",
     "LaterCalls": "recompiles", "later_calls": "recompiles",
@@ -215,7 +217,8 @@ __all__ = [
     "call_is_jax_helper", "eqn_is_jax_helper", "is_jax_helper",
     "JitBuilds", "count_jit_builds", "jit_builds_per_call", "replaced",
     "RowLog", "own_rows", "rows_text", "step",
-    "Memory", "Program", "compile_lowered", "compile_program", "hlo_size", "mib", "over_budget", "size_text",
+    "Memory", "Program", "call_jitted", "compile_lowered", "compile_program", "hlo_size", "mib", "over_budget",
+    "size_text", "under_jit",
     "assert_gave", "check_property",
     "quote_line",
     "LaterCalls", "later_calls",

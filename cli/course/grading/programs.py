@@ -24,7 +24,8 @@ from typing import Any
 
 import jax
 
-__all__ = ["Memory", "Program", "compile_lowered", "compile_program", "hlo_size", "mib", "over_budget", "size_text"]
+__all__ = ["Memory", "Program", "call_jitted", "compile_lowered", "compile_program", "hlo_size", "mib", "over_budget",
+           "size_text", "under_jit"]
 
 # One instruction of HLO text: `  %add.3 = f32[8]{0} add(...)` or `  ROOT %tuple = (...) tuple(...)`.
 _INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?[\w.\-]+\s=\s", re.MULTILINE)
@@ -102,6 +103,27 @@ def compile_program(fn: Callable[..., Any], *args: Any) -> Program:
     this process is not compiled again. Errors of the learner's code (tracing) pass through.
     """
     return compile_lowered(jax.jit(fn).lower(*args), str(getattr(fn, "__name__", type(fn).__name__)))
+
+
+def call_jitted(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` run as `jax.jit` runs it, with every argument that is no array (a mesh, a Python
+    number) static, as a grader's `jax.jit(lambda a: fn(a, mesh))` closes over it. In the judge, `fn` is the
+    learner's function seen from afar: the executor jits and runs it there, and the values come back."""
+    remote = getattr(fn, "call_jitted", None)
+    if remote is not None:
+        return remote(*args, **kwargs)
+    return under_jit(fn, args, kwargs)(*args, **kwargs)
+
+
+def under_jit(fn: Callable[..., Any], args: tuple | list, kwargs: dict[str, Any]) -> Callable[..., Any]:
+    """`jax.jit(fn)` with the positions and names of `args` and `kwargs` that are no arrays static."""
+
+    def static(value: Any) -> bool:
+        """A mesh or a Python scalar: what a grader's lambda would close over."""
+        return value is None or isinstance(value, bool | int | float | str | jax.sharding.Mesh)
+
+    return jax.jit(fn, static_argnums=tuple(i for i, a in enumerate(args) if static(a)),
+                   static_argnames=tuple(k for k, v in kwargs.items() if static(v)))
 
 
 def compile_lowered(lowered: Any, name: str = "") -> Program:
