@@ -189,6 +189,10 @@ CASES = {
         {"test_values_float32", "test_blocks_are_tpu_tiles"},
         r"NaN in every element: your grid walks x's K dimension in 2 blocks of 256, 512 in all, past K = 384",
     ),
+    # M != N in the values: a grid whose M and N axes are swapped is named as that, not as a tile.
+    ("tiled_matmul", "grid_m_n_swapped"): (
+        {"test_values_float32"}, r"your grid is \(3, 5, 3\).*the grid's M and N axes are swapped",
+    ),
     ("tiled_matmul", "writes_output_every_k_step"): (
         {"test_output_written_once"}, r"writes the output block at K step\(s\) 0, 1 of 3, before the last",
     ),
