@@ -109,6 +109,9 @@ CASES = {
         {"test_new_lengths_compile_nothing"},
         r"compiled your code 3 time\(s\) \(jit\(<lambda>\) x3\): the three calls built 3 new `jax\.jit`",
     ),
+    ("smem_scalar", "jit_inside_call"): (
+        {"test_new_lengths_compile_nothing"}, r"compiled nothing, but built 3 new `jax\.jit` wrapper\(s\)",
+    ),
     ("smem_scalar", "trim_to_longest"): (
         {"test_new_lengths_compile_nothing"},
         r"compiled your code 3 time\(s\) \(jit\(_kernel_call\) x3\): the compiled program ran on a new shape",
@@ -320,6 +323,10 @@ CASES = {
     ("mixed_precision", "bf16_master"): (
         {"test_master_weights_float32", "test_small_updates_kept", "test_train_step_loss"},
         r"moved in whole bfloat16 steps",
+    ),
+    # b starts at 0, so a loss that subtracts it gives the same losses and w, and b with the other sign.
+    ("no_host_sync", "bias_subtracted"): (
+        {"test_train_values"}, r"params\['b'\] after 6 steps differs from the expected value in 1 of 1 element",
     ),
     ("no_host_sync", "float_append"): (
         {"test_no_wait_inside_train"}, r"waiting at line 26: losses\.append\(float\(loss\)\) \(`reads its value`\)",
