@@ -201,6 +201,17 @@ class MutantsTable(BaseModel):
     """Rewrites of this exercise's own, beside the course's operators."""
     skip: list[str] = []
     """Operators not applied to this exercise (their names, as the report shows them)."""
+    tiles: list[int] = []
+    """The tile sizes the task allows, when it names them (e.g. `[128, 256]`): the `tile` operator then
+    makes each of them each other one, and leaves every other constant alone."""
+
+    @field_validator("tiles")
+    @classmethod
+    def _tiles_differ(cls, tiles: list[int]) -> list[int]:
+        """Positive, distinct, and at least two (one tile leaves nothing to change it to)."""
+        if tiles and (len(tiles) < 2 or len(set(tiles)) != len(tiles) or min(tiles) < 1):
+            raise ValueError("should name two or more different positive tile sizes, e.g. [128, 256]")
+        return tiles
 
 
 class ExerciseFile(BaseModel):

@@ -47,7 +47,8 @@ from course.grading import (
 )
 
 F32, BF16 = np.dtype(jnp.float32), np.dtype(jnp.bfloat16)
-VALUES_F32 = (384, 384, 384)  # 3 x 128 everywhere: tiles that assume multiples of 256 miss rows, columns or K
+VALUES_F32 = (640, 384, 384)  # no multiple of 256 anywhere: tiles that assume one miss rows, columns or K;
+# M != N: a grid whose M and N axes are swapped walks past the rows and short of the columns
 VALUES_BF16 = (128, 1024, 256)
 # Shapes the structural checks trace (make_jaxpr only): the largest in both dtypes, and the value shapes.
 SHAPES = ((1024, 1024, 1024, F32), (1024, 1024, 1024, BF16), (*VALUES_F32, F32), (*VALUES_BF16, BF16))
@@ -90,8 +91,9 @@ def _k_axis(info: GridInfo) -> int | None:
     return next(iter(axes)) if len(axes) == 1 else None
 
 
-def _run(submission: ModuleType, x: jax.Array, y: jax.Array) -> Any:
-    """The learner's `matmul(x, y)` under the strict interpreter, jitted once for this shape."""
+def _run(submission: ModuleType, x: jax.Array, y: jax.Array, info: GridInfo | None = None) -> Any:
+    """The learner's `matmul(x, y)` under the strict interpreter, jitted once for this shape (`info`, the
+    grid's, names why a block falls outside its array)."""
     fn = jitted_once(submission.matmul, ("matmul", x.shape, y.shape, x.dtype))
     try:
         return strict_values(fn, x, y)
@@ -104,7 +106,8 @@ def _run(submission: ModuleType, x: jax.Array, y: jax.Array) -> Any:
                  "back to HBM when the grid moves to another output block, and it is not brought back "
                  "later, so each output tile's K steps must run one after another: make K the last "
                  "grid axis (`interpret=True` computes this grid right; a TPU does not).")
-        fail(f"the strict TPU interpreter stopped your kernel: {inner}")
+        why = _uncovered(info) if info is not None and "Out-of-bounds block index" in inner else None
+        fail(f"the strict TPU interpreter stopped your kernel: {inner}" + (f" That is because {why}." if why else ""))
 
 
 def _partials(x: jax.Array, y: jax.Array, bk: int) -> list[np.ndarray]:
@@ -128,11 +131,30 @@ def _which_k_blocks(got: np.ndarray, x: jax.Array, y: jax.Array, bk: int, rtol: 
 _DIMS = {"x": ("M", "K"), "y": ("K", "N"), "output": ("M", "N")}
 
 
+def _swapped(info: GridInfo) -> str | None:
+    """Whether the grid's M and N axes come in the other order than the output's index map reads them."""
+    out = info.outputs()[0]
+    rows, cols = out.axes_moving(0), out.axes_moving(1)
+    if len(rows) != 1 or len(cols) != 1:
+        return None
+    (a,), (b,) = rows, cols
+    m_blocks, n_blocks = (out.array_shape[d] // out.block_dims[d] for d in (0, 1))
+    if m_blocks == n_blocks or (info.grid[a], info.grid[b]) != (n_blocks, m_blocks):
+        return None
+    return (f"your grid is {info.grid}: grid axis {a} has {n_blocks} steps, as many as N has blocks, and axis {b} "
+            f"has {m_blocks}, as many as M has, but your index maps take axis {a} as the block row (M) and axis "
+            f"{b} as the block column (N): the grid's M and N axes are swapped. Give the grid in the order the "
+            "index maps read it, (M // bm, N // bn, K // bk)")
+
+
 def _uncovered(info: GridInfo) -> str | None:
     """Which part of an operand the grid's blocks fall short of, or walk past, when they do not fit it."""
     if 0 in info.grid:
         return (f"your grid is {info.grid}: it has no steps at all, so nothing is written (a tile "
                 "larger than its dimension gives 0 blocks). Pick tiles that divide M, N and K")
+    swapped = _swapped(info)
+    if swapped:
+        return swapped
     (x_block, y_block), (out,) = info.inputs()[:2], info.outputs()
     for block, what in ((out, "output"), (x_block, "x"), (y_block, "y")):
         for dim in (0, 1):
@@ -215,11 +237,11 @@ def _check_close(got: Any, x: jax.Array, y: jax.Array, info: GridInfo, name: str
 
 @pytest.mark.points(2)
 def test_values_float32(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
-    """`matmul` gives x @ y for float32 (384, 384) @ (384, 384), under the strict TPU interpreter"""
+    """`matmul` gives x @ y for float32 (640, 384) @ (384, 384), under the strict TPU interpreter"""
     m, k, n = VALUES_F32
     x, y = _inputs(rng, m, k, n, F32)
     info = grid_info(_call(submission, submission_path, m, k, n, F32))
-    _check_close(_run(submission, x, y), x, y, info, _name(F32, m, k, n), rtol=1e-4)
+    _check_close(_run(submission, x, y, info), x, y, info, _name(F32, m, k, n), rtol=1e-4)
 
 
 @pytest.mark.points(2)
@@ -230,7 +252,7 @@ def test_values_bfloat16_accumulate_in_float32(submission: ModuleType, rng: np.r
     x, y = _inputs(rng, m, k, n, BF16)
     info = grid_info(_call(submission, submission_path, m, k, n, BF16))
     name = _name(BF16, m, k, n)
-    values = _check_close(_run(submission, x, y), x, y, info, name, rtol=3e-2)
+    values = _check_close(_run(submission, x, y, info), x, y, info, name, rtol=3e-2)
     report = rounding_report(values, exact_matmul(x, y), BF16)
     check(report.share <= SHARE_LIMIT,
           f"{name}: {report.percent()} of the outputs differ from the correctly rounded product "

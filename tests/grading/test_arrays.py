@@ -99,6 +99,16 @@ def test_contents_mismatch_names_first_index_values_and_count() -> None:
     assert "index [1, 2]: expected 6.0, got 99.0" in text
 
 
+def test_a_scalar_that_differs_fails() -> None:
+    """A 0-d result is compared as any other: a wrong scalar fails, with tolerance or exactly; a right one passes."""
+    want = np.float32(0.25)
+    assert_array(jnp.float32(0.25), want, rtol=1e-4)
+    with pytest.raises(CheckFailed, match=r"in 1 of 1 element\(s\) .*index \[\]: expected 0.25, got -0.25"):
+        assert_array(jnp.float32(-0.25), want, rtol=1e-4, atol=1e-6)
+    with pytest.raises(CheckFailed, match=r"compared exactly.*expected 3, got 4"):
+        assert_array(jnp.int32(4), np.int32(3))
+
+
 def test_tolerances_are_applied_and_reported() -> None:
     """Within tolerance passes; outside it fails and says which tolerance was used."""
     want = np.full(3, 100.0, np.float32)

@@ -76,6 +76,17 @@ CASES = [
       "- y = lax.ppermute(x, 'i', perm)\n+ y = lax.ppermute(x, 'i', list(perm)[:-1])"]),
     ("collective", "g = lax.psum(g, 'd')",
      ["- g = lax.psum(g, 'd')\n+ g = lax.pmean(g, 'd')", "- g = lax.psum(g, 'd')\n+ g = g"]),
+    ("psum_moved", 'y = lax.psum(h @ w2, "tp")',
+     ["- y = lax.psum(h @ w2, \"tp\")\n+ y = lax.psum(h, 'tp') @ w2",
+      "- y = lax.psum(h @ w2, \"tp\")\n+ y = h @ lax.psum(w2, 'tp')"]),
+    ("psum_moved", "r = lax.psum(jnp.sum(b), 'i') / n",
+     ["- r = lax.psum(jnp.sum(b), 'i') / n\n+ r = jnp.sum(lax.psum(b, 'i')) / n",
+      "- r = lax.psum(jnp.sum(b), 'i') / n\n+ r = lax.psum(jnp.sum(b) / n, 'i')"]),
+    ("psum_moved", "def f(xs, g, acc):\n    for x in xs:\n        acc += lax.psum(x * g, 'i')\n    return acc\n",
+     ["- acc += lax.psum(x * g, 'i')\n+ acc += x * g\n+ acc = lax.psum(acc, 'i')",
+      "- acc += lax.psum(x * g, 'i')\n+ acc += lax.psum(x, 'i') * g",
+      "- acc += lax.psum(x * g, 'i')\n+ acc += x * lax.psum(g, 'i')"]),
+    ("psum_moved", "out = lax.psum(done, axis)", []),
     ("spec", "s = P('x', None)", ["- s = P('x', None)\n+ s = P(None, None)", "- s = P('x', None)\n+ s = P(None, 'x')"]),
     ("loop", "for i in range(n - 1):\n    pass\n",
      ["- for i in range(n - 1):\n+ for i in range((n - 1) - 1):",
@@ -105,6 +116,16 @@ def test_brackets_keep_the_meaning_of_the_mutant() -> None:
     found = mutated("arith", "y = c - pl.cdiv(a + 1, b) * 2")
     assert "- y = c - pl.cdiv(a + 1, b) * 2\n+ y = c - ((a + 1) // b) * 2" in found
     assert "- y = c - pl.cdiv(a + 1, b) * 2\n+ y = c + pl.cdiv(a + 1, b) * 2" in found
+
+
+def test_a_psum_moved_out_of_a_loop_sums_once_after_it() -> None:
+    """The loop adds the local values, and the one psum comes after the loop, at the loop's indentation."""
+    source = "def f(xs, acc):\n    for x in xs:\n        acc += lax.psum(x, 'i')\n    return acc\n"
+    tree = annotate(ast.parse(source))
+    (node,) = [n for n in ast.walk(tree) if isinstance(n, ast.AugAssign)]
+    (moved,) = [m for m in OPERATORS["psum_moved"].propose(node) if "out of the loop" in m.label]
+    assert apply(source, moved) == ("def f(xs, acc):\n    for x in xs:\n        acc += x\n"
+                                    "    acc = lax.psum(acc, 'i')\n    return acc\n")
 
 
 def test_the_table_documents_every_operator() -> None:
@@ -167,6 +188,28 @@ def test_skip_and_rewrites_from_exercise_toml(mini_course: Path) -> None:
     found = making.make(exercise, per_operator=0)
     assert "delete" not in {m.operator for m in found}
     assert [m.diff for m in found if m.operator == making.REWRITE] == ["- return SCALE * x\n+ return x * x"]
+
+
+def test_tiles_the_task_allows(mini_course: Path) -> None:
+    """With `tiles`, the tile operator makes each allowed tile each other one and leaves other constants alone."""
+    tiled = "BM = 128\nBN = 64\n\n\ndef double(x):\n    return 2 * x\n"
+
+    def tile_diffs(tail: str) -> list[str]:
+        """The diffs of the tile operator's mutants of `tiled` under this exercise.toml tail."""
+        root = make_exercise(mini_course, tail)
+        (root / "solutions" / "02_ex_fail" / "ex_fail.py").write_text(tiled, encoding="utf-8")
+        return [m.diff for m in making.make(load_course(root).get("ex_fail"), per_operator=0) if m.operator == "tile"]
+
+    assert tile_diffs("") == ["- BM = 128\n+ BM = 64", "- BM = 128\n+ BM = 256", "- BN = 64\n+ BN = 32",
+                              "- BN = 64\n+ BN = 128"]
+    assert tile_diffs("\n[mutants]\ntiles = [128, 256, 512]\n") == ["- BM = 128\n+ BM = 256",
+                                                                      "- BM = 128\n+ BM = 512"]
+
+
+def test_a_single_tile_is_one_sentence(mini_course: Path) -> None:
+    """`tiles` with one size leaves the operator nothing to try: a registry error naming the field."""
+    with pytest.raises(RegistryError, match=r"mutants\.tiles.*two or more different positive tile sizes"):
+        load_course(make_exercise(mini_course, "\n[mutants]\ntiles = [128]\n"))
 
 
 def test_an_unknown_skipped_operator_is_one_sentence(mini_course: Path) -> None:

@@ -109,9 +109,9 @@ def _assert_contents(got: np.ndarray, want: np.ndarray, *, name: str, rtol: floa
         same_nan = np.isnan(got) & np.isnan(want) if np.issubdtype(want.dtype, np.inexact) else False
         close = (got == want) | same_nan
         how = " (compared exactly)"
-    bad = np.argwhere(~close)
-    if bad.size == 0:
+    if np.all(close):
         return
+    bad = np.argwhere(~close)  # for a 0-d array, one row of no coordinates: its size is 0 even when it differs
     first = tuple(int(i) for i in bad[0])
     where = list(first) if first else "[]"
     fail(f"{name} differs from the expected value in {len(bad)} of {got.size} element(s){how}; "

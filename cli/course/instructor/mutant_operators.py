@@ -14,6 +14,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from course.instructor import mutant_collectives as collectives
 from course.instructor.mutant_edits import (
     Edit,
     Mutation,
@@ -79,7 +80,7 @@ def donate(node: ast.AST) -> Iterator[Mutation]:
             yield swap(value, repr(tuple(numbers[:-1])) if len(numbers) > 1 else f"({numbers[0] + 1},)")
 
 
-@operator("jit", "jax.jit removed, or moved inside the call (compiled again on every call)")
+@operator("jit", "jax.jit removed, or moved inside the call (a new jitted wrapper on every call)")
 def jit(node: ast.AST) -> Iterator[Mutation]:
     """A jitted function that is not, or that wraps itself in a fresh jit each call."""
     if isinstance(node, ast.FunctionDef):
@@ -95,7 +96,7 @@ def jit(node: ast.AST) -> Iterator[Mutation]:
 
 
 def _jit_inside(node: ast.FunctionDef, dec: ast.expr, removed: Edit) -> Mutation:
-    """`@jit def f` made `def f(*a, **k): return jit(_f_body)(*a, **k)`: traced again on every call."""
+    """`@jit def f` made `def f(*a, **k): return jit(_f_body)(*a, **k)`: a new wrapper on every call."""
     line = node.lineno
     indent = " " * node.col_offset
     body = f"_{node.name}_body"
@@ -106,12 +107,24 @@ def _jit_inside(node: ast.FunctionDef, dec: ast.expr, removed: Edit) -> Mutation
     return Mutation(f"@{short(dec)} moved inside each call of {node.name}", (removed, rename, after), line)
 
 
-@operator("tile", "a power-of-two constant of 8 or more (a tile, a block, a size) halved or doubled")
+@operator("tile", "a power-of-two constant of 8 or more (a tile, a block, a size) halved or doubled, or made "
+                  "each other tile the task allows (`[mutants] tiles`)")
 def tile(node: ast.AST) -> Iterator[Mutation]:
     """128 -> 64 and 256, and so on."""
     if is_int(node) and node.value >= 8 and node.value & (node.value - 1) == 0:  # type: ignore[attr-defined]
         yield swap(node, str(node.value // 2))  # type: ignore[attr-defined]
         yield swap(node, str(node.value * 2))  # type: ignore[attr-defined]
+
+
+def tiles_allowed(allowed: list[int]) -> Propose:
+    """The tile operator of an exercise whose task names its tiles: each of them made each other one."""
+
+    def propose(node: ast.AST) -> Iterator[Mutation]:
+        """A constant that is one of the allowed tiles, made each other allowed tile; any other left alone."""
+        if is_int(node) and node.value in allowed:  # type: ignore[attr-defined]
+            yield from (swap(node, str(other)) for other in allowed if other != node.value)  # type: ignore[attr-defined]
+
+    return propose
 
 
 @operator("grid", "two grid axes swapped, or an axis's semantics flipped (parallel <-> arbitrary)")
@@ -185,42 +198,12 @@ def index_map(node: ast.AST) -> Iterator[Mutation]:
         yield from adjacent_swaps(node.body.elts, "index map coordinates")
 
 
-@operator("ppermute", "a ppermute's pairs reversed (the other direction), or one pair dropped")
-def ppermute(node: ast.AST) -> Iterator[Mutation]:
-    """Each (source, destination) pair turned round, or a link of the ring missing."""
-    if call_name(node) != "ppermute":
-        return
-    perm = next((kw.value for kw in node.keywords if kw.arg == "perm"), None)  # type: ignore[attr-defined]
-    perm = perm or (node.args[2] if len(node.args) > 2 else None)  # type: ignore[attr-defined]
-    if perm is None:
-        return
-    text = ast.unparse(perm)
-    yield swap(perm, f"[(dst, src) for (src, dst) in {text}]", f"ppermute pairs {short(text, 30)} reversed")
-    yield swap(perm, f"list({text})[:-1]", f"ppermute pairs {short(text, 30)}: last pair dropped")
-
-
-@operator("collective", "a psum made a pmean (or back), or removed")
-def collective(node: ast.AST) -> Iterator[Mutation]:
-    """The sum across devices averaged, or not taken at all."""
-    name = call_name(node)
-    if name in ("psum", "pmean") and node.args:  # type: ignore[attr-defined]
-        func = node.func  # type: ignore[attr-defined]
-        other = "pmean" if name == "psum" else "psum"
-        edit = Edit(start(func), end(func), ast.unparse(func)[: -len(name)] + other)
-        yield Mutation(f"{name} -> {other}", (edit,), node.lineno)
-        yield swap(node, node.args[0], f"{name}({short(node.args[0], 30)}, ...) removed")  # type: ignore[attr-defined]
-
-
-@operator("spec", "a PartitionSpec changed: one entry replaced by None, or two swapped")
-def spec(node: ast.AST) -> Iterator[Mutation]:
-    """`P("x", None)` -> `P(None, None)` and `P(None, "x")`."""
-    if call_name(node) not in ("P", "PartitionSpec"):
-        return
-    args = node.args  # type: ignore[attr-defined]
-    for arg in args:
-        if not (isinstance(arg, ast.Constant) and arg.value is None) and not isinstance(arg, ast.Starred):
-            yield swap(arg, "None", f"P(...): {short(arg, 20)} -> None")
-    yield from adjacent_swaps([a for a in args if not isinstance(a, ast.Starred)], "P(...) entries")
+# The operators about devices live in `mutant_collectives`; they are registered here, in the table's order.
+operator("ppermute", "a ppermute's pairs reversed (the other direction), or one pair dropped")(collectives.ppermute)
+operator("collective", "a psum made a pmean (or back), or removed")(collectives.collective)
+operator("psum_moved", "a psum moved: into an operand (before a matmul or a sum), out to the expression around it, "
+                       "or out of a loop")(collectives.psum_moved)
+operator("spec", "a PartitionSpec changed: one entry replaced by None, or two swapped")(collectives.spec)
 
 
 @operator("loop", "a loop bound off by one (range, fori_loop)")

@@ -1,7 +1,8 @@
 """The mutants of a reference solution: every operator applied at every node, duplicates dropped, sampled.
 
 `course.instructor.mutant_operators` holds the course's operators; an exercise adds its own
-rewrites and leaves some operators out in its exercise.toml (`[mutants]`). Two mutants with the
+rewrites, leaves some operators out and names the tiles its task allows in its exercise.toml
+(`[mutants]`). Two mutants with the
 same syntax tree are one mutant, and one with the solution's own tree is none. When an operator
 proposes more than `per_operator` mutants for one exercise, a sample of that many is kept, drawn
 with a seed made from the exercise's and the operator's names: the same solution always gives the
@@ -11,6 +12,7 @@ same mutants, so an equivalent recorded once stays recorded.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from typing import Any
 
 from course.errors import RegistryError
 from course.instructor.mutant_edits import Mutation, annotate, apply, diff, normal, swap
-from course.instructor.mutant_operators import OPERATORS, Operator
+from course.instructor.mutant_operators import OPERATORS, Operator, tiles_allowed
 from course.registry import Exercise
 
 PER_OPERATOR = 6
@@ -53,7 +55,7 @@ class Mutant:
 
 def settings(exercise: Exercise) -> dict[str, Any]:
     """The exercise's `[mutants]` table, empty when it has none."""
-    return exercise.meta.mutants or {"equivalent": [], "replace": [], "skip": []}
+    return exercise.meta.mutants or {"equivalent": [], "replace": [], "skip": [], "tiles": []}
 
 
 def operators(exercise: Exercise) -> list[Operator]:
@@ -64,6 +66,9 @@ def operators(exercise: Exercise) -> list[Operator]:
         raise RegistryError(f"{exercise.meta_path}: field `mutants.skip` names `{unknown[0]}`, which is no operator; "
                             f"the operators are {', '.join(OPERATORS)}.")
     chosen = [op for name, op in OPERATORS.items() if name not in table["skip"]]
+    if table.get("tiles"):  # the task names its tiles: try those, not halves and doubles of every constant
+        chosen = [dataclasses.replace(op, propose=tiles_allowed(table["tiles"])) if op.name == "tile" else op
+                  for op in chosen]
     if table["replace"]:
         chosen.append(rewrites(table["replace"]))
     return chosen

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -17,6 +18,16 @@ if TYPE_CHECKING:
     from course.instructor.mutation import ExerciseMutation, MutationReport
 
 COLUMNS = ("#", "exercise", "mutants", "killed", "survived", "equiv.", "timeout", "no compile", "error", "score")
+SHORT = ("#", "exercise", "all", "kill", "surv", "eqv", "t/o", "n/c", "err", "score")
+"""The headers of a terminal too narrow for `COLUMNS` (80 columns and less), explained by `LEGEND` below the table."""
+LEGEND = ("all: mutants, kill: killed, surv: survived, eqv: equivalent, t/o: timed out, n/c: not compiling, "
+          "err: the grader failed itself.")
+LAYOUTS: tuple[dict[str, Any], ...] = (
+    {"headers": COLUMNS},
+    {"headers": SHORT, "box": box.SIMPLE_HEAD, "show_edge": False, "padding": (0, 1), "collapse_padding": True},
+    {"headers": SHORT, "box": box.SIMPLE_HEAD, "show_edge": False, "padding": 0},
+)
+"""From the roomiest to the tightest: the first whose table fits the terminal is shown (the last at worst)."""
 
 
 def watch(planned: dict[str, list[Mutant]], parallel: int, enabled: bool = True) -> ValidationWatch:
@@ -27,9 +38,24 @@ def watch(planned: dict[str, list[Mutant]], parallel: int, enabled: bool = True)
 
 def report(run: MutationReport) -> None:
     """The table, then each exercise's survivors with their diffs, then what to do."""
-    table = Table(title=f"Mutants of {run.title}'s solutions", title_style="bold", expand=False)
-    for column in COLUMNS:
-        table.add_column(column, justify="left" if column == "exercise" else "right", no_wrap=column == "exercise")
+    unbounded = ui.out.options.update_width(10**4)  # a measure within the width would say it fits, cut
+    for layout in LAYOUTS:
+        table = _table(run, **layout)
+        if ui.out.measure(table, options=unbounded).maximum <= ui.out.width:
+            break
+    ui.out.print(table)
+    if layout["headers"] is SHORT:
+        ui.out.print(Text(LEGEND, style="dim"))
+    for ex in run.exercises:
+        _details(ex)
+    _summary(run)
+
+
+def _table(run: MutationReport, headers: tuple[str, ...], **style: Any) -> Table:
+    """One row per exercise under these headers, every cell whole (`style`: rich's box and padding)."""
+    table = Table(title=f"Mutants of {run.title}'s solutions", title_style="bold", expand=False, **style)
+    for column in headers:
+        table.add_column(column, justify="left" if column == "exercise" else "right", no_wrap=True)
     for ex in run.exercises:
         c = ex.counts
         bad = bool(ex.survivors or ex.problems)
@@ -37,10 +63,7 @@ def report(run: MutationReport) -> None:
                       str(c["killed"]), Text(str(c["survived"]), style="bold red" if c["survived"] else ""),
                       str(c["equivalent"]), str(c["timeout"]), str(c["not_compiling"]),
                       Text(str(c["error"]), style="bold magenta" if c["error"] else ""), _score(ex))
-    ui.out.print(table)
-    for ex in run.exercises:
-        _details(ex)
-    _summary(run)
+    return table
 
 
 def _score(ex: ExerciseMutation) -> Text:

@@ -1,0 +1,39 @@
+"""Jits the same module-level function inside every call: nothing compiles again, yet each call builds a new wrapper; must fail test_new_lengths_compile_nothing."""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def masked_row_sum_kernel(lengths_ref, x_ref, o_ref):
+    """o[b] = sum of the first lengths[b] rows of x[b]; one grid step per b."""
+    b = pl.program_id(0)
+    n = lengths_ref[b]  # a rank-0 read from SMEM: one scalar, on the scalar unit
+    x = x_ref[...]
+    rows = lax.broadcasted_iota(jnp.int32, x.shape, 0)
+    o_ref[pl.ds(b, 1), :] = jnp.sum(jnp.where(rows < n, x, 0.0), axis=0, keepdims=True)
+
+
+def _masked_row_sum(x: jax.Array, lengths: jax.Array) -> jax.Array:
+    """out[b] = x[b, :lengths[b]].sum(0), compiled once per shape: the lengths stay data."""
+    batch, time, lanes = x.shape
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1,
+        grid=(batch,),
+        in_specs=[pl.BlockSpec((None, time, lanes), lambda b, lengths_ref: (b, 0, 0))],
+        # The whole (B, 128) output stays in VMEM across the grid; step b writes row b.
+        out_specs=pl.BlockSpec((batch, lanes), lambda b, lengths_ref: (0, 0)),
+    )
+    return pl.pallas_call(
+        masked_row_sum_kernel,
+        grid_spec=grid_spec,
+        out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
+        interpret=pltpu.InterpretParams(),
+    )(lengths, x)
+
+
+def masked_row_sum(x: jax.Array, lengths: jax.Array) -> jax.Array:
+    """Wrong: the jit is made inside the call, so every call builds a wrapper of its own."""
+    return jax.jit(_masked_row_sum)(x, lengths)
