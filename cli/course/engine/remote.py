@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from course.engine import wire
-from course.engine.serve import describe_sharding, sharding_from
+from course.engine.serve import describe_mesh, describe_sharding, mesh_from, sharding_from
 from course.engine.submission import SubmissionError
 
 GONE = ("the process running your code ended during this check, before answering (it was stopped at a limit, "
@@ -143,11 +143,13 @@ class RemoteFunction:
 
 
 def _sent(value: Any) -> dict[str, Any] | None:
-    """How an argument leaf is sent: a jax.Array (read here, so a deleted one raises as it would there)."""
+    """How an argument leaf is sent: a jax.Array (read here, so a deleted one raises as it would there), a Mesh."""
     import jax
 
     if isinstance(value, jax.Array):
         return {"data": np.asarray(value), "kind": "jax", "sharding": describe_sharding(value)}
+    if isinstance(value, jax.sharding.Mesh):
+        return {"data": np.zeros(0, np.float32), "kind": "mesh", "mesh": describe_mesh(value)}
     if isinstance(value, np.ndarray):
         return {"data": value, "kind": "np"}
     if isinstance(value, np.generic):
@@ -166,6 +168,8 @@ def _returned(data: np.ndarray, node: dict[str, Any]) -> Any:
         import jax
 
         return jax.device_put(data, sharding_from(node.get("sharding")))
+    if kind == "mesh":
+        return mesh_from(node.get("mesh"))
     if kind == "deleted":
         import jax
 

@@ -118,6 +118,8 @@ def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:
         import jax
 
         return jax.device_put(data, sharding_from(node.get("sharding")))
+    if kind == "mesh":
+        return mesh_from(node.get("mesh"))
     raise wire.WireError(f"an argument of kind {kind!r} is not one")
 
 
@@ -125,6 +127,8 @@ def outgoing(value: Any) -> dict[str, Any] | None:
     """How a returned leaf is sent: arrays as their data, anything else named by its type."""
     import jax
 
+    if isinstance(value, jax.sharding.Mesh):
+        return {"data": np.zeros(0, np.float32), "kind": "mesh", "mesh": describe_mesh(value)}
     if isinstance(value, jax.Array):
         if value.is_deleted():
             return {"data": np.zeros(0, np.float32), "kind": "deleted", "type": "jax.Array"}
@@ -143,24 +147,40 @@ def describe_sharding(array: Any) -> dict[str, Any] | None:
     sharding = array.sharding
     if not isinstance(sharding, NamedSharding) or len(sharding.mesh.devices.flat) <= 1:
         return None
-    mesh = sharding.mesh
     spec = [list(p) if isinstance(p, tuple) else p for p in sharding.spec]
+    return {**describe_mesh(sharding.mesh), "spec": spec}
+
+
+def describe_mesh(mesh: Any) -> dict[str, Any]:
+    """A Mesh as plain data: its device ids in their grid, its axis names and their types (Explicit, Auto)."""
     return {"shape": list(mesh.devices.shape), "ids": [int(d.id) for d in mesh.devices.flat],
-            "axes": [str(a) for a in mesh.axis_names], "spec": spec}
+            "axes": [str(a) for a in mesh.axis_names], "types": [t.name for t in mesh.axis_types]}
+
+
+def mesh_from(data: Any) -> Any:
+    """The Mesh `describe_mesh` described, checked, since either side may send it."""
+    import jax
+    from jax.sharding import AxisType, Mesh
+
+    try:
+        by_id = {d.id: d for d in jax.devices()}
+        devices = np.array([by_id[int(i)] for i in data["ids"]], dtype=object).reshape(data["shape"])
+        axes = tuple(str(a) for a in data["axes"])
+        types = tuple(AxisType[str(t)] for t in data.get("types", ["Auto"] * len(axes)))
+        return Mesh(devices, axes, axis_types=types)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise wire.WireError(f"a mesh is malformed: {exc}") from None
 
 
 def sharding_from(data: Any) -> Any:
     """The NamedSharding `describe_sharding` described (checked, since either side may send it), or None."""
     if data is None:
         return None
-    import jax
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from jax.sharding import NamedSharding, PartitionSpec
 
     try:
-        by_id = {d.id: d for d in jax.devices()}
-        devices = np.array([by_id[int(i)] for i in data["ids"]], dtype=object).reshape(data["shape"])
         spec = PartitionSpec(*(tuple(p) if isinstance(p, list) else p for p in data["spec"]))
-        return NamedSharding(Mesh(devices, tuple(str(a) for a in data["axes"])), spec)
+        return NamedSharding(mesh_from(data), spec)
     except (KeyError, TypeError, ValueError) as exc:
         raise wire.WireError(f"a sharding is malformed: {exc}") from None
 
