@@ -122,6 +122,18 @@ class RemoteFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
+        return self._request({"args": args, "kwargs": kwargs})
+
+    def jitted(self, *args: Any) -> Any:
+        """Run it there under `jax.jit`, its arguments that are not arrays (a mesh) static."""
+        return self._request({"args": args, "kwargs": {}, "jit": True})
+
+    def strict(self, *args: Any, **overrides: Any) -> Any:
+        """Run it there as `course.grading.strict_values` runs a kernel: jitted once per shape, strictly interpreted."""
+        return self._request({"args": args, "kwargs": {}, "strict": overrides})
+
+    def _request(self, call: dict[str, Any]) -> Any:
+        """Send one call (its arguments, and how to run it), and return what it returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
 
@@ -131,8 +143,12 @@ class RemoteFunction:
                 leaves.append(value)
             return described
 
-        body = {"op": "call", "name": self.__name__, "args": wire.encode(list(args), buffers, sending),
-                "kwargs": wire.encode(dict(kwargs), buffers, sending)}
+        body = {"op": "call", "name": self.__name__, "args": wire.encode(list(call["args"]), buffers, sending),
+                "kwargs": wire.encode(dict(call["kwargs"]), buffers, sending)}
+        if "strict" in call:
+            body["strict"] = {str(k): v for k, v in call["strict"].items()}
+        if call.get("jit"):
+            body["jit"] = True
         header, returned = self._link.ask(body, buffers)
         if not header["ok"]:
             raise_remote(header, self._path)
