@@ -206,5 +206,8 @@ def sharding_from(data: Any) -> Any:
 def _raised(exc: BaseException, path: Path | None) -> dict[str, Any]:
     """An exception as data: its class names (outermost first), its text, and the learner's frames."""
     frames = learner_frames(exc.__traceback__, path)
-    return {"types": [c.__name__ for c in type(exc).__mro__][:12], "text": str(exc)[:MAX_TEXT],
+    text = str(exc)
+    # A callback's error (the TPU interpreter's) ends its long text with the cause: keep both ends.
+    text = text if len(text) <= MAX_TEXT else f"{text[:MAX_TEXT // 2]}\n...\n{text[-MAX_TEXT // 2:]}"
+    return {"types": [c.__name__ for c in type(exc).__mro__][:12], "text": text,
             "frames": [[f.filename, f.lineno or 0, f.name, (f.line or "")[:300]] for f in frames[-8:]]}
