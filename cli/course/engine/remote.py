@@ -124,7 +124,7 @@ class RemoteFunction:
         """Send the arguments, run the call there, and return what it returned."""
         return self._request({"args": args, "kwargs": kwargs})
 
-    def jitted(self, *args: Any) -> Any:
+    def call_jitted(self, *args: Any) -> Any:
         """Run it there under `jax.jit`, its arguments that are not arrays (a mesh) static."""
         return self._request({"args": args, "kwargs": {}, "jit": True})
 

@@ -189,7 +189,7 @@ def call_explained(fn: Callable[..., Any], *args: Any, name: str, path: Path | N
     executor jits and runs, and only its values (or what it raised, with the learner's line) come back.
     """
     try:
-        return jit_call(fn, *args) if runs_here(fn) else fn.jitted(*args)
+        return jit_call(fn, *args) if runs_here(fn) else fn.call_jitted(*args)
     except _TRACING_ERRORS as exc:
         _explain_tracing(exc, name, path, args)
         raise  # the platform reports it with the learner's line
