@@ -17,6 +17,7 @@ from course.grading import (
     assert_is_array,
     assert_mesh,
     assert_sharding,
+    call_explained,
     call_traced,
     compiled_hlo,
     differing_copies,
@@ -59,12 +60,14 @@ def _mean(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh, *,
     return call_traced(lambda a: sub.global_mean(a, mesh), x, name="`global_mean`", path=path, jaxpr=jaxpr)
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_mesh(submission: ModuleType) -> None:
     """`make_mesh()` is a 2x4 mesh over all 8 devices, axes ('x', 'y'), both Explicit."""
     assert_mesh(submission.make_mesh(), shape=(2, 4), names=BOTH, name="`make_mesh()`")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_place(submission: ModuleType, rng: np.random.Generator) -> None:
     """`place` keeps the values and shards them P('x', 'y'): each device holds an (R/2, C/4) block."""
@@ -88,6 +91,7 @@ def test_traceable(submission: ModuleType, submission_path: Path, rng: np.random
     assert_is_array(_mean(submission, submission_path, x, mesh), "`global_mean(x, mesh)` under `jax.jit`")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_mean_values(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """`global_mean` returns the mean of all R x C elements as a float32 scalar."""
@@ -95,25 +99,13 @@ def test_mean_values(submission: ModuleType, submission_path: Path, rng: np.rand
     for shape in _shapes(rng)[:3]:
         x, data = _sharded(rng, shape, mesh)
         want = data.astype(np.float64).mean()
-        got = _mean(submission, submission_path, x, mesh)
         name = f"`global_mean(x, mesh)` for {list(shape)}"
+        # Under jax.jit, beside the code; the judge sees only what it returns.
+        got = call_explained(submission.global_mean, x, mesh, name="`global_mean`", path=submission_path)
         assert_is_array(got, name)
         if got.shape == () and got.dtype == np.float32 and not np.isclose(float(got), want, rtol=1e-5, atol=1e-5):
-            why = _low_precision(submission, submission_path, x, mesh) or _why_off(float(got), data)
-            fail(f"{name} is {float(got):.6g}, expected {want:.6g}. {why}")
+            fail(f"{name} is {float(got):.6g}, expected {want:.6g}. {_why_off(float(got), data)}")
         assert_array(got, np.float32(want), name=name, rtol=1e-5, atol=1e-5)
-
-
-def _low_precision(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh) -> str:
-    """Why the mean is off when a collective of the learner's adds values of a narrower dtype than float32."""
-    found = jaxpr_collectives(_mean(sub, path, x, mesh, jaxpr=True), path=path)
-    narrow = [(c, d) for c in found if c.primitive in REDUCING for d in c.dtypes if d in ("bfloat16", "float16")]
-    if not narrow:
-        return ""
-    c, dtype = narrow[0]
-    return (f"The {c.lax_name}{_at(c.line)} adds {dtype} partial sums: {dtype} keeps about 3 significant "
-            "digits, so each block's sum is rounded before it travels and the mean is off. Sum the block "
-            "and psum it in float32 (a narrower dtype saves bytes only where precision is not needed).")
 
 
 def _why_off(got: float, data: np.ndarray) -> str:
@@ -141,6 +133,10 @@ def _why_off(got: float, data: np.ndarray) -> str:
     for value, why in guesses.items():
         if np.isclose(got, value, rtol=1e-4, atol=1e-5):
             return why
+    if abs(got - mean) <= 2e-2 * float(np.abs(data).mean()):
+        return ("That is close, but rounded: partial sums of a dtype narrower than float32 (bfloat16 keeps about "
+                "3 significant digits) are rounded before they travel, and the mean is off. Sum the block and "
+                "psum it in float32 (a narrower dtype saves bytes only where precision is not needed).")
     return "Sum each block, psum the partial sums over both axes, and divide by the global count."
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,6 +20,7 @@ from course.grading import (
     assert_is_array,
     assert_sharding,
     by_call,
+    call_explained,
     call_traced,
     compiled_hlo,
     fail,
@@ -74,6 +74,12 @@ def _at(c: Collective) -> str:
     return f" at line {c.line}" if c.line else ""
 
 
+def _called(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh) -> Any:
+    """`ring_allreduce(x, mesh)` under `jax.jit`, beside the code: a judge's check sees only what it returns."""
+    return call_explained(sub.ring_allreduce, x, mesh, name="`ring_allreduce`", path=path)
+
+
+@pytest.mark.judge
 @pytest.mark.points(3)
 def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Every row of the result is x.sum(0), for n = 8, 64, 200 and 1024."""
@@ -82,15 +88,14 @@ def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Ge
         x, data = _rows(rng, n, mesh)
         want = np.broadcast_to(data.astype(np.float64).sum(0), data.shape).astype(np.float32)
         name = f"`ring_allreduce(x, mesh)` for n = {n}"
-        got = assert_is_array(_ring(submission, submission_path, x, mesh), name)
+        got = assert_is_array(_called(submission, submission_path, x, mesh), name)
         assert_dtype(got, np.float32, name)
         if got.shape == data.shape:
-            _chunks_right(np.asarray(got), want, data, name,
-                          lambda m=mesh, a=x: _ring_fault(submission, submission_path, a, m))
+            _chunks_right(np.asarray(got), want, data, name)
         assert_array(got, want, name=name, rtol=1e-5, atol=1e-5)
 
 
-def _chunks_right(got: np.ndarray, want: np.ndarray, data: np.ndarray, name: str, fault: Callable[[], str]) -> None:
+def _chunks_right(got: np.ndarray, want: np.ndarray, data: np.ndarray, name: str) -> None:
     """Fail naming, per device, which of its 8 chunks differ from the sum, and why they probably do."""
     n = got.shape[1]
     close = np.isclose(got, want, rtol=1e-5, atol=1e-5).reshape(DEVICES, DEVICES, n // DEVICES).all(axis=2)
@@ -101,26 +106,19 @@ def _chunks_right(got: np.ndarray, want: np.ndarray, data: np.ndarray, name: str
         bad = np.flatnonzero(~close[device]).tolist()
         listed = f"chunk{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))}"
         parts.append(f"device {device}: {'all 8 chunks' if len(bad) == DEVICES else listed}")
-    why = fault() or _misplaced(got, want, close) or _reduce_scatter_hint(got, data, close)
+    why = _rounded(got, want) or _misplaced(got, want, close) or _reduce_scatter_hint(got, data, close)
     fail(f"{name} differs from x.sum(0) in these chunks of n/8 = {n // DEVICES} column(s): {'; '.join(parts)}"
          f"{' (and more)' if (~close.all(axis=1)).sum() > 3 else ''}. {why}")
 
 
-def _ring_fault(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh) -> str:
-    """What the ring's ppermutes show to be wrong, read from the jaxpr: a narrow dtype or a missing pair."""
-    permutes = [c for c in jaxpr_collectives(_ring(sub, path, x, mesh, jaxpr=True), path=path)
-                if c.primitive == "ppermute"]
-    for c in permutes:
-        narrow = [d for d in c.dtypes if d in ("bfloat16", "float16")]
-        if narrow:
-            return (f"The ppermute{_at(c)} sends {narrow[0]} chunks: each step rounds the running sums to about 3 "
-                    "significant digits, and the error grows round the ring. Send float32: the ring's cost is "
-                    "the number of steps and chunks, which a narrower dtype does not change.")
-    for c in permutes:
-        gap = c.missing_pairs(DEVICES)
-        if gap is not None:
-            return _pairs_missing(c, gap[1])
-    return ""
+def _rounded(got: np.ndarray, want: np.ndarray) -> str:
+    """Why sums are all close but rounded: chunks sent in a narrower dtype (told by values; the judge has no jaxpr)."""
+    scale = float(np.abs(want).max()) or 1.0
+    if not np.allclose(got, want, rtol=2e-2, atol=2e-2 * scale):
+        return ""
+    return ("Every sum is close, but rounded: chunks sent in a narrower dtype than float32 (bfloat16 keeps about 3 "
+            "significant digits) round the running sums at each step, and the error grows round the ring. Send "
+            "float32: the ring's cost is the number of steps and chunks, which a narrower dtype does not change.")
 
 
 def _pairs_missing(c: Collective, missing: list[tuple[int, int]]) -> str:
@@ -156,12 +154,13 @@ def _reduce_scatter_hint(got: np.ndarray, data: np.ndarray, close: np.ndarray) -
             "`lax.axis_index` and the step.").strip()
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_sharding_kept(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The result is sharded like x: one row per device."""
     mesh = _mesh()
     x, _ = _rows(rng, 64, mesh)
-    got = assert_is_array(_ring(submission, submission_path, x, mesh), "`ring_allreduce(x, mesh)`")
+    got = assert_is_array(_called(submission, submission_path, x, mesh), "`ring_allreduce(x, mesh)`")
     axis = mesh.axis_names[0]
     if got.shape != x.shape:
         fail(f"`ring_allreduce(x, mesh)` has shape {got.shape} and sharding {sharding_text(got)}; it should "

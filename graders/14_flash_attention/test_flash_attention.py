@@ -35,6 +35,7 @@ from course.grading import (
     learner_line,
     pallas_calls,
     quote_line,
+    runs_here,
     strict_values,
     taint_pass,
     tpu_fallback,
@@ -202,19 +203,23 @@ def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dty
     values, want = np.asarray(got, np.float64), _reference(q, k, v)
     if np.allclose(values, want, **tol):
         return
-    info = grid_info(_call(submission, path, q.shape[0], k.shape[0], q.shape[1], dtype))
-    kv = _kv_axis(info)
-    shuffled = "" if kv is None or info.semantic(kv) != "parallel" else (
+    # The grid explains a wrong result where the kernel can be traced; a judge's check has the values only.
+    here = runs_here(submission.attention)
+    info = grid_info(_call(submission, path, q.shape[0], k.shape[0], q.shape[1], dtype)) if here else None
+    kv = None if info is None else _kv_axis(info)
+    shuffled = "" if info is None or kv is None or info.semantic(kv) != "parallel" else (
         f" Your KV axis (grid axis {kv}) is marked 'parallel', so the strict interpreter runs its steps in a "
         "shuffled order, as a TPU's cores may: the step that resets the state does not come first, nor "
         "the one that writes the output last.")
-    cover = _coverage(info)
+    cover = None if info is None else _coverage(info)
     if cover:
         fail(f"{name}: {cover}{shuffled}")
     bad = ~np.isfinite(values)
     if bad.any():
         fail(f"{name}: {100 * bad.mean():.0f}% of the output is NaN or inf. {hint}{shuffled}")
-    words = _mistake((q, k, v), values, info.inputs()[1].block_dims[0], tol) or _scale((q, k, v), values, tol)
+    sizes = [b for b in (512, 256, 128) if k.shape[0] % b == 0] if info is None else [info.inputs()[1].block_dims[0]]
+    words = next(filter(None, (_mistake((q, k, v), values, bk, tol) for bk in sizes)), None) or _scale(
+        (q, k, v), values, tol)
     err = np.abs(values - want)
     at = np.unravel_index(np.argmax(err), err.shape)
     fail(f"{name}: max error {err[at]:.3g} at {tuple(map(int, at))} (got {values[at]:.5f}, expected "
@@ -223,6 +228,7 @@ def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dty
                                  "acc / l once at the end.") + shuffled)
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_values_float32(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
     """`attention` gives softmax(q k^T / sqrt(D)) v for random float32 q, k, v (S = 256, T = 1024, D = 64)"""
@@ -232,6 +238,7 @@ def test_values_float32(submission: ModuleType, run_seed: int, submission_path: 
            "logit is inf: is every output row written, and the running max subtracted?", submission_path)
 
 
+@pytest.mark.judge
 def test_values_large_logits(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
     """Logits of 150 and more (q scaled by 50) give the right values: exp never overflows"""
     q, k, v = _draw(np.random.default_rng([run_seed, 2]), *VALUES_F32, F32)
@@ -241,6 +248,7 @@ def test_values_large_logits(submission: ModuleType, run_seed: int, submission_p
            "exponent at or below 0.", submission_path)
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_values_max_in_a_later_block(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
     """When every query's largest logits sit in the last KV block, the earlier blocks are rescaled right"""
@@ -252,6 +260,7 @@ def test_values_max_in_a_later_block(submission: ModuleType, run_seed: int, subm
            "written?", submission_path)
 
 
+@pytest.mark.judge
 def test_values_3x128(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
     """S = T = 384 (3 x 128): tiles that assume multiples of 256 leave no query row or key out"""
     arrays = _draw(np.random.default_rng([run_seed, 5]), *VALUES_3X128, F32)
@@ -260,6 +269,7 @@ def test_values_3x128(submission: ModuleType, run_seed: int, submission_path: Pa
            "get written, and every key block get read, when S and T are 3 x 128?", submission_path)
 
 
+@pytest.mark.judge
 def test_values_very_negative_logits(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
     """Rows whose every logit is below -100 give the right values: the running max starts at -inf"""
     q, k, v = _draw(np.random.default_rng([run_seed, 6]), *VALUES_F32, F32)
@@ -272,6 +282,7 @@ def test_values_very_negative_logits(submission: ModuleType, run_seed: int, subm
            "subtract it before exponentiating.", submission_path)
 
 
+@pytest.mark.judge
 def test_values_bfloat16(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
     """bfloat16 q, k, v (S = 128, T = 512, D = 128) within 2% (rtol) / 0.01 (atol)"""
     arrays = _draw(np.random.default_rng([run_seed, 4]), *VALUES_BF16, BF16)

@@ -60,6 +60,7 @@ def _rows(n: int) -> str:
     return f"{n} layer" if n == 1 else f"{n} layers"
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_stack_layers(submission: ModuleType, rng: np.random.Generator) -> None:
     """`stack_layers` stacks L layers into w (L, D, D) and b (L, D), layer l at index l"""
@@ -95,13 +96,14 @@ def _classify(got: np.ndarray, layers: list[dict[str, np.ndarray]], x: np.ndarra
     return ""
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_forward_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`forward` applies tanh(x @ w[l] + b[l]) for l = 0..L-1, in order"""
     for n in (1, 3, 12):
         layers, x = _layers(rng, n), _x(rng)
         stacked, xj = _stacked(layers), jnp.asarray(x)
-        out = compile_program(submission.forward, stacked, xj)(stacked, xj)
+        out = submission.forward(stacked, xj)  # as the learner calls it: the judge sees only what it returns
         name = f"forward(<{_rows(n)}>, x)"
         got = assert_is_array(out, name)
         want = _numpy_forward(layers, x)

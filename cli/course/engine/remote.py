@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from course.engine import wire
-from course.engine.serve import array_from, array_leaf, describe_mesh
+from course.engine.serve import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.submission import SubmissionError
 
 GONE = ("the process running your code ended during this check, before answering (it was stopped at a limit, "
@@ -133,7 +133,11 @@ class RemoteFunction:
         (`course.grading.programs.call_jitted`)."""
         return self._run(args, kwargs, jit=True)
 
-    def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool) -> Any:
+    def strict(self, *args: Any, **overrides: Any) -> Any:
+        """Run it there as `course.grading.strict_values` runs a kernel: jitted once per shape, strictly interpreted."""
+        return self._run(args, {}, jit=False, strict=overrides)
+
+    def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
@@ -146,6 +150,8 @@ class RemoteFunction:
 
         body = {"op": "call", "name": self.__name__, "args": wire.encode(list(args), buffers, sending),
                 "kwargs": wire.encode(dict(kwargs), buffers, sending), "jit": jit}
+        if strict is not None:
+            body["strict"] = {str(k): v for k, v in strict.items()}
         header, returned = self._link.ask(body, buffers)
         if not header["ok"]:
             raise_remote(header, self._path)
@@ -180,6 +186,8 @@ def _returned(data: np.ndarray, node: dict[str, Any]) -> Any:
         return data[()]
     if kind == "jax":
         return array_from(data, node)
+    if kind == "mesh":
+        return mesh_from(node.get("mesh"))
     if kind == "deleted":
         import jax
 

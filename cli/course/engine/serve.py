@@ -121,11 +121,15 @@ class Executor:
                              or leaves[-1])
         if not isinstance(args, tuple | list) or not isinstance(kwargs, dict):
             raise wire.WireError("a call's arguments are malformed")
-        if header.get("jit") is True:  # the judge's `call_jitted`: run as the grader's `jax.jit` would
-            from course.grading.programs import under_jit
+        strict = header.get("strict")
+        if strict is not None:  # the judge's `strict`: a kernel run as `strict_values` runs it
+            result = _strict(fn, str(header.get("name")), args, strict)
+        else:
+            if header.get("jit") is True:  # the judge's `call_jitted`: run as the grader's `jax.jit` would
+                from course.grading.programs import under_jit
 
-            fn = under_jit(fn, args, kwargs)
-        result = fn(*args, **kwargs)
+                fn = under_jit(fn, args, kwargs)
+            result = fn(*args, **kwargs)
         result = jax.block_until_ready(result)
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         out: list[bytes] = []
@@ -169,6 +173,16 @@ def printed() -> Iterator[list[str]]:
         sink.close()
 
 
+def _strict(fn: Any, name: str, args: Any, overrides: Any) -> Any:
+    """`fn(*args)` as a grader runs a kernel for values: jitted once per shape, under the strict TPU interpreter."""
+    from course.grading.strict_runs import jitted_once, strict_values
+
+    if not isinstance(overrides, dict) or not all(isinstance(v, str | int | float | bool) for v in overrides.values()):
+        raise wire.WireError("a strict call's parameters are malformed")
+    key = (name, *((tuple(getattr(a, "shape", ())), str(getattr(a, "dtype", type(a).__name__))) for a in args))
+    return strict_values(jitted_once(fn, key), *args, **overrides)
+
+
 def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:
     """An argument as the judge made it: a jax.Array (with its sharding), a NumPy array or scalar."""
     kind = node.get("kind")
@@ -187,6 +201,8 @@ def outgoing(value: Any) -> dict[str, Any] | None:
     """How a returned leaf is sent: arrays as their data, anything else named by its type."""
     import jax
 
+    if isinstance(value, jax.sharding.Mesh):
+        return {"data": np.zeros(0, np.float32), "kind": "mesh", "mesh": describe_mesh(value)}
     if isinstance(value, jax.Array):
         if value.is_deleted():
             return {"data": np.zeros(0, np.float32), "kind": "deleted", "type": "jax.Array"}
@@ -277,5 +293,8 @@ def sharding_from(data: Any) -> Any:
 def _raised(exc: BaseException, path: Path | None) -> dict[str, Any]:
     """An exception as data: its class names (outermost first), its text, and the learner's frames."""
     frames = learner_frames(exc.__traceback__, path)
-    return {"types": [c.__name__ for c in type(exc).__mro__][:12], "text": str(exc)[:MAX_TEXT],
+    text = str(exc)
+    # A callback's error (the TPU interpreter's) ends its long text with the cause: keep both ends.
+    text = text if len(text) <= MAX_TEXT else f"{text[:MAX_TEXT // 2]}\n...\n{text[-MAX_TEXT // 2:]}"
+    return {"types": [c.__name__ for c in type(exc).__mro__][:12], "text": text,
             "frames": [[f.filename, f.lineno or 0, f.name, (f.line or "")[:300]] for f in frames[-8:]]}

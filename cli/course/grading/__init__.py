@@ -84,15 +84,17 @@ if TYPE_CHECKING:
     )
     from course.grading.semaphores import Dma, StuckWait, match_waits, one_semaphore, stuck_waits
     from course.grading.sharding import (
-        ShardMismatch, Traced, assert_mesh, assert_sharding, call_traced, differing_copies, per_device_bytes,
-        shard_mismatches, shard_shapes, sharding_text, spec_text, traced_once,
+        ShardMismatch, Traced, assert_mesh, assert_sharding, call_explained, call_traced, differing_copies, jit_call,
+        per_device_bytes, shard_mismatches, shard_shapes, sharding_text, spec_text, traced_once,
     )
     from course.grading.silent_waits import SilentWait, silent_wait_message, watching_waits
     from course.grading.source import (
         callback_error, describe_exception, learner_frames, learner_location, learner_traceback, syntax_message,
     )
     from course.grading.steps import compiles_per_call, consumed_leaves, donated_leaves, jitted_candidates, jitted_step
-    from course.grading.strict_runs import abstract_tpu, jitted_once, needs_tpu, strict_values, tpu_fallback
+    from course.grading.strict_runs import (
+        abstract_tpu, jitted_once, needs_tpu, runs_here, strict_values, tpu_fallback,
+    )
     from course.grading.tpu import interpreter_failure, run_strict, strict_params, tpu_interpret
     from course.grading.trace_model import Buffer, Event, TraceUnsupported, Window
     from course.grading.trace_rules import RULES
@@ -168,7 +170,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "Dma": "semaphores", "StuckWait": "semaphores", "match_waits": "semaphores", "one_semaphore": "semaphores",
     "stuck_waits": "semaphores",
     "ShardMismatch": "sharding", "Traced": "sharding", "assert_mesh": "sharding", "assert_sharding": "sharding",
-    "call_traced": "sharding", "differing_copies": "sharding", "per_device_bytes": "sharding",
+    "call_explained": "sharding", "call_traced": "sharding", "differing_copies": "sharding", "jit_call": "sharding",
+    "per_device_bytes": "sharding",
     "shard_mismatches": "sharding", "shard_shapes": "sharding", "sharding_text": "sharding", "spec_text": "sharding",
     "traced_once": "sharding",
     "SilentWait": "silent_waits", "silent_wait_message": "silent_waits", "watching_waits": "silent_waits",
@@ -177,7 +180,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "compiles_per_call": "steps", "consumed_leaves": "steps", "donated_leaves": "steps", "jitted_candidates": "steps",
     "jitted_step": "steps",
     "abstract_tpu": "strict_runs", "jitted_once": "strict_runs", "needs_tpu": "strict_runs",
-    "strict_values": "strict_runs", "tpu_fallback": "strict_runs",
+    "runs_here": "strict_runs", "strict_values": "strict_runs", "tpu_fallback": "strict_runs",
     "interpreter_failure": "tpu", "run_strict": "tpu", "strict_params": "tpu", "tpu_interpret": "tpu",
     "Buffer": "trace_model", "Event": "trace_model", "TraceUnsupported": "trace_model", "Window": "trace_model",
     "RULES": "trace_rules",
@@ -227,13 +230,14 @@ __all__ = [
     "RoundingReport", "correctly_rounded", "exact_matmul", "rounding_report",
     "Unknown", "apply", "const_value", "is_known", "literal_value", "modelled", "read_var", "unknown_like",
     "Dma", "StuckWait", "match_waits", "one_semaphore", "stuck_waits",
-    "ShardMismatch", "Traced", "assert_mesh", "assert_sharding", "call_traced", "differing_copies", "per_device_bytes",
+    "ShardMismatch", "Traced", "assert_mesh", "assert_sharding", "call_explained", "call_traced", "differing_copies",
+    "jit_call", "per_device_bytes",
     "shard_mismatches", "shard_shapes", "sharding_text", "spec_text", "traced_once",
     "SilentWait", "silent_wait_message", "watching_waits",
     "callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback",
     "syntax_message",
     "compiles_per_call", "consumed_leaves", "donated_leaves", "jitted_candidates", "jitted_step",
-    "abstract_tpu", "jitted_once", "needs_tpu", "strict_values", "tpu_fallback",
+    "abstract_tpu", "jitted_once", "needs_tpu", "runs_here", "strict_values", "tpu_fallback",
     "interpreter_failure", "run_strict", "strict_params", "tpu_interpret",
     "Buffer", "Event", "TraceUnsupported", "Window",
     "RULES",

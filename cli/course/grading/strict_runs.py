@@ -16,6 +16,7 @@ with the right values; any other error is left alone.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -23,7 +24,7 @@ import jax
 
 from course.grading.tpu import tpu_interpret
 
-__all__ = ["abstract_tpu", "jitted_once", "needs_tpu", "strict_values", "tpu_fallback"]
+__all__ = ["abstract_tpu", "jitted_once", "needs_tpu", "runs_here", "strict_values", "tpu_fallback"]
 
 T = TypeVar("T")
 _JITS: dict[Any, Any] = {}
@@ -31,8 +32,16 @@ _JITS: dict[Any, Any] = {}
 _DEVICE_KIND = "TPU v5 lite"
 
 
+def runs_here(fn: Any) -> bool:
+    """Whether `fn` runs (and can be traced) in this process: False for a judge's view of a learner's function."""
+    remote = sys.modules.get("course.engine.remote")  # loaded wherever such a function exists
+    return remote is None or not isinstance(fn, remote.RemoteFunction)
+
+
 def jitted_once(fn: Callable[..., Any], key: Any) -> Any:
     """`jax.jit(fn)`, made the first time `key` is asked for in this grading process and reused after."""
+    if not runs_here(fn):
+        return fn  # `strict_values` has the executor jit it, once per shape there
     if key not in _JITS:
         _JITS[key] = jax.jit(fn)
     return _JITS[key]
@@ -68,8 +77,12 @@ def strict_values(fn: Callable[..., Any], *args: Any, **overrides: Any) -> Any:
     """`fn(*args)` with every `pallas_call` under the strict TPU interpreter, waited for.
 
     `overrides` change the interpreter's parameters (`dma_execution_mode="eager"` lands each
-    copy at its start). The trace retries on an abstract TPU when it needs one.
+    copy at its start). The trace retries on an abstract TPU when it needs one. In a judge's
+    check, where `fn` is the learner's function seen from the judge, the executor runs it so.
     """
+    if not runs_here(fn):
+        return fn.strict(*args, **overrides)
+
     def run() -> Any:
         """One strict run, waited for."""
         with tpu_interpret(**overrides):
