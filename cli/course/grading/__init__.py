@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     )
     from course.grading.semaphores import Dma, StuckWait, match_waits, one_semaphore, stuck_waits
     from course.grading.sharding import (
-        ShardMismatch, Traced, assert_mesh, assert_sharding, call_explained, call_traced, differing_copies, jit_call,
+        ShardMismatch, Traced, assert_mesh, assert_sharding, call_explained, call_traced, differing_copies,
         per_device_bytes, shard_mismatches, shard_shapes, sharding_text, spec_text, traced_once,
     )
     from course.grading.silent_waits import SilentWait, silent_wait_message, watching_waits
@@ -170,7 +170,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "Dma": "semaphores", "StuckWait": "semaphores", "match_waits": "semaphores", "one_semaphore": "semaphores",
     "stuck_waits": "semaphores",
     "ShardMismatch": "sharding", "Traced": "sharding", "assert_mesh": "sharding", "assert_sharding": "sharding",
-    "call_explained": "sharding", "call_traced": "sharding", "differing_copies": "sharding", "jit_call": "sharding",
+    "call_explained": "sharding", "call_traced": "sharding", "differing_copies": "sharding",
     "per_device_bytes": "sharding",
     "shard_mismatches": "sharding", "shard_shapes": "sharding", "sharding_text": "sharding", "spec_text": "sharding",
     "traced_once": "sharding",
@@ -231,7 +231,7 @@ __all__ = [
     "Unknown", "apply", "const_value", "is_known", "literal_value", "modelled", "read_var", "unknown_like",
     "Dma", "StuckWait", "match_waits", "one_semaphore", "stuck_waits",
     "ShardMismatch", "Traced", "assert_mesh", "assert_sharding", "call_explained", "call_traced", "differing_copies",
-    "jit_call", "per_device_bytes",
+    "per_device_bytes",
     "shard_mismatches", "shard_shapes", "sharding_text", "spec_text", "traced_once",
     "SilentWait", "silent_wait_message", "watching_waits",
     "callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback",

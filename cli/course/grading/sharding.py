@@ -25,7 +25,6 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
 from course.grading.feedback import fail
 from course.grading.source import describe_exception, learner_frames, learner_location
-from course.grading.strict_runs import runs_here
 
 __all__ = [
     "ShardMismatch",
@@ -33,7 +32,6 @@ __all__ = [
     "assert_mesh",
     "call_explained",
     "call_traced",
-    "jit_call",
     "assert_sharding",
     "differing_copies",
     "per_device_bytes",
@@ -176,20 +174,17 @@ def call_traced(fn: Callable[..., Any], *args: Any, name: str, path: Path | None
         raise  # the platform reports it with the learner's line
 
 
-def jit_call(fn: Callable[..., Any], *args: Any) -> Any:
-    """`fn(*args)` under `jax.jit`, its arguments that are not arrays (a mesh) static."""
-    static = tuple(i for i, a in enumerate(args) if not isinstance(a, jax.Array | np.ndarray | np.generic))
-    return jax.jit(fn, static_argnums=static)(*args)
-
-
 def call_explained(fn: Callable[..., Any], *args: Any, name: str, path: Path | None = None) -> Any:
-    """`fn(*args)` under `jax.jit` (`jit_call`), with `call_traced`'s explanations of the learner's mistakes.
+    """`fn(*args)` under `jax.jit` (`programs.call_jitted`), with `call_traced`'s explanations of the
+    learner's mistakes.
 
     A judge's check uses it: there `fn` is the learner's function seen from the judge, which the
     executor jits and runs, and only its values (or what it raised, with the learner's line) come back.
     """
     try:
-        return jit_call(fn, *args) if runs_here(fn) else fn.call_jitted(*args)
+        from course.grading.programs import call_jitted
+
+        return call_jitted(fn, *args)
     except _TRACING_ERRORS as exc:
         _explain_tracing(exc, name, path, args)
         raise  # the platform reports it with the learner's line
