@@ -301,18 +301,18 @@ def submission_path(request: pytest.FixtureRequest) -> Path:
     return state.submission_path
 
 
-@pytest.fixture(name="submission")
+@pytest.fixture(name="submission", scope="session")
 def submission_fixture(request: pytest.FixtureRequest) -> types.ModuleType:
-    """The learner's module, executed afresh for this check from the source read at start-up; the last
-    check's import is freed first when it was large, so a table at module level is held once."""
-    state = _require(request.config)
-    assert state.submission_path is not None
-    submission.release(state.submission_path, state.import_mb)
-    before = submission.resident_mb()
-    try:
-        return submission.load(state.submission_path, state.source)
-    finally:
-        state.import_mb = submission.resident_mb() - before
+    """The learner's module, imported once per grading from the source read at start-up and shared by
+    every check; an import that fails fails each check with the same traceback."""
+    return submission.import_for(_require(request.config))
+
+
+@pytest.fixture
+def fresh_submission(request: pytest.FixtureRequest) -> types.ModuleType:
+    """The learner's module imported again for this check alone: for a check that counts what a first
+    call compiles or builds, which the shared module's earlier calls (or its own caches) would hide."""
+    return submission.import_for(_require(request.config))
 
 
 @pytest.fixture
