@@ -257,7 +257,7 @@ def test_no_compile_after_warmup(fresh_submission: ModuleType, rng: np.random.Ge
 
 
 @pytest.mark.points(1)
-def test_jit_built_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+def test_jit_built_once(fresh_submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`sgd_step` runs a jax.jit built once, at import: no call builds one."""
     mesh = _mesh()
     per_call = []
@@ -265,7 +265,7 @@ def test_jit_built_once(submission: ModuleType, rng: np.random.Generator, submis
         for _ in range(2):
             before = builds[0]
             (params, _), (grads, _) = _tree(rng, mesh), _tree(rng, mesh)
-            _step(submission, params, grads, _lr(rng))
+            _step(fresh_submission, params, grads, _lr(rng))
             per_call.append(builds[0] - before)
     first, second = per_call
     if second:
@@ -277,7 +277,7 @@ def test_jit_built_once(submission: ModuleType, rng: np.random.Generator, submis
         fail(f"the first call of `sgd_step` built {first} jitted wrapper(s) and the second none: the jit is made "
              "lazily, inside the call, and kept for later. Build it at import, at module scope (a decorator "
              "or an assignment), so that no call builds one and the step is there to inspect before it runs.")
-    if not jitted_candidates(submission.sgd_step, submission):
+    if not jitted_candidates(fresh_submission.sgd_step, fresh_submission):
         fail("`sgd_step` runs no function made by jax.jit: eagerly, every leaf's update is a separate dispatch "
              "and nothing is donated. Decorate it with jax.jit(..., donate_argnums=0), or have it call a jit "
              "built at import.")
