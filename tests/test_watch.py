@@ -351,3 +351,37 @@ def test_watch_without_a_terminal_says_what_to_use(looping_course: Path) -> None
     assert done.returncode == 2
     assert " ".join(done.stderr.split()) == f"error: {NO_TERMINAL}"
     assert "`course check`" in NO_TERMINAL and "`%%course NAME`" in NO_TERMINAL
+
+
+def test_the_footer_is_redrawn_as_soon_as_a_message_changes_it() -> None:
+    """After each save, check and verdict the footer is redrawn at once, so the screen of a verdict
+    settles when it is printed, not at the footer's next timed refresh."""
+    import queue
+
+    from course.watch_loop import _loop
+
+    seen: list[str] = []
+
+    class Recording:
+        """A watcher that notes what it is given and is done after its verdict."""
+
+        done = False
+
+        def on_save(self, path: str) -> None:
+            seen.append("save")
+
+        def on_event(self, *event: object) -> None:
+            seen.append("check")
+
+        def on_graded(self, *graded: object) -> None:
+            seen.append("verdict")
+            self.done = True
+
+        def tick(self) -> None:
+            pass
+
+    events: queue.Queue = queue.Queue()
+    for message in (("save", "x.py"), ("check", (1, None)), ("graded", (1, []))):
+        events.put(message)
+    _loop(Recording(), events, lambda: seen.append("redraw"))  # type: ignore[arg-type]
+    assert seen == ["save", "redraw", "check", "redraw", "verdict", "redraw"]

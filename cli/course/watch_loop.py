@@ -15,7 +15,7 @@ import select
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,10 +54,10 @@ def run(session: Session, exercise: Exercise | None = None, *, jobs: int = 0) ->
         footer = watching.Footer(session)
         watcher = Watcher(session, exercise, worker=worker, clear=_clear, jobs=jobs, post=events.put, footer=footer)
         threading.Thread(target=file_events, args=(session.workspace / "exercises", events, stop), daemon=True).start()
-        with _keys(events, stop), ui.live(footer, transient=False, refresh_per_second=4):
+        with _keys(events, stop), ui.live(footer, transient=False, refresh_per_second=4) as redraw:
             try:
                 watcher.start()
-                _loop(watcher, events)
+                _loop(watcher, events, redraw)
             except KeyboardInterrupt:  # Ctrl-C is a way to quit like any other: it says what `q` says
                 watcher.quit()
     finally:
@@ -89,8 +89,10 @@ def _end(watcher: Watcher | None, worker: Any) -> None:
             worker.close()
 
 
-def _loop(watcher: Watcher, events: queue.Queue[tuple[str, Any]]) -> None:
-    """Feed messages to the watcher until it is done."""
+def _loop(watcher: Watcher, events: queue.Queue[tuple[str, Any]], redraw: Callable[[], None] = lambda: None) -> None:
+    """Feed messages to the watcher until it is done, redrawing the footer after each: it shows the new
+    state (checking, the check running, passes) at once, not at its next timed refresh, up to a
+    quarter of a second later, which a verdict's screen would otherwise wait for to settle."""
     while not watcher.done:
         try:
             kind, value = events.get(timeout=0.02)
@@ -110,6 +112,7 @@ def _loop(watcher: Watcher, events: queue.Queue[tuple[str, Any]]) -> None:
         elif kind == "error":
             raise UsageError(NO_EVENTS.format(reason=value))
         watcher.tick()
+        redraw()
 
 
 def file_events(root: Path, events: queue.Queue[tuple[str, Any]], stop: threading.Event) -> None:

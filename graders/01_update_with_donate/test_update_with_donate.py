@@ -165,7 +165,7 @@ def _check_aliases(submission: types.ModuleType, submission_path: Path, n: int) 
 
 def _no_alias_message(call: JitCall, n: int) -> str:
     """Why the compiled helper reuses no buffer, from what it asked for and what it returns."""
-    where = f" (line {call.line})" if call.line else ""
+    where = f" (line {call.where})" if call.where else ""
     head = (f"for float32[{n}] inputs, `{call.name}`{where} compiles with alias_size_in_bytes = 0: its result "
             "does not reuse `state`'s buffer. ")
     if not any(call.donated):

@@ -211,28 +211,28 @@ def test_alias_bytes(submission: ModuleType, rng: np.random.Generator) -> None:
 
 
 @pytest.mark.points(1)
-def test_no_unusable_donation(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_no_unusable_donation(fresh_submission: ModuleType, rng: np.random.Generator) -> None:
     """JAX does not warn that donated buffers were not usable."""
     jax.clear_caches()  # the warning comes only with a fresh compile
     mesh = _mesh()
     (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
-    call = call_recording_warnings(_step, submission, params, grads, lr)
+    call = call_recording_warnings(_step, fresh_submission, params, grads, lr)
     if call.not_usable:
         fail(f"JAX warned \"{call.not_usable[0]}\": it was given buffers that no output could take. Donate "
              "params only, and keep each output's dtype, shape and sharding equal to its param's.")
 
 
 @pytest.mark.points(2)
-def test_no_compile_after_warmup(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+def test_no_compile_after_warmup(fresh_submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """After a warm-up call, new arrays and learning rates compile nothing."""
     mesh = _mesh()
     calls = [(_tree(rng, mesh)[0], _tree(rng, mesh)[0], lr) for lr in (0.1, _lr(rng), _lr(rng), _lr(rng))]
-    names = own_function_names(submission)
+    names = own_function_names(fresh_submission)
     with count_jit_builds(submission_path) as builds:
         seen, built = [], []
         for args in calls:
             before = builds[0]
-            seen.extend(compiles_per_call(submission.sgd_step, [args], names))
+            seen.extend(compiles_per_call(fresh_submission.sgd_step, [args], names))
             built.append(builds[0] - before)
     if not seen[0]:
         fail("no compile of your code was seen on the first call of `sgd_step`: does it run a jax.jit of a "
@@ -249,7 +249,7 @@ def test_no_compile_after_warmup(submission: ModuleType, rng: np.random.Generato
              "dict keyed by lr), compiles a new program for every value. Keep lr a traced argument of one jit "
              "built at import.")
     (params, _), (grads, _) = _tree(rng, mesh), _tree(rng, mesh)
-    found = jitted_step(submission.sgd_step, params, grads, lr, module=submission)
+    found = jitted_step(fresh_submission.sgd_step, params, grads, lr, module=fresh_submission)
     if found is not None and len(found[1].args_info[0]) < len(NAMES):
         fail(f"{head} `{found[0]}` takes lr as a static argument, so each value is a new cache key and a new "
              "program. Leave it traced: a Python float passed to a jit is a weakly typed float32 scalar, "
@@ -259,7 +259,7 @@ def test_no_compile_after_warmup(submission: ModuleType, rng: np.random.Generato
 
 
 @pytest.mark.points(1)
-def test_jit_built_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+def test_jit_built_once(fresh_submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`sgd_step` runs a jax.jit built once, at import: no call builds one."""
     mesh = _mesh()
     per_call = []
@@ -267,7 +267,7 @@ def test_jit_built_once(submission: ModuleType, rng: np.random.Generator, submis
         for _ in range(2):
             before = builds[0]
             (params, _), (grads, _) = _tree(rng, mesh), _tree(rng, mesh)
-            _step(submission, params, grads, _lr(rng))
+            _step(fresh_submission, params, grads, _lr(rng))
             per_call.append(builds[0] - before)
     first, second = per_call
     if second:
@@ -279,7 +279,7 @@ def test_jit_built_once(submission: ModuleType, rng: np.random.Generator, submis
         fail(f"the first call of `sgd_step` built {first} jitted wrapper(s) and the second none: the jit is made "
              "lazily, inside the call, and kept for later. Build it at import, at module scope (a decorator "
              "or an assignment), so that no call builds one and the step is there to inspect before it runs.")
-    if not jitted_candidates(submission.sgd_step, submission):
+    if not jitted_candidates(fresh_submission.sgd_step, fresh_submission):
         fail("`sgd_step` runs no function made by jax.jit: eagerly, every leaf's update is a separate dispatch "
              "and nothing is donated. Decorate it with jax.jit(..., donate_argnums=0), or have it call a jit "
              "built at import.")

@@ -62,7 +62,7 @@ def _run(sub: ModuleType, path: Path, rng: np.random.Generator,
          case: tuple[int, int, int, int]) -> tuple[Traced, jax.Array, np.ndarray, np.ndarray]:
     """`pipeline(x, weights, mesh)` for one case, traced, compiled and run once; (case, result, x, weights).
 
-    Each check traces the learner's fresh module anew; the compile itself is shared by its lowered text.
+    Each check traces `pipeline` anew (a new lambda for JAX); the compile itself is shared by its lowered text.
     """
     s, m, b, d = case
     xs, ws = _host(rng, s, m, b, d)

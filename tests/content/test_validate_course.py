@@ -50,6 +50,11 @@ CASES = {
         {"test_no_copy_before_donate"},
         r"line 19 calls `_step`, which returns `state` unchanged beside the result",
     ),
+    # The helper is a lambda written on line 5 and called on line 10: the message points at the lambda.
+    ("update_with_donate", "no_donation"): (
+        {"test_state_consumed", "test_helper_aliases_state"},
+        r"`<lambda>` \(line 5\) compiles with alias_size_in_bytes = 0",
+    ),
     ("update_with_donate", "aot_per_shape"): (
         {"test_helper_aliases_state", "test_helper_built_once"},
         r"calls an ahead-of-time compiled program",

@@ -1,4 +1,4 @@
-"""What a check's import of the learner's file holds is let go when the check ends."""
+"""The learner's file is imported once per grading, and what a check's own import holds is let go."""
 
 from __future__ import annotations
 
@@ -41,9 +41,8 @@ def double(x):
 
 @pytest.mark.slow
 def test_a_table_at_module_level_is_held_once_whatever_the_number_of_checks(mini_course: Path) -> None:
-    """Each check imports the file afresh; a large import is released before the next, so resident memory
-    stays what it was at the second check (the first import, which the grader keeps a function of, and the
-    current one), not a table more per check; the function the grader kept still works."""
+    """The checks share one import, so resident memory stays what it was at the second check, not a table
+    more per check; the function the grader kept still works."""
     (mini_course / "graders/01_ex_pass/test_ex_pass.py").write_text(GRADER)
     exercise = load_course(mini_course).get("ex_pass")
     learner = mini_course / "exercises/01_ex_pass/ex_pass.py"
@@ -71,3 +70,63 @@ def test_running_out_of_memory_names_a_large_import(mini_course: Path) -> None:
     assert result.status == "failed" and "more than 700 MiB of memory" in result.message, result.message
     stopped = next(c for c in result.checks if c.id == "test_zero").message
     assert "Importing your file takes 15" in stopped and "MiB by itself" in stopped, stopped
+
+
+SLEEP_S = 2
+COUNTED = f'''
+import pathlib
+import time
+
+with open(pathlib.Path(__file__).with_name("imports.log"), "a") as log:  # one line per import
+    log.write("imported\\n")
+time.sleep({SLEEP_S})  # a slow import, paid once per grading
+
+
+def double(x):
+    return 2 * x
+'''
+SHARED_CHECKS = 6
+COUNTING_GRADER = '''
+"""Six checks of the shared module, then one that asks for a module of its own."""
+SEEN = []
+
+
+''' + "".join(f'''
+def test_shared_{i}(submission):
+    """Shared check {i}."""
+    SEEN.append(submission)
+    assert submission.double(3) == 6 and SEEN[0] is submission
+''' for i in range(SHARED_CHECKS)) + '''
+
+def test_fresh(fresh_submission, submission):
+    """A check with its own module."""
+    assert fresh_submission is not submission and fresh_submission.double(4) == 8
+    assert SEEN[0] is submission
+'''
+
+
+@pytest.mark.slow
+def test_the_file_is_imported_once_per_grading_whatever_the_number_of_checks(mini_course: Path) -> None:
+    """A file with a `time.sleep` at import, graded by seven checks, is imported twice: once for the six
+    checks that share it, once more for the check that asks for a module of its own."""
+    (mini_course / "graders/01_ex_pass/test_ex_pass.py").write_text(COUNTING_GRADER)
+    exercise = load_course(mini_course).get("ex_pass")
+    learner = mini_course / "exercises/01_ex_pass/ex_pass.py"
+    learner.write_text(COUNTED)
+    result = grade(exercise, learner, seed=1, skip_stub=False)
+    assert result.status == "passed", [(c.id, c.message) for c in result.checks]
+    assert len(result.checks) == SHARED_CHECKS + 1
+    assert learner.with_name("imports.log").read_text().splitlines() == ["imported"] * 2
+
+
+@pytest.mark.slow
+def test_an_import_that_fails_fails_every_check_with_its_traceback(mini_course: Path) -> None:
+    """The one shared import raises: every check fails with the learner's line, not only the first."""
+    (mini_course / "graders/01_ex_pass/test_ex_pass.py").write_text(COUNTING_GRADER)
+    exercise = load_course(mini_course).get("ex_pass")
+    learner = mini_course / "exercises/01_ex_pass/ex_pass.py"
+    learner.write_text("def double(x):\n    return 2 * x\n\nraise ValueError('not ready')\n")
+    result = grade(exercise, learner, seed=1, skip_stub=False)
+    assert result.status == "failed" and len(result.checks) == SHARED_CHECKS + 1
+    for c in result.checks:
+        assert c.status == "failed" and "ValueError: not ready" in c.message and "line 4" in c.message, c

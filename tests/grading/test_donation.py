@@ -130,6 +130,35 @@ def test_jit_calls_sees_a_jit_wherever_it_is_held() -> None:
     assert [src.arg for src in call.sources] == [0, 1] and call.alias_bytes == 28 and not call.not_usable
 
 
+def test_a_jitted_lambda_is_pointed_at_on_its_own_line(learner_module: Callable[[str], types.ModuleType]) -> None:
+    """A lambda jitted on one line and called on another is named by its own line, which its name cannot
+    say; a def keeps the line of its call, beside the line it was written on."""
+    from pathlib import Path
+
+    from course.grading import jit_calls
+
+    module = learner_module("""
+        import jax
+
+        step = jax.jit(lambda s, d: s + d)
+
+
+        def add(s, d):
+            return s - d
+        added = jax.jit(add)
+
+
+        def update(s, d):
+            return step(s, d) + added(s, d)
+        """)
+    path = Path(module.__file__)
+    spec = jax.ShapeDtypeStruct((5,), jnp.float32)
+    lam, named = jit_calls(module.update, spec, spec, path=path)
+    assert (lam.name, lam.line, lam.defined_line, lam.where) == ("<lambda>", 13, 4, 4)
+    assert (named.name, named.line, named.defined_line, named.where) == ("add", 13, 7, 13)
+    assert jit_calls(module.update, spec, spec, path=path.with_name("other.py"))[0].where is None
+
+
 def test_jit_calls_names_copies_and_dropped_donations() -> None:
     """A donated copy is traced back to its argument and op; a float16 result aliases nothing; a
     donation no output can use is reported with JAX's warning."""

@@ -136,6 +136,23 @@ def test_a_setup_the_learners_code_breaks_names_their_line(tmp_path) -> None:
     assert error["where"].startswith("mine.py line 2")
 
 
+def test_a_jitted_lambda_is_shown_with_its_own_line(tmp_path) -> None:
+    """The donation section points a lambda's jit at the lambda's line as well as at its call, and quotes both."""
+    from course.grading.observe import donation
+    from course.ui.inspection import donation as draw
+
+    source = "import jax\n\nstep = jax.jit(lambda s, d: s + d)\n\n\ndef update(s, d):\n    return step(s, d)\n"
+    module = learner(tmp_path, source)
+    (made,) = calls.make_calls(["update(f32(4), f32(4))"], "", module)
+    (report,) = donation.observe([made], module, tmp_path / "mine.py")
+    (jit,) = report["jits"]
+    assert (jit["name"], jit["line"], jit["defined_line"]) == ("<lambda>", 7, 3)
+    assert sorted(report["source"]) == ["3", "7"]
+    with ui.out.capture() as shown:
+        draw(report)
+    assert "jit <lambda> (line 3), called at line 7" in " ".join(shown.get().split())
+
+
 def test_the_same_file_gets_the_same_inputs(tmp_path) -> None:
     """Inputs are random but seeded, so two inspections of one file read alike."""
     module = learner(tmp_path, "def ident(x):\n    return x\n")

@@ -111,6 +111,9 @@ def _warm_up() -> str:
             with contextlib.suppress(ImportError):
                 importlib.import_module(f"_pytest.{name}")
         _collect_once()
+        from course.engine import barrier
+
+        barrier.note_trusted_codes()  # after pytest's own run: the modules it loads are noted too
     except Exception as exc:  # any failure means: grade cold
         return f"importing failed ({type(exc).__name__}: {exc})"
     return _unsafe()

@@ -308,20 +308,31 @@ def submission_path(request: pytest.FixtureRequest) -> Path:
     return state.submission_path
 
 
-@pytest.fixture(name="submission")
+@pytest.fixture(name="submission", scope="session")
 def submission_fixture(request: pytest.FixtureRequest) -> types.ModuleType:
-    """The learner's module, executed afresh for this check from the source read at start-up; the last
-    check's import is freed first when it was large, so a table at module level is held once."""
+    """The learner's module, imported once per grading from the source read at start-up and shared by
+    every check; an import that fails fails each check with the same traceback. In a judge, the module
+    as the executor imported it; in an executor, the module it imported for the judge, if it did."""
     state = _require(request.config)
     assert state.submission_path is not None
     if state.split is not None and state.split.role == roles.JUDGE:
         return state.split.remote(state.submission_path)  # type: ignore[return-value]
-    submission.release(state.submission_path, state.import_mb)
-    before = submission.resident_mb()
-    try:
-        return submission.load(state.submission_path, state.source)
-    finally:
-        state.import_mb = submission.resident_mb() - before
+    shared = state.split.shared() if state.split is not None else None
+    if shared is not None:
+        state.import_mb = shared[1]
+        return shared[0]
+    return submission.import_for(state)
+
+
+@pytest.fixture
+def fresh_submission(request: pytest.FixtureRequest) -> types.ModuleType:
+    """The learner's module imported again for this check alone: for a check that counts what a first
+    call compiles or builds, which the shared module's earlier calls (or its own caches) would hide."""
+    state = _require(request.config)
+    if state.split is not None and state.split.role == roles.JUDGE:
+        assert state.submission_path is not None
+        return state.split.remote(state.submission_path, fresh=True)  # type: ignore[return-value]
+    return submission.import_for(state)
 
 
 @pytest.fixture

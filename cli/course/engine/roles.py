@@ -10,7 +10,9 @@ processes at once, `course inspect`) every check runs in the one process.
 from __future__ import annotations
 
 import socket
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +33,8 @@ class Split:
         self.role = role
         self.sock = socket.socket(fileno=link_fd) if link_fd is not None else None
         self._link = None
+        self.executor: Any = None
+        """The executor's answers to the judge (`course.engine.serve.Executor`), once it has served."""
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """Keep the checks this side runs; the other side runs the rest."""
@@ -49,7 +53,8 @@ class Split:
 
             state = session.config.stash.get(_STATE, None)
             if state is not None:
-                Executor(self.sock, state[0], state[1]).serve()
+                self.executor = Executor(self.sock, state[0], state[1])
+                self.executor.serve()
             self.sock = None
         return (yield)
 
@@ -59,6 +64,12 @@ class Split:
             self._link.done()
         elif self.sock is not None and self.role == JUDGE:
             self.sock.close()
+
+    def shared(self) -> tuple[types.ModuleType, float] | None:
+        """The module the executor imported for the judge and how much it grew the process, for the
+        executor's own checks to share (the file is imported once per grading); None if it did not."""
+        module = getattr(self.executor, "module", None)
+        return (module, float(self.executor.import_mb)) if module is not None else None
 
     def remote(self, path: Path, fresh: bool = False) -> object:
         """The learner's module as the executor imported it (again, when `fresh`), as the judge uses it."""

@@ -9,13 +9,15 @@ import os
 import sys
 import types
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
 from course.grading.feedback import CheckFailed
 from course.grading.source import describe_exception, learner_location, learner_traceback, syntax_message
 
-__all__ = ["SubmissionError", "check_seed", "describe", "describe_exception", "learner_location", "load", "read_source"]
+__all__ = ["SubmissionError", "check_seed", "describe", "describe_exception", "import_for", "learner_location", "load",
+           "read_source"]
 
 
 class SubmissionError(Exception):
@@ -51,7 +53,34 @@ def load(path: Path, source: bytes | None) -> types.ModuleType:
 
 
 RELEASE_ABOVE_MB = 64.0
-"""An import that grew the process by more than this is collected before the next check imports again."""
+"""A fresh import after one that grew the process by more than this first collects the last one."""
+
+
+class Importing(Protocol):
+    """What a grading knows of the learner's file: where it is, the source read at start-up, and how
+    much the last import of it grew the process (kept for the message should memory run out)."""
+
+    submission_path: Path | None
+    source: bytes | None
+    import_mb: float
+
+
+def import_for(grading: Importing) -> types.ModuleType:
+    """Import the learner's file for a grading, noting in `grading.import_mb` how much it grew the process.
+
+    A grading imports the file once and its checks share the module, so what the import costs (a
+    table at module level, a `time.sleep`) is paid once. A check that needs a module of its own
+    (one that counts what a first call compiles) imports it again; a large earlier import is then
+    collected first if nothing holds it any more.
+    """
+    path = grading.submission_path
+    assert path is not None
+    release(path, grading.import_mb)
+    before = resident_mb()
+    try:
+        return load(path, grading.source)
+    finally:
+        grading.import_mb = resident_mb() - before
 
 
 def resident_mb() -> float:
@@ -67,14 +96,13 @@ def resident_mb() -> float:
 
 
 def release(path: Path, grew_mb: float) -> None:
-    """Before a check imports the learner's file again, free the last import if it was large.
+    """Before the learner's file is imported again, free the last import if it was large.
 
-    Each check imports the file afresh (graders rely on fresh module state). A module and its
-    functions refer to each other (a function's globals are its namespace), so an old import is
-    freed only by the cycle collector, which may not run for many checks: a table at module level
-    was held once per check. By now pytest has dropped the last check's fixtures, so only
-    `sys.modules` and the cycle hold it. Its namespace stays whole: a grader may keep a learner's
-    function from one check for the next (`strict_runs.jitted_once`).
+    A module and its functions refer to each other (a function's globals are its namespace), so an
+    old import is freed only by the cycle collector, which may not run for many checks. By now
+    pytest has dropped the last check's fixtures, so only `sys.modules` and the cycle hold it, unless
+    the shared import or a grader still does: a grader may keep a learner's function from one check
+    for the next (`strict_runs.jitted_once`), and then its namespace stays whole.
     """
     if grew_mb <= RELEASE_ABOVE_MB:
         return  # a small import: not worth a full collection (tens of milliseconds with JAX loaded)

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
     from course.grading.executions import ProgramRun, RunRecorder, record_runs
     from course.grading.feedback import CheckFailed, check, fail
     from course.grading.grid import BlockUse, GridInfo, VmemItem, grid_info, tile_problem, vmem_bytes
-    from course.grading.jaxprs import Dim, equations, is_var, learner_line, region_of, region_text, sub_env, walk_eqns
+    from course.grading.jaxprs import (
+        Dim, called_function_line, equations, is_var, learner_line, region_of, region_text, sub_env, walk_eqns,
+    )
     from course.grading.kernel_trace import KernelTrace, evaluate_jaxpr, trace_kernel
     from course.grading.kernels import (
         Access, KernelCall, accesses_in, describe_lines, has_primitive, kernel_call, kernel_call_of,
@@ -132,8 +134,9 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "CheckFailed": "feedback", "check": "feedback", "fail": "feedback",
     "BlockUse": "grid", "GridInfo": "grid", "VmemItem": "grid", "grid_info": "grid", "tile_problem": "grid",
     "vmem_bytes": "grid",
-    "Dim": "jaxprs", "equations": "jaxprs", "is_var": "jaxprs", "learner_line": "jaxprs", "region_of": "jaxprs",
-    "region_text": "jaxprs", "sub_env": "jaxprs", "walk_eqns": "jaxprs",
+    "Dim": "jaxprs", "called_function_line": "jaxprs", "equations": "jaxprs", "is_var": "jaxprs",
+    "learner_line": "jaxprs", "region_of": "jaxprs", "region_text": "jaxprs", "sub_env": "jaxprs",
+    "walk_eqns": "jaxprs",
     "KernelTrace": "kernel_trace", "evaluate_jaxpr": "kernel_trace", "trace_kernel": "kernel_trace",
     "Access": "kernels", "KernelCall": "kernels", "accesses_in": "kernels", "describe_lines": "kernels",
     "has_primitive": "kernels", "kernel_call": "kernels", "kernel_call_of": "kernels",
@@ -205,7 +208,8 @@ __all__ = [
     "ProgramRun", "RunRecorder", "record_runs",
     "CheckFailed", "check", "fail",
     "BlockUse", "GridInfo", "VmemItem", "grid_info", "tile_problem", "vmem_bytes",
-    "Dim", "equations", "is_var", "learner_line", "region_of", "region_text", "sub_env", "walk_eqns",
+    "Dim", "called_function_line", "equations", "is_var", "learner_line", "region_of", "region_text", "sub_env",
+    "walk_eqns",
     "KernelTrace", "evaluate_jaxpr", "trace_kernel",
     "Access", "KernelCall", "accesses_in", "describe_lines", "has_primitive", "kernel_call", "kernel_call_of",
     "nested_primitive_counts", "pallas_calls", "primitive_counts",

@@ -169,6 +169,15 @@ class JitCall:
     """The outputs' shapes and dtypes."""
     line: int | None
     """The learner's line that made the call, when known."""
+    defined_line: int | None = None
+    """The learner's line where the called function was written (a lambda's own line), when known."""
+
+    @property
+    def where(self) -> int | None:
+        """The line a message points at: a lambda's own line (its name says nothing), else the call's."""
+        if self.name == "<lambda>" and self.defined_line:
+            return self.defined_line
+        return self.line
 
     def donated_copies(self, arg: int) -> list[Source]:
         """Donated inputs that were computed from argument `arg` rather than being it."""
@@ -184,7 +193,7 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
     is compiled again, on its own, to read its real aliasing and any "not usable" warning.
     Arguments may be `jax.ShapeDtypeStruct`s.
     """
-    from course.grading.jaxprs import learner_line
+    from course.grading.jaxprs import called_function_line, learner_line
 
     closed = jax.make_jaxpr(fn)(*args)
     origin: dict[Any, Source] = {v: Source(i) for i, v in enumerate(closed.jaxpr.invars)}
@@ -192,7 +201,7 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
     for eqn in closed.jaxpr.eqns:
         if eqn.primitive.name in ("jit", "pjit") and not eqn_is_jax_helper(eqn):
             sources = tuple(_origin(v, origin) for v in eqn.invars)
-            calls.append(_describe_call(eqn, sources, learner_line(eqn, path)))
+            calls.append(_describe_call(eqn, sources, learner_line(eqn, path), called_function_line(eqn, path)))
         _note_outputs(eqn, origin, learner_line(eqn, path))
     return calls
 
@@ -237,7 +246,7 @@ def operand_spec(var: Any) -> Any:
     return jax.ShapeDtypeStruct(aval.shape, aval.dtype, sharding=getattr(aval, "sharding", None))
 
 
-def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None) -> JitCall:
+def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None, defined_line: int | None) -> JitCall:
     """Compile the called program alone, with its donation, and read what it does."""
     donated = tuple(bool(d) for d in eqn.params["donated_invars"])
     with warnings.catch_warnings(record=True) as caught:
@@ -253,6 +262,7 @@ def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None) -> J
         not_usable=tuple(texts),
         out_info=lowered.out_info,
         line=line,
+        defined_line=defined_line,
     )
 
 

@@ -121,6 +121,20 @@ def learner_line(eqn: Any, path: Path | None) -> int | None:
     return None
 
 
+def called_function_line(eqn: Any, path: Path | None) -> int | None:
+    """The line of the learner's file where the function a `jit` equation calls was written, or None.
+
+    For a lambda this is the lambda's own line, which its name (`<lambda>`) cannot point at.
+    """
+    debug = getattr(getattr(eqn.params.get("jaxpr"), "jaxpr", None), "debug_info", None)
+    src = str(getattr(debug, "func_src_info", "") or "")  # "<lambda> at /path/file.py:3"
+    _, _, where = src.rpartition(" at ")
+    file, _, line = where.rpartition(":")
+    if not line.isdigit() or (path is not None and file != str(path)):
+        return None
+    return int(line)
+
+
 def region_text(region: tuple[Dim, ...] | None, shape: tuple[int, ...]) -> str:
     """Indexing text for a region: `:` for a whole dimension, `a:b`, `i`, or `?` when dynamic."""
     if region is None:

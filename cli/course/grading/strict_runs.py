@@ -1,7 +1,7 @@
 """Running a learner's kernels for values: jitted once per grading, strictly interpreted, on a TPU's terms.
 
-Every check gets the learner's module afresh, so a jit made inside a check is a new function
-for JAX, traced and compiled again. Under the strict TPU interpreter that compile costs about a
+A jit made inside a check is a new function for JAX, traced and compiled again (and a check
+that asks for `fresh_submission` has functions of its own). Under the strict TPU interpreter that compile costs about a
 second per shape and dtype, so value checks share one jit of the learner's function for the
 whole grading: `jitted_once(fn, key)` makes it the first time `key` is asked for and hands the
 same one back later, and checks that use one shape and dtype compile it once between them.

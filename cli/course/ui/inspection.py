@@ -152,7 +152,8 @@ def donation(call: dict[str, Any]) -> None:
     """A call's jitted calls with what each donates and aliases, then what the real call consumed."""
     for jit in call.get("jits", []):
         at = f", called at line {jit['line']}" if jit.get("line") else ""
-        ui.block(f"jit {jit['name']}{at}", indent=4, style="bold")
+        written = f" (line {jit['defined_line']})" if jit.get("defined_line") else ""  # a lambda's own line
+        ui.block(f"jit {jit['name']}{written}{at}", indent=4, style="bold")
         donated = ", ".join(_origin(s) for s in jit["donated"]) or "nothing"
         warned = f"; JAX warned: {jit['not_usable'][0]}" if jit.get("not_usable") else "; no \"not usable\" warning"
         ui.block(f"donates {donated}; aliases {jit['alias_bytes']} bytes (alias_size_in_bytes){warned}",

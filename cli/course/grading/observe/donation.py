@@ -50,7 +50,8 @@ def _one(call: Call, path: Path | None) -> dict[str, Any]:
         report["error"] = describe_error(exc, path)
         report["error"]["read_donated"] = isinstance(exc, Exception) and is_deleted_error(exc)
     report["inputs"] = [_consumption(name, value) for name, value in call.values() if is_data(value)]
-    report["source"] = source_lines(path, {j["line"] for j in report["jits"] if j["line"]})
+    lines = {line for j in report["jits"] for line in (j["line"], j.get("defined_line")) if line}
+    report["source"] = source_lines(path, lines)
     return report
 
 
@@ -71,6 +72,7 @@ def _jits(call: Call, path: Path | None) -> list[dict[str, Any]]:
         found.append({
             "name": jc.name,
             "line": jc.line,
+            "defined_line": jc.defined_line if jc.name == "<lambda>" else None,  # its name says nothing
             "donated": [_source_text(s, labels) for d, s in zip(jc.donated, jc.sources, strict=True) if d],
             "kept": [_source_text(s, labels) for d, s in zip(jc.donated, jc.sources, strict=True) if not d],
             "alias_bytes": jc.alias_bytes,
