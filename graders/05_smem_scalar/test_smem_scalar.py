@@ -163,6 +163,7 @@ def _where(lines: list[int | None]) -> str:
     return f"line {known[0]}" if len(known) == 1 else f"lines {', '.join(map(str, known))}"
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`masked_row_sum` sums the first `lengths[b]` rows of each `x[b]`, under the strict TPU interpreter"""
