@@ -101,8 +101,7 @@ def encode(value: Any, buffers: list[bytes], array: Callable[[Any], dict[str, An
     described = array(value)
     if described is None:
         raise WireError(f"a value of type {type(value).__name__} cannot be sent")
-    raw = np.asarray(described.pop("data"))
-    data = np.ascontiguousarray(raw).reshape(raw.shape)  # ascontiguousarray makes a 0-d array 1-d
+    data = np.ascontiguousarray(described.pop("data"))
     buffers.append(data.tobytes())
     return {"t": "array", "dtype": str(data.dtype), "shape": list(data.shape), "buf": len(buffers) - 1, **described}
 
