@@ -100,13 +100,13 @@ class Executor:
                              or leaves[-1])
         if not isinstance(args, tuple | list) or not isinstance(kwargs, dict):
             raise wire.WireError("a call's arguments are malformed")
-        strict = header.get("strict")
-        if strict is None:
+        interpret = header.get("interpret")
+        if interpret is None:
             result = jax.block_until_ready(fn(*args, **kwargs))
-        elif isinstance(strict, dict):  # the judge's check called it inside `tpu_interpret(**strict)`
+        elif isinstance(interpret, dict):  # the judge's check called it inside `tpu_interpret(**interpret)`
             from course.grading.tpu import tpu_interpret
 
-            with tpu_interpret(**strict):
+            with tpu_interpret(**interpret):
                 result = jax.block_until_ready(fn(*args, **kwargs))
         else:
             raise wire.WireError("a call's interpreter overrides are malformed")
