@@ -88,6 +88,7 @@ def _assert_io(call: KernelCall, loads: dict[str, int], stores: dict[str, int]) 
                  + " Compute the whole result as a value, then write it once with `o_ref[...] = ...`.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_add_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`add` returns x + y for float32 and bfloat16 arrays of several shapes"""
@@ -159,6 +160,7 @@ def test_add_kernel_loads_and_stores(submission: ModuleType, submission_path: Pa
     _assert_io(call, loads={x_name: 1, y_name: 1}, stores={o_name: 1})
 
 
+@pytest.mark.judge
 def test_square_plus_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`square_plus` returns x * x + x"""
     for shape in ((8, 128), (16, 256)):
@@ -184,6 +186,7 @@ def test_square_plus_one_load(submission: ModuleType, submission_path: Path) -> 
     _assert_io(call, loads={x_name: 1}, stores={o_name: 1})
 
 
+@pytest.mark.judge
 def test_row_sum_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`row_sum` returns the sum of the rows, of shape (columns,)"""
     for shape in ((8, 128), (1, 128), (13, 256)):

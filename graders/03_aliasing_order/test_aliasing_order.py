@@ -70,6 +70,7 @@ def _check_aliased(submission: ModuleType, name: str, expect: Callable, rng: np.
                  f"ref its own copy, so it hides this. {why}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_swap_halves_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`swap_halves` returns x with its column halves swapped"""
@@ -83,6 +84,7 @@ def test_swap_halves_kernel_under_aliasing(submission: ModuleType, rng: np.rando
     _check_aliased(submission, "swap_halves_kernel", _swapped, rng, submission_path)
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_residual_tanh_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`residual_tanh` returns tanh(x) + x"""

@@ -22,15 +22,14 @@ from course.grading import (
     RefInfo,
     assert_array,
     check,
-    explain_strict_failure,
     fail,
     hbm_access_message,
     interpreter_failure,
     kernel_memory,
     pallas_calls,
-    region_text,
     run_strict,
     silent_wait_message,
+    strict_values,
 )
 
 F32, BF16 = jnp.float32, jnp.bfloat16
@@ -71,59 +70,43 @@ def _input(mem: KernelMemory) -> RefInfo:
     return mem.args()[mem.call.num_index]
 
 
-def _run(submission: ModuleType, x: jax.Array, path: Path) -> Any:
-    """`scale_shift(x)` under the strict interpreter; its errors explained by the learner's line.
+def _run(submission: ModuleType, x: jax.Array) -> Any:
+    """`scale_shift(x)` under the strict interpreter; what the interpreter refused, in a sentence.
 
-    A kernel that waits for a copy it never started would make the interpreter wait forever, so
-    the kernel is read first and such a wait is reported instead of run.
+    The values check runs in the judge, which never reads the kernel: a wait that nothing will
+    signal raises at once under the strict interpreter, and the checks that read the kernel name
+    the line of each mistake (`test_no_direct_access`, `test_dma_into_vmem`, `test_dmas_waited`).
     """
-    stuck = _memory(submission, x, path).stuck_message()
-    check(stuck is None, f"for x of {x.dtype.name}{list(x.shape)}: {stuck}")
     try:
-        return run_strict(submission.scale_shift, x)
+        return strict_values(submission.scale_shift, x)
     except Exception as exc:
+        head = f"for x of {x.dtype.name}{list(x.shape)}"
+        silent = silent_wait_message(exc)
+        if silent:
+            fail(f"{head}: {silent}")
+        if "cannot be referenced directly" in str(exc):
+            fail(f"{head}, the strict TPU interpreter refused your kernel: it indexes an HBM (`pl.ANY`) ref "
+                 "directly, which a TPU cannot do. Copy it into a VMEM buffer with `pltpu.sync_copy` and "
+                 "index the copy.")
         inner = interpreter_failure(exc)
-        if inner is None and "cannot be referenced directly" not in str(exc):
+        if inner is None:
             raise  # the learner's own error: the platform reports it with their line
-        why = explain_strict_failure(exc, _memory(submission, x, path))
-        fail(why or f"the TPU interpreter stopped your kernel with `{inner or exc}`.")
+        inner = inner.rstrip(":")
+        dtypes = (" A bare AssertionError there is a DMA between two dtypes: a DMA copies bytes and cannot "
+                  "convert them, so give the buffer the input's dtype." if inner == "AssertionError" else "")
+        fail(f"{head}, the TPU interpreter stopped your kernel with `{inner}`.{dtypes}")
 
 
-def _sentence(text: str) -> str:
-    """`text` with its first letter capitalised, to follow another sentence."""
-    return text[:1].upper() + text[1:]
-
-
-def _partial_copy(mem: KernelMemory) -> str | None:
-    """When the DMAs from `x` read fixed parts of it that leave some out: which parts, and where."""
-    source = _input(mem)
-    copies = mem.dmas_from(source)
-    covered = np.zeros(source.shape, bool)
-    for dma in copies:
-        region = dma.src_region
-        if dma.times != 1 or region is None or any(key is not None or lo is None for key, lo, _ in region):
-            return None  # a copy that moves with the grid or a loop: its parts are not fixed
-        covered[tuple(slice(lo, hi) for _, lo, hi in region)] = True
-    if not copies or covered.all():
-        return None
-    parts = ", ".join(f"`{source.name}[{region_text(d.src_region, source.shape)}]`" for d in copies)
-    lines = sorted({d.line for d in copies if d.line})
-    at = f" (line {', '.join(map(str, lines))})" if lines else ""
-    return (f"the kernel copies only {parts}{at}, {int(covered.sum())} of the {covered.size} elements "
-            f"of x: copy all of it, taking the shape from `{source.name}.shape` rather than from constants.")
-
-
-def _nan_message(name: str, got: np.ndarray, mem: KernelMemory) -> str:
+def _nan_message(name: str, got: np.ndarray) -> str:
     """Where the NaNs are, and why: memory that no copy or store ever filled."""
     nan = np.isnan(got)
     rows, cols = np.flatnonzero(nan.any(axis=1)), np.flatnonzero(nan.any(axis=0))
-    cause = mem.uncopied_cause() or _partial_copy(mem) or (
-        "Every DMA is waited, so part of `x` was never copied or part of the output never written: "
-        "copy the whole of `x` (its shape varies, so take shapes from the refs, not from "
-        "constants) and write every element of the output.")
     return (f"{name} has {int(nan.sum())} NaN element(s) of {got.size}, in rows {rows[0]} to {rows[-1]} "
             f"and columns {cols[0]} to {cols[-1]}. Under the strict TPU interpreter fresh memory reads as NaN, "
-            f"so these come from memory that nothing was copied into. {_sentence(cause)}")
+            "so these come from memory that nothing was copied into: part of `x` was never copied, a copy "
+            "was read before its wait, or part of the output was never written. Copy the whole of `x` (its "
+            "shape varies, so take shapes from the refs, not from constants), wait for each copy before "
+            "reading it, and write every element of the output.")
 
 
 def _parts_equal(got: np.ndarray, k: int, want: np.ndarray, w: int, axis: int, size: int, tol: float) -> bool:
@@ -147,18 +130,19 @@ def _repeated_part(got: np.ndarray, want: np.ndarray, tol: float) -> str | None:
     return None
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
-def test_values(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`scale_shift` returns 2 * x + 1 under the strict TPU interpreter, for float32 and bfloat16"""
     for shape, dtype in _cases(rng):
         x = _draw(rng, shape, dtype)
         want = (np.asarray(x, np.float32) * 2 + 1).astype(jnp.dtype(dtype))
-        got = _run(submission, x, submission_path)
+        got = _run(submission, x)
         name = f"scale_shift(x) for {jnp.dtype(dtype).name}{list(shape)}"
         if isinstance(got, jax.Array) and got.shape == want.shape and jnp.issubdtype(got.dtype, jnp.floating):
             values = np.asarray(got, np.float32)
             if np.isnan(values).any():
-                fail(_nan_message(name, values, _memory(submission, x, submission_path)))
+                fail(_nan_message(name, values))
         tol = 1e-2 if dtype == BF16 else 1e-6
         if isinstance(got, jax.Array) and got.shape == want.shape and got.dtype == want.dtype:
             repeated = _repeated_part(np.asarray(got, np.float32), np.asarray(want, np.float32), tol)

@@ -31,7 +31,7 @@ from course.grading import (
     matches_name,
     own_function_names,
     pallas_calls,
-    run_strict,
+    strict_values,
     tpu_interpret,
 )
 
@@ -163,13 +163,14 @@ def _where(lines: list[int | None]) -> str:
     return f"line {known[0]}" if len(known) == 1 else f"lines {', '.join(map(str, known))}"
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`masked_row_sum` sums the first `lengths[b]` rows of each `x[b]`, under the strict TPU interpreter"""
     for batch, time, fixed in _cases(rng):
         x = _draw(rng, batch, time)
         lengths = _lengths(rng, batch, time) if fixed is None else np.asarray(fixed, np.int32)
-        got = run_strict(submission.masked_row_sum, jnp.asarray(x), jnp.asarray(lengths))
+        got = strict_values(submission.masked_row_sum, jnp.asarray(x), jnp.asarray(lengths))
         _check_values(got, x, lengths, f"masked_row_sum(x, lengths) for x of shape {(batch, time, LANES)} "
                                        f"and lengths {lengths.tolist()}")
 

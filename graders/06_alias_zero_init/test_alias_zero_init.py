@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -96,33 +95,6 @@ def _blocks_text(found: list[BlockMismatch]) -> str:
     return shown + (f" and {len(found) - 4} more" if len(found) > 4 else "")
 
 
-@dataclass(frozen=True)
-class _Seen:
-    """What the grader read in the learner's program, to explain a wrong result by its cause."""
-
-    calls: list[KernelCall]
-    origin: OutputOrigin | None
-
-
-def _seen(submission: ModuleType, x: np.ndarray, blocks: Blocks, scale: float, path: Path) -> _Seen:
-    """The kernels of one call and where its result comes from (traces only; nothing runs)."""
-    traced = _traced(submission, blocks, scale)
-    calls = pallas_calls(traced, jnp.asarray(x), path=path)
-    origins = output_origins(traced, jnp.asarray(x), path=path)
-    return _Seen(calls, origins[0] if len(origins) == 1 else None)
-
-
-def _output_read_first(calls: list[KernelCall]) -> str | None:
-    """'line 14 reads `o_ref`' when a kernel loads an output before anything was stored to it."""
-    for call in calls:
-        for name in call.output_names:
-            first = next((a for a in call.accesses() if a.name == name), None)
-            if first is not None and first.kind != "store":
-                at = f"line {first.line}" if first.line else "the kernel"
-                return f"{at} reads `{name}` before anything was written to it"
-    return None
-
-
 def _operand_words(origin: OutputOrigin) -> list[str]:
     """A name for each operand of the kernel: a scalar-prefetch table, `x`, the zeros, or what made it."""
     assert origin.kernel is not None
@@ -164,9 +136,12 @@ def _moved(out: np.ndarray, sx: np.ndarray, found: list[BlockMismatch]) -> dict[
     return moved
 
 
-def _explain(found: list[BlockMismatch], blocks: Blocks, seen: _Seen,
+def _explain(found: list[BlockMismatch], blocks: Blocks,
              moved: dict[tuple[int, ...], tuple[int, int]] | None = None) -> str:
-    """One or two sentences on what the wrong blocks hold, unlisted blocks first."""
+    """One or two sentences on what the wrong blocks hold, unlisted blocks first.
+
+    The values check runs in the judge, which never reads the learner's program: what it says
+    comes from the values alone, and the checks that read the program name the lines."""
     if moved:
         (at, source), *_ = moved.items()
         return (f"block {at} holds `scale * x` of block {source}: a grid step read x at one block and "
@@ -176,15 +151,17 @@ def _explain(found: list[BlockMismatch], blocks: Blocks, seen: _Seen,
     unlisted = [m for m in found if m.index not in listed]
     wrong_listed = [m for m in found if m.index in listed]
     if unlisted:
-        return _explain_unlisted(unlisted, wrong_listed, seen)
+        return _explain_unlisted(unlisted, wrong_listed)
     m = wrong_listed[0]
-    read_first = _output_read_first(seen.calls) if m.nan_count else None
-    if read_first:
-        return (f"listed blocks {_blocks_text(wrong_listed)} hold {m.holds()}: {read_first}. An output "
-                "block is written back to memory after its step, never copied in, aliased or not: "
-                "its VMEM starts undefined (NaN under the strict interpreter), and so is anything "
-                "computed from it. Compute the block's value and store it: `o_ref[...] = x_ref[...] * scale`.")
-    if m.nan_count or m.same_as == "0":
+    if m.nan_count:
+        return (f"listed blocks {_blocks_text(wrong_listed)} hold {m.holds()}: the kernel never wrote them, "
+                "or wrote values computed from memory nothing wrote. An output block is written back to "
+                "memory after its step, never copied in, aliased or not: its VMEM starts undefined (NaN "
+                "under the strict interpreter), and so is anything computed from it, such as `o_ref[...]` "
+                "read before a store. Each grid step's index maps must send it to `blocks[i]` (a DMA into "
+                "the output must be waited on before the step ends), and the step must store the block's "
+                "value: `o_ref[...] = x_ref[...] * scale`.")
+    if m.same_as == "0":
         return (f"listed blocks {_blocks_text(wrong_listed)} hold {m.holds()}: the kernel never wrote "
                 "them. Each grid step's index maps must send it to `blocks[i]` (and a DMA into the "
                 "output must be waited on before the step ends).")
@@ -193,29 +170,23 @@ def _explain(found: list[BlockMismatch], blocks: Blocks, seen: _Seen,
     return f"listed block {m.index} holds {m.holds()}; it must be `scale * x`."
 
 
-def _explain_unlisted(unlisted: list[BlockMismatch], wrong_listed: list[BlockMismatch], seen: _Seen) -> str:
+def _explain_unlisted(unlisted: list[BlockMismatch], wrong_listed: list[BlockMismatch]) -> str:
     """What the blocks that are not listed hold instead of 0, and what that says about the code."""
     which = f"unlisted blocks {_blocks_text(unlisted)}"
     first = unlisted[0]
-    if first.nan_count and seen.origin is not None and seen.origin.aliased_from == "broadcast_in_dim":
-        return (f"{which} hold {first.holds()}, although the zeros are aliased onto the output: a "
-                "grid step wrote them back without writing them. Every step copies its output block "
-                "back to memory, whatever `pl.when` skipped in it, so a step must never be sent to "
-                "a block it does not write. Make the grid `(len(blocks),)`, one step per listed block.")
     if first.nan_count:
         return (f"{which} hold {first.holds()}: nothing wrote them, and the strict interpreter "
                 "fills memory that nothing was copied into with NaN (a TPU leaves whatever was "
                 "there before). A block the grid never visits is never written, and a step that "
-                "skips its block (`pl.when`) still copies its unwritten output block back. Alias a "
+                "skips its block (`pl.when`) still copies its unwritten output block back, even when "
+                "zeros are aliased onto the output. Alias a "
                 "`jnp.zeros_like(x)` operand onto the output with `input_output_aliases` so every "
-                "block starts at 0, and visit only the listed blocks. "
+                "block starts at 0, and visit only the listed blocks: a grid of `(len(blocks),)` steps. "
                 "`InterpretParams(uninitialized_memory='zero')` only hides this in the "
                 "interpreter: a TPU has no such setting, and the grader always runs the strict one.")
     if first.same_as == "`x`":
-        operand = seen.origin.aliased_input if seen.origin is not None else None
-        named = f" (operand {operand})" if operand is not None else ""
-        return (f"{which} hold the values of `x`: the output was aliased from `x`{named} instead of "
-                f"the zeros. {_alias_fix(seen.origin)}")
+        return (f"{which} hold the values of `x`: the output was aliased from `x` instead of "
+                f"the zeros. {_alias_fix(None)}")
     if first.same_as == "`scale * x`":
         missed = (f", and listed blocks {_blocks_text(wrong_listed)} were never written"
                   if wrong_listed else "")
@@ -225,8 +196,9 @@ def _explain_unlisted(unlisted: list[BlockMismatch], wrong_listed: list[BlockMis
     return f"{which} must be exactly 0, but block {first.index} holds {first.holds()}."
 
 
+@pytest.mark.judge
 @pytest.mark.points(3)
-def test_values(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """Listed blocks hold `scale * x` and every other block is exactly 0, under the strict TPU interpreter"""
     cases = [_case(rng, shape, k) for shape, k in VALUE_CASES]
     with tpu_interpret(submission):
@@ -239,9 +211,8 @@ def test_values(submission: ModuleType, rng: np.random.Generator, submission_pat
             found = block_mismatches(out, _expected(x, blocks, scale), BLOCK, rtol=1e-6,
                                      known={"0": np.zeros_like(x), "`x`": x, "`scale * x`": sx})
             if found:
-                seen = _seen(submission, x, blocks, scale, submission_path)
                 moved = _moved(np.asarray(out), sx, found)
-                fail(f"{_head(x, blocks, scale)}: {_explain(found, blocks, seen, moved)}")
+                fail(f"{_head(x, blocks, scale)}: {_explain(found, blocks, moved)}")
 
 
 def _traced(submission: ModuleType, blocks: Blocks, scale: float) -> Callable[[jax.Array], Any]:

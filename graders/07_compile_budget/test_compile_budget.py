@@ -69,6 +69,7 @@ def _temperatures(rng: np.random.Generator) -> list[Any]:
             np.array(f[3], np.float32), np.array(f[4]), np.int64(k[2])]
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`scaled_softmax` returns softmax(x / temperature) with the padding sliced off"""
@@ -83,6 +84,7 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
         assert_array(out, _softmax(x, t).astype(np.float32), name=name, rtol=2e-5, atol=1e-6)
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_bucket_rule(submission: ModuleType) -> None:
     """`bucket_size(n)` is at least n and at most max(16, 2n - 1), with at most 11 sizes for n in 1..1024"""

@@ -113,6 +113,7 @@ def test_creation(submission: ModuleType, rng: np.random.Generator) -> None:
                       f"{'' if prop == 'dtype' else f' (a {kind.__name__})'}.")
 
 
+@pytest.mark.judge
 def test_bad_axes_rejected(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`new_ref` refuses too few, too many or repeated axis names with a ValueError"""
     value = jnp.asarray(_draw(rng))

@@ -136,9 +136,10 @@ CASES = {
         r"row 1 has length 0 but holds x\[1, 0\]: the sum starts from the first row",
     ),
     # alias_zero_init: reading the output block, an alias index off by a second table, a padded grid.
+    # The values are judged apart from the code, so the message names the cause, not the line.
     ("alias_zero_init", "reads_output_first"): (
         {"test_values"},
-        r"line \d+ reads `o_ref` before anything was written to it",
+        r"hold NaN in .*never copied in.* such as `o_ref\[\.\.\.\]` read before a store",
     ),
     ("alias_zero_init", "two_tables_alias_2"): (
         {"test_values", "test_output_aliased"},

@@ -152,6 +152,9 @@ class RemoteFunction:
                 "kwargs": wire.encode(dict(kwargs), buffers, sending), "jit": jit}
         if strict is not None:
             body["strict"] = {str(k): v for k, v in strict.items()}
+        tpu = sys.modules.get("course.grading.tpu")  # a check inside `tpu_interpret`: the call runs under it there
+        if strict is None and tpu is not None and (interpret := tpu.active_overrides()) is not None:
+            body["interpret"] = interpret
         header, returned = self._link.ask(body, buffers)
         if not header["ok"]:
             raise_remote(header, self._path)

@@ -121,16 +121,7 @@ class Executor:
                              or leaves[-1])
         if not isinstance(args, tuple | list) or not isinstance(kwargs, dict):
             raise wire.WireError("a call's arguments are malformed")
-        strict = header.get("strict")
-        if strict is not None:  # the judge's `strict`: a kernel run as `strict_values` runs it
-            result = _strict(fn, str(header.get("name")), args, strict)
-        else:
-            if header.get("jit") is True:  # the judge's `call_jitted`: run as the grader's `jax.jit` would
-                from course.grading.programs import under_jit
-
-                fn = under_jit(fn, args, kwargs)
-            result = fn(*args, **kwargs)
-        result = jax.block_until_ready(result)
+        result = jax.block_until_ready(_run_call(fn, header, args, kwargs))
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         out: list[bytes] = []
         return {"ok": True, "value": wire.encode(result, out, outgoing), "consumed": consumed}, out
@@ -171,6 +162,28 @@ def printed() -> Iterator[list[str]]:
             if text:
                 kept.append(text)
         sink.close()
+
+
+def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]) -> Any:
+    """Call `fn` as the judge asked: plainly, under `jax.jit` (`call_jitted`), as `strict_values` runs a
+    kernel (`strict`), or inside the strict interpreter block the judge's check has open (`interpret`)."""
+    strict, interpret = header.get("strict"), header.get("interpret")
+    if strict is not None:
+        return _strict(fn, str(header.get("name")), args, strict)
+    if header.get("jit") is True:  # run as the grader's `jax.jit` would
+        from course.grading.programs import under_jit
+
+        fn = under_jit(fn, args, kwargs)
+    if interpret is None:
+        return fn(*args, **kwargs)
+    if not isinstance(interpret, dict):
+        raise wire.WireError("a call's interpreter overrides are malformed")
+    import jax
+
+    from course.grading.tpu import tpu_interpret
+
+    with tpu_interpret(**interpret):
+        return jax.block_until_ready(fn(*args, **kwargs))
 
 
 def _strict(fn: Any, name: str, args: Any, overrides: Any) -> Any:

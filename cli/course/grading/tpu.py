@@ -23,6 +23,9 @@ from course.grading.silent_waits import watching_waits
 
 __all__ = ["interpreter_failure", "strict_params", "tpu_interpret", "run_strict"]
 
+_OPEN: list[dict[str, Any]] = []
+"""The overrides of each `tpu_interpret` block now open, innermost last."""
+
 
 def strict_params(**overrides: Any) -> Any:
     """`pltpu.InterpretParams` with the strict defaults, changed only where a grader says so.
@@ -49,12 +52,24 @@ def tpu_interpret(module: types.ModuleType | None = None, **overrides: Any) -> I
 
     del module  # forcing the mode inside JAX reaches every spelling of `pallas_call`
     params = strict_params(**overrides)
+    _OPEN.append(dict(overrides))
     try:
         with pltpu.force_tpu_interpret_mode(params), watching_waits():
             yield params
     except BaseException:
         pltpu.reset_tpu_interpret_mode_state()
         raise
+    finally:
+        _OPEN.pop()
+
+
+def active_overrides() -> dict[str, Any] | None:
+    """The overrides of the innermost open `tpu_interpret` block, or None outside one.
+
+    A split grading's judge runs no kernel itself: a call it makes inside the block is sent with
+    these, and the executor runs it under the same interpreter (`course.engine.remote`).
+    """
+    return dict(_OPEN[-1]) if _OPEN else None
 
 
 def run_strict(fn: Callable[..., Any], *args: Any, module: types.ModuleType | None = None,
