@@ -506,6 +506,9 @@ CASES = {
         {"test_reads_own_rows"}, r"with 67 rows over 2 processes \(a count that does not divide 67\), process 1 read "
                                  r"rows 33-65, and rows 66 are read by no process",
     ),
+    ("multi_process", "true_division_bounds"): (
+        {"test_reads_own_rows", "test_end_to_end"}, r"read_rows takes integer row numbers.*use integer division",
+    ),
     ("multi_process", "asarray_local"): (
         {"test_global_batch", "test_end_to_end"}, r"is a \(32, 8\) array on 1 device: the rows of this process only",
     ),

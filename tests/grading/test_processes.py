@@ -24,6 +24,14 @@ def test_a_row_log_records_every_call_and_returns_copies() -> None:
     assert log.calls_text() == "read_rows(2, 4), read_rows(2, 4)"
 
 
+def test_a_row_log_refuses_rows_that_are_not_integers() -> None:
+    """`n / p` for `n // p` is refused with the call it got, as an array's slice refuses a float."""
+    log = RowLog(np.zeros((6, 1)))
+    with pytest.raises(TypeError, match=r"integer row numbers.*read_rows\(1\.5, 3\.0\): use integer division"):
+        log(1.5, 3.0)
+    assert log.calls == [(1.5, 3.0)]
+
+
 def test_a_row_log_clips_as_slicing_does_and_says_how_many_calls_it_left_out() -> None:
     """Rows past the end are not invented; a long log names its first calls and counts the rest."""
     log = RowLog(np.zeros((6, 1)))

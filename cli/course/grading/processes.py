@@ -10,6 +10,7 @@ process loads everything", which give the same values.
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,9 +45,16 @@ class RowLog:
     calls: list[tuple[Any, Any]] = field(default_factory=list)
 
     def __call__(self, start: Any, stop: Any) -> np.ndarray:
-        """Rows `start` to `stop` of the data, as a fresh NumPy copy; the call is recorded as made."""
+        """Rows `start` to `stop` of the data, as a fresh NumPy copy; the call is recorded as made.
+
+        Row numbers are integers, as an array's slice wants them: a float (`n / p` for `n // p`) is
+        refused, as a file or array reader would refuse it, rather than rounded into the right rows."""
         self.calls.append((start, stop))
-        lo, hi = int(start), int(stop)
+        try:
+            lo, hi = operator.index(start), operator.index(stop)
+        except TypeError:
+            raise TypeError(f"read_rows takes integer row numbers, as slicing an array does, and was called "
+                            f"as read_rows({start!r}, {stop!r}): use integer division (//)") from None
         return np.array(self.data[max(lo, 0):max(hi, 0)])
 
     def rows(self) -> list[int]:
