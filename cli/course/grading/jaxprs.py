@@ -13,7 +13,8 @@ from typing import Any
 
 import jax.extend as jex
 
-__all__ = ["Dim", "walk_eqns", "equations", "sub_env", "is_var", "region_of", "region_text", "learner_line"]
+__all__ = ["Dim", "walk_eqns", "equations", "sub_env", "is_var", "region_of", "region_text", "learner_line",
+           "called_function_line"]
 
 # One dimension of an indexed region: (key, lo, hi) in the base ref's coordinates. `key` is None
 # for a static range; for a dynamic start it names the index value, so two accesses can only be
