@@ -42,10 +42,10 @@ def _check(name: str, status: str = "passed", message: str = "") -> CheckResult:
     return CheckResult(name, name[5:], status, 1.0 if status == "passed" else 0.0, 1.0, message)
 
 
-def _side(*checks: CheckResult, status: str = "") -> ExerciseResult:
-    """One side's result."""
+def _side(*checks: CheckResult, status: str = "", stopped: str = "") -> ExerciseResult:
+    """One side's result (`stopped`: why it was stopped before its report was whole)."""
     result = summarize(ExerciseResult(name="ex_pass", status="failed", checks=list(checks)))
-    result.status = status or result.status
+    result.status, result.stopped = status or result.status, stopped
     return result
 
 
@@ -72,13 +72,55 @@ def test_a_stop_during_a_judge_check_is_said_there(mini_course: Path) -> None:
     exercise = _exercise(mini_course)
     why = "your code used 60 s of CPU time, this exercise's limit"
     executor = _side(_check("test_donates", "failed", why), _check("test_compiles", NOT_RUN, "not run"),
-                     status="timeout")
+                     status="timeout", stopped=why)
     judged = _side(_check("test_values", "failed", remote.GONE), _check("test_dtype", "failed", remote.GONE))
     merged = judge.merge(exercise, executor, judged)
     by_id = {c.id: c for c in merged.checks}
     assert by_id["test_values"].message == why
     assert all(by_id[n].status == NOT_RUN for n in ("test_donates", "test_dtype", "test_compiles"))
     assert merged.status == "timeout" and merged.message == f'{why} (during "values")'
+
+
+def test_checks_before_the_stop_keep_their_verdicts(mini_course: Path) -> None:
+    """The sides take turns in the grader's order: a stop in the judge's third check leaves the executor's
+    second check its verdict, even a failure of its own, and takes the reason there."""
+    exercise = _exercise(mini_course)
+    why = "the 2 processes stopped making progress for 10 s"
+    executor = _side(_check("test_donates", "failed", "not donated"), _check("test_compiles", "failed", why),
+                     stopped=why)
+    judged = _side(_check("test_values"), _check("test_dtype", "failed", remote.GONE))
+    merged = judge.merge(exercise, executor, judged)
+    by_id = {c.id: c for c in merged.checks}
+    assert (by_id["test_values"].status, by_id["test_donates"].message) == ("passed", "not donated")
+    assert by_id["test_dtype"].message == why and by_id["test_compiles"].status == NOT_RUN
+    assert merged.message == f'{why} (during "dtype")'
+
+
+def test_a_stop_in_an_executor_check_is_said_there(mini_course: Path) -> None:
+    """When the executor is stopped in its own check, that check keeps the reason, and the judge's later
+    checks, whose answers never came, are not run."""
+    exercise = _exercise(mini_course)
+    why = "your code used 20 s of CPU time in this check"
+    executor = _side(_check("test_donates", "failed", why), _check("test_compiles", NOT_RUN, "not run"),
+                     stopped=why)
+    judged = _side(_check("test_values"), _check("test_dtype", "failed", remote.GONE))
+    merged = judge.merge(exercise, executor, judged)
+    by_id = {c.id: c for c in merged.checks}
+    assert by_id["test_donates"].message == why and by_id["test_values"].status == "passed"
+    assert by_id["test_dtype"].status == NOT_RUN and 'during "donates"' in by_id["test_dtype"].message
+    assert merged.message == f'{why} (during "donates")'
+
+
+def test_a_stop_after_the_executors_last_check(mini_course: Path) -> None:
+    """The executor stopped while it answered the judge's last check, all its own checks done: that check
+    takes the reason."""
+    exercise = _exercise(mini_course)
+    why = "your code used more than 4096 MiB of memory"
+    executor = _side(_check("test_donates"), stopped=why)
+    judged = _side(_check("test_values"), _check("test_dtype", "failed", remote.GONE))
+    merged = judge.merge(exercise, executor, judged)
+    assert {c.id: c.message for c in merged.checks}["test_dtype"] == why
+    assert merged.status == "failed" and merged.message == f'{why} (during "dtype")'
 
 
 def test_a_platform_failure_on_either_side_is_the_result(mini_course: Path) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from course.engine import invocation, isolation, limits, protections, remote, report
 from course.engine.limits import Budget
-from course.engine.verdict import NOT_RUN, ExerciseResult, summarize, verdict
+from course.engine.verdict import NOT_RUN, CheckResult, ExerciseResult, summarize, verdict
 from course.registry import Exercise
 
 _MARKED = re.compile(r"\bmark\.judge\b")
@@ -138,28 +138,43 @@ def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -
     for side in (judge, executor):
         if side.status in (isolation.CANCELLED, "error") and not side.checks:
             return side if side is judge or side.status == isolation.CANCELLED else executor
-    gone = [c for c in judge.checks if c.message == remote.GONE]
-    stop = next((c for c in executor.checks if c.status != "passed"), None) if gone else None
-    reason = stop.message if stop is not None else ""
-    if gone and stop is not None:
-        gone[0].message = reason
-        why = f'not run: the grading stopped during "{gone[0].title}", before this check'
-        for check in [*gone[1:], *(c for c in executor.checks if c.status != "passed")]:
-            check.status, check.score, check.message = NOT_RUN, 0.0, why
     order = _order(exercise)
+
+    def position(check: CheckResult) -> int:
+        return order.get(check.id.split("[")[0], len(order))
+
+    gone = [c for c in judge.checks if c.message == remote.GONE]
+    reason = executor.stopped if gone else ""
+    where = gone[0] if gone else None
+    if reason:
+        where = _stopped_in(executor, gone[0], reason, position)
+        if where is gone[0]:
+            gone[0].message = reason
+        why = f'not run: the grading stopped during "{where.title}", before this check'
+        later = [c for c in (*gone, *executor.checks) if position(c) > position(where) and c.status != "passed"]
+        for check in later:
+            check.status, check.score, check.message = NOT_RUN, 0.0, why
     merged = ExerciseResult(name=executor.name, status="failed", output=executor.output, seed=executor.seed,
                             tampered=executor.tampered, ended_by=executor.ended_by)
-    merged.checks = sorted([*executor.checks, *judge.checks], key=lambda c: order.get(c.id.split("[")[0], len(order)))
+    merged.checks = sorted([*executor.checks, *judge.checks], key=position)
     summarize(merged)
-    if executor.status == "timeout" or (stop is not None and merged.status != "error"):
+    if executor.status == "timeout" or (reason and merged.status != "error"):
         merged.status = executor.status if executor.status in ("timeout", "failed") else merged.status
-        if stop is not None and gone:
-            merged.message = f'{reason.splitlines()[0]} (during "{gone[0].title}")'
+        if reason and where is not None:
+            merged.message = f'{reason.splitlines()[0]} (during "{where.title}")'
         else:
             merged.message = executor.message
     elif executor.tampered:
         merged.status, merged.message = executor.status, executor.message
     return merged
+
+
+def _stopped_in(executor: ExerciseResult, first_gone: CheckResult, reason: str,
+                position: Callable[[CheckResult], int]) -> CheckResult:
+    """The check the stopped executor was in: its own check that carries the reason, if it came first (the
+    sides take turns in the grader's order), else the judge's check it was answering."""
+    own = next((c for c in executor.checks if c.status == "failed" and c.message == reason), None)
+    return own if own is not None and position(own) < position(first_gone) else first_gone
 
 
 def _order(exercise: Exercise) -> dict[str, int]:

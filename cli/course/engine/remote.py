@@ -75,6 +75,14 @@ class Link:
             sys.stdout.flush()
         return answer
 
+    def tell(self, header: dict[str, Any]) -> None:
+        """Send a note that needs no answer (where the judge is); a link already gone is left so."""
+        if not self.gone:
+            try:
+                wire.send(self.sock, header)
+            except OSError:
+                self.gone = True
+
     def done(self) -> None:
         """Tell the executor the judge needs nothing more, and close."""
         if not self.gone:

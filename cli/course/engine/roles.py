@@ -33,11 +33,15 @@ class Split:
         self.role = role
         self.sock = socket.socket(fileno=link_fd) if link_fd is not None else None
         self._link = None
+        self.order: dict[str, int] = {}
         self.executor: Any = None
         """The executor's answers to the judge (`course.engine.serve.Executor`), once it has served."""
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """Keep the checks this side runs; the other side runs the rest."""
+        """Keep the checks this side runs; the other side runs the rest. Both note each public check's
+        position in the grader, the order the two sides take turns in."""
+        public = [i for i in items if i.path.parent.name != HIDDEN_DIR]
+        self.order = {item.nodeid: n for n, item in enumerate(public)}
         keep = [i for i in items if in_judge(i) == (self.role == JUDGE)]
         gone = [i for i in items if i not in keep]
         if gone:
@@ -46,40 +50,62 @@ class Split:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> object:
-        """The executor answers the judge's requests first (its own checks would disturb the judge's
-        compile counts), then runs its own checks once the judge is done."""
+        """The executor answers the judge's requests between its own checks, then until the judge is done."""
         if self.role == EXECUTOR and self.sock is not None:
             from course.engine.serve import Executor
 
             state = session.config.stash.get(_STATE, None)
             if state is not None:
                 self.executor = Executor(self.sock, state[0], state[1])
-                self.executor.serve()
             self.sock = None
-        return (yield)
+        try:
+            return (yield)
+        finally:
+            if self.executor is not None:
+                self.executor.serve()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> None:
+        """The two sides take turns in the grader's order, as the checks ran in one process: the judge says
+        which check it starts, and the executor answers it until the judge is past the executor's next
+        check (so a check's state, and where a stopped grading was, are as the grader reads)."""
+        position = self.order.get(item.nodeid)
+        if position is None:
+            return
+        if self.role == EXECUTOR and self.executor is not None:
+            self.executor.serve(until=position)
+        elif self.role == JUDGE and (self._link is not None or self.sock is not None):
+            self._judge_link().tell({"op": "at", "index": position})
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """The judge is done: the executor may go on to its own checks."""
+        """The judge is done: the executor may go on, and ends its service."""
         if self._link is not None:
             self._link.done()
         elif self.sock is not None and self.role == JUDGE:
             self.sock.close()
 
     def shared(self) -> tuple[types.ModuleType, float] | None:
-        """The module the executor imported for the judge and how much it grew the process, for the
-        executor's own checks to share (the file is imported once per grading); None if it did not."""
-        module = getattr(self.executor, "module", None)
-        return (module, float(self.executor.import_mb)) if module is not None else None
+        """The learner's module, imported once for the judge's requests and the executor's own checks, and
+        how much it grew the process; None outside a split executor."""
+        if self.executor is None:
+            return None
+        return self.executor.shared(), float(self.executor.import_mb)
 
     def remote(self, path: Path, fresh: bool = False) -> object:
         """The learner's module as the executor imported it (again, when `fresh`), as the judge uses it."""
+        from course.engine import remote
+
+        return remote.load(self._judge_link(), path, fresh)
+
+    def _judge_link(self) -> Any:
+        """The judge's end of the link (`course.engine.remote.Link`), made on first use."""
         from course.engine import remote
 
         if self._link is None:
             if self.sock is None:
                 raise remote.ExecutorGone(remote.GONE)
             self._link = remote.Link(self.sock)
-        return remote.load(self._link, path, fresh)
+        return self._link
 
 
 _STATE = pytest.StashKey[tuple[Path, "bytes | None"]]()

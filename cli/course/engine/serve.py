@@ -11,6 +11,7 @@ learner's code, which shares this process: the judge trusts none of it beyond it
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 import types
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from course.engine import submission, wire
+from course.engine import peers, submission, wire
 from course.grading.source import learner_frames
 
 MAX_TEXT = 4000
@@ -36,18 +37,42 @@ class Executor:
         self.failed = ""
         """Why the shared import failed, if it did."""
         self.import_mb = 0.0
+        self.judge_at: float = -1
+        """The grader position of the check the judge last said it was starting."""
+        self.closed = False
 
-    def serve(self) -> None:
-        """Answer requests in order; a broken link or a malformed request ends the service."""
-        with contextlib.suppress(OSError, wire.WireError):
+    def serve(self, until: float = math.inf) -> None:
+        """Answer requests in order until the judge starts a check after position `until` of the grader
+        (its note `at`), says it is done, or goes away; a malformed request ends the service."""
+        if self.judge_at > until or self.closed:
+            return
+        try:
             while (message := wire.receive(self.link)) is not None:
                 header, buffers = message
                 if header.get("op") == "done":
                     break
+                if header.get("op") == "at":
+                    self.judge_at = _position(header.get("index"))
+                    if self.judge_at > until:
+                        return
+                    continue
                 reply, out = self.answer(header, buffers)
                 wire.send(self.link, reply, out)
+        except (OSError, wire.WireError):
+            pass
+        self.close()
+
+    def close(self) -> None:
+        """End the service: the judge is done or gone, and every later check may run."""
+        self.closed, self.judge_at = True, math.inf
         with contextlib.suppress(OSError):
             self.link.close()
+
+    def shared(self) -> types.ModuleType:
+        """The module imported once for both sides' checks (SubmissionError, each time, if that failed)."""
+        self._load(False)
+        assert self.module is not None
+        return self.module
 
     def answer(self, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """The reply to one request, with what the learner's code printed while it ran (shown under the
@@ -68,6 +93,8 @@ class Executor:
             if op == "get":
                 return self._value(target)
             if op == "call":
+                # One of several processes says it is in the learner's function, so a hang names it.
+                peers.announce(str(header.get("name", "")))
                 return self._call(target, header, buffers)
         except submission.SubmissionError as exc:
             return {"ok": False, "load_error": str(exc)[:MAX_TEXT * 4]}, []
@@ -301,6 +328,13 @@ def sharding_from(data: Any) -> Any:
         return NamedSharding(mesh_from(data), spec)
     except (KeyError, TypeError, ValueError) as exc:
         raise wire.WireError(f"a sharding is malformed: {exc}") from None
+
+
+def _position(value: Any) -> float:
+    """A grader position from the judge's note; WireError if it is not one."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise wire.WireError("a note of the judge's position is malformed")
+    return value
 
 
 def _raised(exc: BaseException, path: Path | None) -> dict[str, Any]:

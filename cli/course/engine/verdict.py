@@ -84,6 +84,8 @@ class ExerciseResult:
     not_tried: bool = False
     tampered: bool = False
     """The grading machinery reported tampering: every check failed for that one reason."""
+    stopped: str = ""
+    """Why the grading stopped before its report was whole ('' when it was): a limit, a crash."""
     ended_by: int = 0
     """The signal that ended the grading process when no limit of the grading stopped it (0 otherwise):
     the learner's code, or the platform stopping the job, whose grading is no verdict."""
@@ -205,7 +207,7 @@ def _unfinished(base: ExerciseResult, manifest: dict, final: dict | None, outcom
                 reason: str) -> ExerciseResult:
     """A run that ended inside a check: the checks before it keep their verdicts, it fails for
     `reason`, and the ones after it were not run."""
-    base.checks = _checks(manifest, final, outcome)
+    base.checks, base.stopped = _checks(manifest, final, outcome), reason
     rest = manifest["checks"][len(base.checks):]
     if rest:
         why = f'not run: the grading stopped during "{rest[0]["title"]}", before this check'
