@@ -176,11 +176,28 @@ def _uncovered(info: GridInfo) -> str | None:
     return None
 
 
+def _unwritten_edge(nan: np.ndarray) -> str | None:
+    """From the values alone: the last rows or columns, and nothing else, were never written, as a grid of
+    M // tile (or N // tile) leaves them when one tile of 128 x k fits that count and does not divide."""
+    for dim, (what, letter) in enumerate((("rows", "M"), ("columns", "N"))):
+        lines = nan.all(axis=1 - dim)
+        edge = int(np.argmax(lines)) if lines.any() else 0
+        size = nan.shape[dim]
+        if not lines.any() or not lines[edge:].all() or np.take(nan, range(edge), axis=dim).any():
+            continue
+        tiles = [t for t in range(128, size + 1, 128) if size % t and size // t * t == edge]
+        if len(tiles) == 1:
+            return (f"your grid reaches {what} 0 to {edge - 1} of {size} only: a tile of {tiles[0]} does not divide "
+                    f"{letter} = {size}, and a grid of {letter} // {tiles[0]} drops the rest. Pick tiles that "
+                    f"divide M, N and K ({letter} here is {size // 128} x 128)")
+    return None
+
+
 def _nan_text(nan: np.ndarray, info: GridInfo | None) -> str:
     """Where the result is NaN and the likely reason."""
     rows, cols = np.flatnonzero(nan.any(axis=1)), np.flatnonzero(nan.any(axis=0))
     where = "every element" if nan.all() else f"rows {rows[0]} to {rows[-1]}, columns {cols[0]} to {cols[-1]}"
-    why = (None if info is None else _uncovered(info)) or (
+    why = (_uncovered(info) if info is not None else _unwritten_edge(nan)) or (
         "the output is never written: the write at the last K step never runs, or the sum is kept "
         "somewhere that does not last from one grid step to the next (scratch_shapes does, "
         "pl.run_scoped does not)"

@@ -179,6 +179,21 @@ def _coverage(info: GridInfo) -> str | None:
     return None
 
 
+def _unwritten_rows(bad: np.ndarray) -> str | None:
+    """From the values alone: the last query rows, and nothing else, were never written, as a grid of S // tile
+    leaves them when one tile of 128 x k fits that count and does not divide S."""
+    rows, size = bad.all(axis=1), bad.shape[0]
+    edge = int(np.argmax(rows))
+    if not rows.any() or not rows[edge:].all() or bad[:edge].any():
+        return None
+    tiles = [t for t in range(128, size + 1, 128) if size % t and size // t * t == edge]
+    if len(tiles) != 1:
+        return None
+    return (f"your grid reaches query rows 0 to {edge - 1} of {size} only (the rest is NaN: nothing wrote it): a tile "
+            f"of {tiles[0]} does not divide S = {size} ({size // 128} x 128 here), and S // {tiles[0]} drops the rest. "
+            "Pick tiles that divide S and T (128 divides every size the task allows).")
+
+
 def _scale(arrays: tuple[np.ndarray, ...], got: np.ndarray, tol: dict[str, float]) -> str | None:
     """When `got` is the attention at another scale than 1/sqrt(D) (a D written in as a number): which one."""
     q, k, v = (np.asarray(a, np.float64) for a in arrays)
@@ -216,7 +231,8 @@ def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dty
         fail(f"{name}: {cover}{shuffled}")
     bad = ~np.isfinite(values)
     if bad.any():
-        fail(f"{name}: {100 * bad.mean():.0f}% of the output is NaN or inf. {hint}{shuffled}")
+        fail(f"{name}: {_unwritten_rows(bad) or f'{100 * bad.mean():.0f}% of the output is NaN or inf. {hint}'}"
+             f"{shuffled}")
     sizes = [b for b in (512, 256, 128) if k.shape[0] % b == 0] if info is None else [info.inputs()[1].block_dims[0]]
     words = next(filter(None, (_mistake((q, k, v), values, bk, tol) for bk in sizes)), None) or _scale(
         (q, k, v), values, tol)

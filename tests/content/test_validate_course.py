@@ -159,13 +159,16 @@ CASES = {
     ("shard_and_reduce", "psum_column_sums"): ({"test_psum_both_axes"}, r"adds 4 numbers per device \(\(4,\)\)"),
     ("shard_and_reduce", "keepdims_mean"): (
         {"test_mean_values", "test_mean_replicated"}, r"shape \(1, 1\).*only the shape is not"),
-    ("shard_and_reduce", "bfloat16_psum"): ({"test_mean_values"}, r"adds bfloat16 partial sums"),
+    # The judge sees values, not the jaxpr: the rounding is what names the narrower partial sums.
+    ("shard_and_reduce", "bfloat16_psum"): (
+        {"test_mean_values"}, r"close, but rounded: partial sums of a dtype narrower than float32"),
     ("shard_and_reduce", "pmean_of_sums"): (
         {"test_mean_values"}, r"the mean divided by 8.*`lax\.pmean` already divides"),
     ("shard_and_reduce", "mean_on_first_device"): (
         {"test_mean_replicated"}, r"device 0 holds \S+; devices 1, 2, 3, 4, 5, 6, 7 hold 0"),
     # ring_allreduce: each test_values failure names its own cause; tuples, open rings, axis names.
-    ("ring_allreduce", "bfloat16_transfers"): ({"test_values"}, r"sends bfloat16 chunks"),
+    ("ring_allreduce", "bfloat16_transfers"): (
+        {"test_values"}, r"Every sum is close, but rounded: chunks sent in a narrower dtype than float32"),
     ("ring_allreduce", "gather_store_index"): (
         {"test_values"}, r"the all-gather stores what arrives at the wrong index"),
     ("ring_allreduce", "no_wraparound"): (
@@ -198,7 +201,7 @@ CASES = {
     # 3 x 128 in every dimension a tile walks: a floor-divided N grid, a cdiv grid over a ragged K.
     ("tiled_matmul", "n_tile_256_floor_grid"): (
         {"test_values_float32", "test_blocks_are_tpu_tiles"},
-        r"NaN in rows 0 to 383, columns 256 to 383 .*a tile of 256 does not divide N = 384",
+        r"NaN in rows 0 to \d+, columns 256 to 383 .*a tile of 256 does not divide N = 384",
     ),
     ("tiled_matmul", "k_tile_256_cdiv_grid"): (
         {"test_values_float32", "test_blocks_are_tpu_tiles"},
@@ -262,12 +265,13 @@ CASES = {
     ("double_buffer", "swapped_semaphore"): (
         {"test_values_when_copies_land_at_wait", "test_values_when_copies_land_at_start",
          "test_every_copy_waited_on_its_own_semaphore", "test_slot_untouched_while_in_flight"},
-        r"waits on sems\[0\], which no copy in flight signals .*the grader did not run your kernel",
+        r"waits on sems\[0\], which no copy in flight signals \(the copy it describes, of block 0",
     ),
     ("double_buffer", "wait_whole_x"): (
         {"test_values_when_copies_land_at_wait", "test_values_when_copies_land_at_start",
          "test_every_copy_waited_on_its_own_semaphore", "test_slot_untouched_while_in_flight"},
-        r"waits for 20480 bytes on sems\[0\], but only 4096 are landed or in flight",
+        r"waits for 8192 bytes on sems\[0\], but only 4096 are landed or in flight"
+        r"|waits on a DMA semaphore for 20480 bytes, but it holds 4096",
     ),
     ("double_buffer", "one_slot"): (
         {"test_values_when_copies_land_at_start", "test_slot_untouched_while_in_flight"},

@@ -125,16 +125,22 @@ def load(link: Link, path: Path, fresh: bool = False) -> RemoteModule:
 class RemoteFunction:
     """A function of the learner's module; calling it runs it in the executor."""
 
-    def __init__(self, link: Link, name: str, path: Path) -> None:
+    def __init__(self, link: Link, name: str, path: Path, *, jitted: bool = False) -> None:
         self._link, self.__name__, self._path = link, name, path
         self.__qualname__ = name
+        self.jitted = jitted
+        """Run there under `jax.jit`, as `course.grading.jitted_once` hands it back (made once per shape there)."""
+
+    def jitted_once(self) -> RemoteFunction:
+        """This function as `jax.jit` of it, run in the executor (where it is made once per shape)."""
+        return RemoteFunction(self._link, self.__name__, self._path, jitted=True)
 
     def __repr__(self) -> str:
         return f"<learner's function {self.__name__}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
-        return self._run(args, kwargs, jit=False)
+        return self._run(args, kwargs, jit=self.jitted)
 
     def call_jitted(self, *args: Any, **kwargs: Any) -> Any:
         """As a call, but run there under `jax.jit`, the arguments that are no arrays static
@@ -142,8 +148,9 @@ class RemoteFunction:
         return self._run(args, kwargs, jit=True)
 
     def strict(self, *args: Any, **overrides: Any) -> Any:
-        """Run it there as `course.grading.strict_values` runs a kernel: jitted once per shape, strictly interpreted."""
-        return self._run(args, {}, jit=False, strict=overrides)
+        """Run it there as `course.grading.strict_values` runs a kernel: strictly interpreted (and jitted once
+        per shape, when this is `jitted_once`'s)."""
+        return self._run(args, {}, jit=self.jitted, strict=overrides)
 
     def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None) -> Any:
         """Send the arguments, run the call there, and return what it returned."""

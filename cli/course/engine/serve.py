@@ -196,7 +196,7 @@ def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
     kernel (`strict`), or inside the strict interpreter block the judge's check has open (`interpret`)."""
     strict, interpret = header.get("strict"), header.get("interpret")
     if strict is not None:
-        return _strict(fn, str(header.get("name")), args, strict)
+        return _strict(fn, str(header.get("name")), args, strict, jit=header.get("jit") is True)
     if header.get("jit") is True:  # run as the grader's `jax.jit` would
         from course.grading.programs import under_jit
 
@@ -213,14 +213,15 @@ def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
         return jax.block_until_ready(fn(*args, **kwargs))
 
 
-def _strict(fn: Any, name: str, args: Any, overrides: Any) -> Any:
-    """`fn(*args)` as a grader runs a kernel for values: jitted once per shape, under the strict TPU interpreter."""
+def _strict(fn: Any, name: str, args: Any, overrides: Any, *, jit: bool) -> Any:
+    """`fn(*args)` as a grader runs a kernel for values: under the strict TPU interpreter, and (`jit`, as the
+    grader's `jitted_once` asked) jitted once per shape."""
     from course.grading.strict_runs import jitted_once, strict_values
 
     if not isinstance(overrides, dict) or not all(isinstance(v, str | int | float | bool) for v in overrides.values()):
         raise wire.WireError("a strict call's parameters are malformed")
     key = (name, *((tuple(getattr(a, "shape", ())), str(getattr(a, "dtype", type(a).__name__))) for a in args))
-    return strict_values(jitted_once(fn, key), *args, **overrides)
+    return strict_values(jitted_once(fn, key) if jit else fn, *args, **overrides)
 
 
 def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:

@@ -16,7 +16,7 @@ __all__ = ["callback_error", "describe_exception", "learner_frames", "learner_lo
 REMOTE_FRAMES = "__course_remote_frames__"
 """The local holding a remote exception's learner frames (`course.engine.remote.raise_remote`)."""
 # The last line of a Python traceback that JAX copies into the text of a failed host callback.
-_RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.MULTILINE)
+_RAISED = re.compile(r"^((?:[A-Za-z_][\w.]*)?(?:Error|Exception|SilentWait)): (.+)$", re.MULTILINE)
 
 
 def syntax_message(exc: SyntaxError) -> str:
@@ -85,4 +85,6 @@ def callback_error(exc: BaseException) -> str | None:
     if "callback" not in text.lower() or "Traceback (most recent call last)" not in text:
         return None
     found = _RAISED.findall(text)
+    if found and found[-1][0].endswith("SilentWait"):  # the course's own sentence (`silent_waits`), said as it is
+        return found[-1][1]
     return f"{found[-1][0]}: {found[-1][1]}" if found else None

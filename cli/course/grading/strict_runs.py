@@ -41,7 +41,7 @@ def runs_here(fn: Any) -> bool:
 def jitted_once(fn: Callable[..., Any], key: Any) -> Any:
     """`jax.jit(fn)`, made the first time `key` is asked for in this grading process and reused after."""
     if not runs_here(fn):
-        return fn  # `strict_values` has the executor jit it, once per shape there
+        return fn.jitted_once()  # the executor jits it, once per shape there
     if key not in _JITS:
         _JITS[key] = jax.jit(fn)
     return _JITS[key]
