@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import ast
 
+from course import pyast
+
 
 def static_points(source: str) -> float | None:
     """The total points of a grader's checks, or None when they cannot be read statically."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return None
     default = _module_default(tree)
@@ -41,7 +43,7 @@ def static_checks(source: str) -> list[dict[str, object]] | None:
     """The checks of a grader as its manifest lists them (id, title, max_score), in order, without
     running it; None when they cannot all be read statically (a `parametrize`, a mark not literal)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return None
     default = _module_default(tree)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from course import pyast
 from course.errors import RegistryError
 from course.schema_names import NAME_RE
 
@@ -123,10 +124,8 @@ class InspectTable(BaseModel):
 
 def _python(text: str, *, single: bool) -> None:
     """Raise ValueError naming the problem when `text` is not valid Python (one statement if `single`)."""
-    import ast
-
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except SyntaxError as exc:
         raise ValueError(f"`{text.strip()[:60]}` is not valid Python ({exc.msg})") from None
     if single and len(tree.body) != 1:
@@ -182,10 +181,8 @@ class MutantRewrite(BaseModel):
 
 def _expression(text: str) -> None:
     """Raise ValueError when `text` is not one Python expression."""
-    import ast
-
     try:
-        ast.parse(text.strip(), mode="eval")
+        pyast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"`{text.strip()[:60]}` is not a Python expression ({exc.msg})") from None
 

@@ -23,6 +23,7 @@ import hashlib
 import subprocess
 from pathlib import Path
 
+from course import pyast
 from course.errors import UsageError
 from course.registry import Course, Exercise
 
@@ -186,7 +187,7 @@ def record(course: Course, names: list[str]) -> list[str]:
 def raises_not_implemented(source: bytes) -> bool:
     """True when the source raises NotImplementedError somewhere (the usual way a stub says 'your turn')."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         return b"NotImplementedError" in source
     for node in ast.walk(tree):

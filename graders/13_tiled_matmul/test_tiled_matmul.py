@@ -9,6 +9,7 @@ learner's function jitted once per shape. The structural checks trace `matmul` w
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -107,8 +108,30 @@ def _run(submission: ModuleType, x: jax.Array, y: jax.Array, info: GridInfo | No
                  "back to HBM when the grid moves to another output block, and it is not brought back "
                  "later, so each output tile's K steps must run one after another: make K the last "
                  "grid axis (`interpret=True` computes this grid right; a TPU does not).")
-        why = _uncovered(info) if info is not None and "Out-of-bounds block index" in inner else None
+        why = _uncovered(info) if info is not None and "Out-of-bounds block index" in inner else _swap_from(
+            inner, x.shape[0], y.shape[1]) if info is None else None
         fail(f"the strict TPU interpreter stopped your kernel: {inner}" + (f" That is because {why}." if why else ""))
+
+
+_BLOCK_PAST = re.compile(r'Out-of-bounds block index .*? for input "(x|y)_ref".*?reading \[\(slice\((\d+), (\d+), '
+                         r'\d+\), slice\((\d+), (\d+), \d+\)\)\] but input has shape \((\d+), (\d+)\)')
+
+
+def _swap_from(inner: str, m: int, n: int) -> str | None:
+    """From the interpreter's refusal alone (a judge's check has no trace): a block of y read past N up to
+    M exactly, or of x past M up to N, is a grid whose M and N axes are swapped."""
+    found = _BLOCK_PAST.search(inner)
+    if found is None:
+        return None
+    operand, row_end, col_end = found.group(1), int(found.group(3)), int(found.group(5))
+    past, size, other, what = (
+        (col_end, n, m, "y's block column (N)") if operand == "y" else (row_end, m, n, "x's block row (M)"))
+    if past <= size or past != other:
+        return None
+    mine, theirs = ("N", "M") if operand == "y" else ("M", "N")
+    return (f"the grid axis your index map reads as {what} runs as many steps as {theirs} = {other} has blocks, "
+            f"reaching {past} where {mine} = {size}: the grid's M and N axes are swapped. Give the grid in the "
+            "order the index maps read it, (M // bm, N // bn, K // bk)")
 
 
 def _partials(x: jax.Array, y: jax.Array, bk: int) -> list[np.ndarray]:
@@ -193,15 +216,20 @@ def _unwritten_edge(nan: np.ndarray) -> str | None:
     return None
 
 
-def _nan_text(nan: np.ndarray, info: GridInfo | None) -> str:
-    """Where the result is NaN and the likely reason."""
+def _nan_text(nan: np.ndarray, info: GridInfo | None, k: int) -> str:
+    """Where the result is NaN and the likely reason (`k`: the product's K)."""
     rows, cols = np.flatnonzero(nan.any(axis=1)), np.flatnonzero(nan.any(axis=0))
     where = "every element" if nan.all() else f"rows {rows[0]} to {rows[-1]}, columns {cols[0]} to {cols[-1]}"
+    never = ("the output is never written: the write at the last K step never runs, or the sum is kept "
+             "somewhere that does not last from one grid step to the next (scratch_shapes does, "
+             "pl.run_scoped does not)")
+    if info is None and nan.all() and k % 256:
+        # From the values alone the two look alike: say both, the grid's walk past K first.
+        never = (f"either every sum took in garbage from past the end of x and y (a K tile that does not divide "
+                 f"K = {k}, {k // 128} x 128 here, with a grid that rounds up, reads beyond K: NaN under the strict "
+                 f"TPU interpreter), or {never}")
     why = (_uncovered(info) if info is not None else _unwritten_edge(nan)) or (
-        "the output is never written: the write at the last K step never runs, or the sum is kept "
-        "somewhere that does not last from one grid step to the next (scratch_shapes does, "
-        "pl.run_scoped does not)"
-        if nan.all() else "no grid step wrote them")
+        never if nan.all() else "no grid step wrote them")
     unwritten = "" if why.startswith("your grid walks") else " (memory nothing was written to reads as NaN)"
     return f"the result is NaN in {where}{unwritten}: {why}"
 
@@ -215,7 +243,7 @@ def _diagnose(got: np.ndarray, x: jax.Array, y: jax.Array, info: GridInfo | None
         "not come first, nor the one that writes the output last.")
     nan = np.isnan(got)
     if nan.any():
-        return _nan_text(nan, info) + "." + shuffled
+        return _nan_text(nan, info, x.shape[1]) + "." + shuffled
     cover = None if info is None else _uncovered(info)
     if cover:
         return cover + "." + shuffled

@@ -189,9 +189,9 @@ def _unwritten_rows(bad: np.ndarray) -> str | None:
     tiles = [t for t in range(128, size + 1, 128) if size % t and size // t * t == edge]
     if len(tiles) != 1:
         return None
-    return (f"your grid reaches query rows 0 to {edge - 1} of {size} only (the rest is NaN: nothing wrote it): a tile "
-            f"of {tiles[0]} does not divide S = {size} ({size // 128} x 128 here), and S // {tiles[0]} drops the rest. "
-            "Pick tiles that divide S and T (128 divides every size the task allows).")
+    return (f"your grid reaches query rows 0 to {edge - 1} of {size} only: a tile of {tiles[0]} does not divide "
+            f"S = {size} ({size // 128} x 128 here), and S // {tiles[0]} drops the rest (nothing writes those rows, "
+            "which read as NaN). Pick tiles that divide S and T (128 divides every size the task allows).")
 
 
 def _scale(arrays: tuple[np.ndarray, ...], got: np.ndarray, tol: dict[str, float]) -> str | None:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course import pyast
 from course.engine import invocation, isolation, limits, protections, remote, report
 from course.engine.limits import Budget
 from course.engine.verdict import NOT_RUN, CheckResult, ExerciseResult, summarize, verdict
@@ -182,7 +183,7 @@ def _order(exercise: Exercise) -> dict[str, int]:
     names: list[str] = []
     for path in (exercise.grader_path, exercise.hidden_grader_path):
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = pyast.parse(path.read_text(encoding="utf-8"))
         except (OSError, SyntaxError, ValueError):
             continue
         names += [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]

@@ -10,7 +10,7 @@ import copy
 import re
 from pathlib import Path
 
-from course import stubs
+from course import pyast, stubs
 from course.instructor.scaffold import PLACEHOLDER
 from course.registry import Course, Exercise
 
@@ -105,7 +105,7 @@ def _lesson_and_hints(e: Exercise) -> list[str]:
 def _parse(path: Path, root: Path) -> ast.Module | str:
     """The module's syntax tree, or a problem sentence when it does not parse."""
     try:
-        return ast.parse(path.read_text(encoding="utf-8", errors="replace"), filename=str(path))
+        return pyast.parse(path.read_text(encoding="utf-8", errors="replace"), filename=str(path))
     except SyntaxError as exc:
         return f"{rel(path, root)} does not parse (line {exc.lineno}: {exc.msg}); fix its syntax."
 

@@ -11,6 +11,8 @@ import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from course import pyast
+
 Point = tuple[int, int]
 """A place in the source: 1-based line, 0-based byte column (as `ast` counts them)."""
 
@@ -75,7 +77,7 @@ def swap(node: ast.AST, new: ast.AST | str, label: str | None = None) -> Mutatio
 def atomic(text: str) -> bool:
     """True when `text` parses as one name, call, attribute, subscript or literal."""
     try:
-        expr = ast.parse(text, mode="eval").body
+        expr = pyast.parse(text, mode="eval").body
     except SyntaxError:
         return False
     return not isinstance(expr, COMPOUND)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from course import pyast
 from course.errors import RegistryError
 from course.instructor.mutant_edits import Mutation, annotate, apply, diff, normal, swap
 from course.instructor.mutant_operators import OPERATORS, Operator, tiles_allowed
@@ -78,7 +79,7 @@ def rewrites(entries: list[dict[str, Any]]) -> Operator:
     """An operator made of an exercise's `[[mutants.replace]]` entries."""
     targets: dict[str, list[str]] = {}
     for entry in entries:
-        found = ast.dump(ast.parse(entry["find"].strip(), mode="eval").body)
+        found = ast.dump(pyast.parse(entry["find"].strip(), mode="eval").body)
         targets.setdefault(found, []).extend(entry["to"])
 
     def propose(node: ast.AST) -> Iterator[Mutation]:
@@ -93,7 +94,7 @@ def rewrites(entries: list[dict[str, Any]]) -> Operator:
 def make(exercise: Exercise, per_operator: int = PER_OPERATOR) -> list[Mutant]:
     """The mutants of the exercise's reference solution, numbered from 1, in operator then line order."""
     source = exercise.solution_path.read_text(encoding="utf-8")
-    tree = annotate(ast.parse(source))
+    tree = annotate(pyast.parse(source))
     nodes = sorted((n for n in ast.walk(tree) if hasattr(n, "lineno")), key=lambda n: (n.lineno, n.col_offset))
     seen = {ast.dump(tree)}
     kept: list[tuple[str, Mutation, str]] = []
@@ -114,7 +115,7 @@ def make(exercise: Exercise, per_operator: int = PER_OPERATOR) -> list[Mutant]:
 def _key(text: str) -> str:
     """What makes two mutants the same: their syntax tree, or their text when they do not parse."""
     try:
-        return ast.dump(ast.parse(text))
+        return ast.dump(pyast.parse(text))
     except SyntaxError:
         return text
 
