@@ -5,10 +5,16 @@ Each exercise is validated apart, in a class of its own (`Test_<exercise>`, made
 pytest-xdist (`--dist loadscope`) hands each class to whichever worker is free, so the course's gradings
 spread over both workers, and the run reports each exercise as it ends. Both tests of a class read one
 validate run of its exercise (the class's `validation` fixture), so each grading is paid once.
+
+The suite grades each exercise's stub, its solution and the wrong variants CASES lists (the mistakes
+whose messages it holds to a pattern), which keeps it within its time on two cores;
+`COURSE_VALIDATE=all pytest tests/content/test_validate_course.py` grades every wrong variant, as
+`course validate` does (run it before a release, and after changing a grader).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -557,7 +563,14 @@ def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Launcher | 
 def validation(request: pytest.FixtureRequest, warm: tuple[Launcher | None, Path]) -> ValidationReport:
     """`course validate` of the class's exercise, run once for both its tests: its verdicts, and the gradings
     behind them."""
-    return validate(COURSE, [request.cls.exercise], jobs=JOBS, warm=warm)
+    return validate(COURSE, [request.cls.exercise], jobs=JOBS, warm=warm, variants=_variants(request.cls.exercise))
+
+
+def _variants(exercise: str) -> set[str] | None:
+    """The wrong variants this run grades: every one with COURSE_VALIDATE=all, else those CASES lists."""
+    if os.environ.get("COURSE_VALIDATE") == "all":
+        return None
+    return {variant for name, variant in CASES if name == exercise}
 
 
 class ExerciseValidates:
@@ -568,7 +581,7 @@ class ExerciseValidates:
 
     @pytest.mark.slow
     def test_validates(self, validation: ValidationReport, capsys: pytest.CaptureFixture[str]) -> None:
-        """The stub fails, the solution passes, every wrong variant fails the check it names."""
+        """The stub fails, the solution passes, every wrong variant graded fails the check it names."""
         views.validation(validation)
         shown = capsys.readouterr()
         problems = {e.name: e.problems for e in validation.exercises if e.problems}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,8 +81,9 @@ class Job:
         return checks.rel(self.path, self.exercise.root)
 
 
-def plan(course: Course, names: list[str]) -> list[Job]:
-    """The gradings `validate` will run, for the files that exist."""
+def plan(course: Course, names: list[str], variants: Collection[str] | None = None) -> list[Job]:
+    """The gradings `validate` will run, for the files that exist (of the wrong variants, only those named
+    in `variants`, by file stem, when it is given)."""
     jobs = []
     for exercise in _selected(course, names):
         if not exercise.grader_path.is_file():
@@ -90,22 +91,24 @@ def plan(course: Course, names: list[str]) -> list[Job]:
         for role, path in (("stub", exercise.stub_path), ("solution", exercise.solution_path)):
             if path.is_file():
                 jobs.append(Job(exercise, role, path))
-        jobs += [Job(exercise, "wrong", p) for p in checks.wrong_variants(exercise)]
+        jobs += [Job(exercise, "wrong", p) for p in checks.wrong_variants(exercise)
+                 if variants is None or p.stem in variants]
     return jobs
 
 
 def validate(
     course: Course, names: list[str], *, jobs: int = 0, on_result: Callable[[ExerciseResult], None] | None = None,
-    warm: tuple[Launcher | None, Path] | None = None,
+    warm: tuple[Launcher | None, Path] | None = None, variants: Collection[str] | None = None,
 ) -> ValidationReport:
     """Check the named exercises (default: all, plus the course's folders) and grade their files;
     `on_result` hears of each grading as it ends (for progress). `warm` lends a warm worker and the
-    compilation cache it was started with, for a caller that validates one exercise after another."""
+    compilation cache it was started with, for a caller that validates one exercise after another;
+    `variants` grades only the wrong variants of those file stems (with the stub and the solution)."""
     from course.instructor.capacity import default_jobs
 
     exercises = _selected(course, names)
     reports = [ExerciseReport(e.name, e.position, problems=checks.static_problems(e)) for e in exercises]
-    todo = plan(course, names)
+    todo = plan(course, names, variants)
     results = _grade_all(todo, jobs or default_jobs(), on_result, warm)
     for exercise, report in zip(exercises, reports, strict=True):
         report.gradings = [(j, r) for j, r in zip(todo, results, strict=True) if j.exercise.name == exercise.name]
