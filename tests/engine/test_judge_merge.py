@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from course.engine import judge, remote
+from course.engine.runner import grade
 from course.engine.verdict import NOT_RUN, CheckResult, ExerciseResult, summarize
 from course.registry import load_course
 
@@ -129,3 +132,54 @@ def test_a_platform_failure_on_either_side_is_the_result(mini_course: Path) -> N
     broken = ExerciseResult(name="ex_pass", status="error", message="the judge process failed")
     assert judge.merge(exercise, _side(_check("test_donates")), broken) is broken
     assert judge.merge(exercise, broken, _side(_check("test_values"))) is broken
+
+
+TURNS = '''import os
+
+import pytest
+
+
+def test_first(submission):
+    """first"""
+    assert submission.value() == 1
+
+
+@pytest.mark.judge
+def test_crashes(submission):
+    """crashes"""
+    submission.crash()
+
+
+def test_last(submission):
+    """last"""
+    os.write(1, b"ran")
+'''
+
+CRASHES = '''import os
+
+
+def value():
+    return 1
+
+
+def crash():
+    os._exit(3)
+'''
+
+
+@pytest.mark.slow
+def test_a_crash_in_a_judge_call_is_said_there_and_the_checks_before_it_keep_their_verdicts(
+        mini_course: Path, tmp_path: Path) -> None:
+    """A real split grading takes turns in the grader's order: the executor's first check passes, the
+    learner's function the judge calls next ends the executor, so that judge check fails for it, and the
+    executor's last check, never started, is not run."""
+    exercise = load_course(mini_course).exercises[0]
+    exercise.grader_path.write_text(TURNS, encoding="utf-8")
+    path = tmp_path / "ex_pass.py"
+    path.write_text(CRASHES, encoding="utf-8")
+    result = grade(exercise, path, seed=1, skip_stub=False)
+    by_id = {c.id: c for c in result.checks}
+    assert [c.id for c in result.checks] == ["test_first", "test_crashes", "test_last"]
+    assert by_id["test_first"].status == "passed", by_id["test_first"]
+    assert by_id["test_crashes"].status == "failed" and by_id["test_crashes"].message != remote.GONE
+    assert by_id["test_last"].status == NOT_RUN and 'during "crashes"' in by_id["test_last"].message

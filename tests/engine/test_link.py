@@ -51,3 +51,22 @@ def test_a_judges_function_does_not_run_here() -> None:
     finally:
         near.close()
         far.close()
+
+
+def test_the_executor_answers_until_the_judge_is_past_its_next_check(tmp_path: Path) -> None:
+    """Turns in the grader's order: the executor answers until the judge starts a check after its own,
+    does not wait again for a judge already past the next one, and a malformed note ends the service."""
+    near, far = socket.socketpair()
+    executor = serve.Executor(far, tmp_path / "missing.py", None)
+    try:
+        wire.send(near, {"op": "at", "index": 0})
+        wire.send(near, {"op": "at", "index": 2})
+        executor.serve(until=1)  # returns at the note of check 2, past the executor's check 1
+        assert executor.judge_at == 2 and not executor.closed
+        executor.serve(until=1)  # the judge is already past it: nothing is read, nothing waits
+        wire.send(near, {"op": "at", "index": True})
+        executor.serve(until=3)
+        assert executor.closed
+    finally:
+        near.close()
+        executor.close()

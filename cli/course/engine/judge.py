@@ -4,9 +4,9 @@ The runner starts both at once with a socket between them (`course.engine.roles`
 the checks marked `judge` and the hidden ones, with its own key and report in a folder of its own;
 the learner's code, and every process it starts, cannot read its memory (another PID namespace,
 not dumpable), sign its report or reach its checks' text. Its verdict on each of its checks is
-therefore the grader's own: a wrong value cannot pass by patching the comparison. The executor
-answers the judge first, then runs the other checks as before; the two verdicts are merged here in
-the grader's order.
+therefore the grader's own: a wrong value cannot pass by patching the comparison. The two take
+turns in the grader's order (the executor answers the judge between its own checks), and the two
+verdicts are merged here in that order.
 """
 
 from __future__ import annotations
