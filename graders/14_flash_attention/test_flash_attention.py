@@ -194,6 +194,19 @@ def _unwritten_rows(bad: np.ndarray) -> str | None:
             "which read as NaN). Pick tiles that divide S and T (128 divides every size the task allows).")
 
 
+def _keys_past_the_end(bad: np.ndarray, t: int) -> str | None:
+    """From the values alone: every output is NaN at a T no tile of 256 divides, as when the key blocks walk
+    past T and every row's softmax takes in the garbage beyond it (the trace, where there is one, says
+    exactly; a kernel that writes nothing at all looks the same, so both are said)."""
+    if not bad.all() or t % 256 == 0:
+        return None
+    return (f"every output is NaN. At T = {t} ({t // 128} x 128 here) that is what a key tile that does not divide "
+            f"T = {t} gives with a grid that rounds up: the last key block reaches past the end of k and v, where "
+            "memory holds garbage (NaN under the strict TPU interpreter), and every row's softmax takes it in. "
+            "Pick tiles that divide S and T (128 divides every size the task allows); if yours do, check that "
+            "every output block is written.")
+
+
 def _scale(arrays: tuple[np.ndarray, ...], got: np.ndarray, tol: dict[str, float]) -> str | None:
     """When `got` is the attention at another scale than 1/sqrt(D) (a D written in as a number): which one."""
     q, k, v = (np.asarray(a, np.float64) for a in arrays)
@@ -231,8 +244,8 @@ def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dty
         fail(f"{name}: {cover}{shuffled}")
     bad = ~np.isfinite(values)
     if bad.any():
-        fail(f"{name}: {_unwritten_rows(bad) or f'{100 * bad.mean():.0f}% of the output is NaN or inf. {hint}'}"
-             f"{shuffled}")
+        said = _unwritten_rows(bad) or _keys_past_the_end(bad, k.shape[0])
+        fail(f"{name}: {said or f'{100 * bad.mean():.0f}% of the output is NaN or inf. {hint}'}{shuffled}")
     sizes = [b for b in (512, 256, 128) if k.shape[0] % b == 0] if info is None else [info.inputs()[1].block_dims[0]]
     words = next(filter(None, (_mistake((q, k, v), values, bk, tol) for bk in sizes)), None) or _scale(
         (q, k, v), values, tol)

@@ -26,7 +26,7 @@ from course.errors import Stopped, exit_code_for
 COURSE_BIN = Path(sys.executable).with_name("course")
 SLOW = "import time\ntime.sleep(1.0)\n"
 """Each file sleeps as it is imported, so a stop often finds gradings in flight."""
-STOPS = 12
+STOPS = 6
 
 
 def _class(root: Path) -> tuple[Path, Path]:
@@ -70,7 +70,7 @@ def _stop_once(argv: list[str], scratch: Path, delay: float, signum: int, whole_
 
 @pytest.mark.slow
 def test_a_class_stopped_at_random_moments_ends_with_an_uninterrupted_runs_gradebook(tmp_path: Path) -> None:
-    """Twelve stops at seeded random moments, by SIGTERM, SIGINT and SIGHUP in turn, every other one sent
+    """Six stops at seeded random moments, by SIGTERM, SIGINT and SIGHUP in turn, every other one sent
     to each grading process too (the platform's signal may reach a grading first), then a rerun:
     the gradebook equals an uninterrupted run's byte for byte, and no results file ever holds a
     grading the stop ended ("killed by ...")."""
