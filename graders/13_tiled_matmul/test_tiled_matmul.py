@@ -209,21 +209,29 @@ def _unwritten_edge(nan: np.ndarray) -> str | None:
         if not lines.any() or not lines[edge:].all() or np.take(nan, range(edge), axis=dim).any():
             continue
         tiles = [t for t in range(128, size + 1, 128) if size % t and size // t * t == edge]
-        if len(tiles) == 1:
-            return (f"your grid reaches {what} 0 to {edge - 1} of {size} only: a tile of {tiles[0]} does not divide "
-                    f"{letter} = {size}, and a grid of {letter} // {tiles[0]} drops the rest. Pick tiles that "
+        if tiles:
+            tile = " or ".join(map(str, tiles))
+            return (f"your grid reaches {what} 0 to {edge - 1} of {size} only: a tile of {tile} does not divide "
+                    f"{letter} = {size}, and a grid of {letter} // tile drops the rest. Pick tiles that "
                     f"divide M, N and K ({letter} here is {size // 128} x 128)")
     return None
 
 
 def _nan_text(nan: np.ndarray, info: GridInfo | None, k: int) -> str:
-    """Where the result is NaN and the likely reason (`k`: the product's K)."""
+    """Where the result is NaN and the likely reason (`k`: the product's K; M and N are the result's)."""
     rows, cols = np.flatnonzero(nan.any(axis=1)), np.flatnonzero(nan.any(axis=0))
     where = "every element" if nan.all() else f"rows {rows[0]} to {rows[-1]}, columns {cols[0]} to {cols[-1]}"
     never = ("the output is never written: the write at the last K step never runs, or the sum is kept "
              "somewhere that does not last from one grid step to the next (scratch_shapes does, "
              "pl.run_scoped does not)")
-    if info is None and nan.all() and k % 256:
+    small = [(letter, size) for letter, size in (("M", nan.shape[0]), ("N", nan.shape[1]), ("K", k)) if size < 256]
+    if info is None and nan.all() and small:
+        # From the values alone: a tile larger than a dimension gives that grid axis no step at all.
+        letter, size = small[0]
+        never = (f"either your grid has no step along {letter}: a tile larger than {letter} = {size} gives "
+                 f"{letter} // tile = 0 blocks, so nothing runs (pick tiles that divide M, N and K: 128 divides "
+                 f"every size the task allows), or {never}")
+    elif info is None and nan.all() and k % 256:
         # From the values alone the two look alike: say both, the grid's walk past K first.
         never = (f"either every sum took in garbage from past the end of x and y (a K tile that does not divide "
                  f"K = {k}, {k // 128} x 128 here, with a grid that rounds up, reads beyond K: NaN under the strict "

@@ -186,11 +186,11 @@ def _unwritten_rows(bad: np.ndarray) -> str | None:
     edge = int(np.argmax(rows))
     if not rows.any() or not rows[edge:].all() or bad[:edge].any():
         return None
-    tiles = [t for t in range(128, size + 1, 128) if size % t and size // t * t == edge]
-    if len(tiles) != 1:
+    tiles = " or ".join(str(t) for t in range(128, size + 1, 128) if size % t and size // t * t == edge)
+    if not tiles:
         return None
-    return (f"your grid reaches query rows 0 to {edge - 1} of {size} only: a tile of {tiles[0]} does not divide "
-            f"S = {size} ({size // 128} x 128 here), and S // {tiles[0]} drops the rest (nothing writes those rows, "
+    return (f"your grid reaches query rows 0 to {edge - 1} of {size} only: a tile of {tiles} does not divide "
+            f"S = {size} ({size // 128} x 128 here), and S // tile drops the rest (nothing writes those rows, "
             "which read as NaN). Pick tiles that divide S and T (128 divides every size the task allows).")
 
 
