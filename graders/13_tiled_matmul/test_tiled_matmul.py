@@ -43,6 +43,7 @@ from course.grading import (
     tile_problem,
     tpu_fallback,
     trace_kernel,
+    unwritten_tail,
     vmem_bytes,
     walk_eqns,
     work_outside,
@@ -203,17 +204,13 @@ def _unwritten_edge(nan: np.ndarray) -> str | None:
     """From the values alone: the last rows or columns, and nothing else, were never written, as a grid of
     M // tile (or N // tile) leaves them when one tile of 128 x k fits that count and does not divide."""
     for dim, (what, letter) in enumerate((("rows", "M"), ("columns", "N"))):
-        lines = nan.all(axis=1 - dim)
-        edge = int(np.argmax(lines)) if lines.any() else 0
-        size = nan.shape[dim]
-        if not lines.any() or not lines[edge:].all() or np.take(nan, range(edge), axis=dim).any():
-            continue
-        tiles = [t for t in range(128, size + 1, 128) if size % t and size // t * t == edge]
-        if tiles:
+        tail = unwritten_tail(nan, dim)
+        if tail is not None:
+            (edge, tiles), size = tail, nan.shape[dim]
             tile = " or ".join(map(str, tiles))
-            return (f"your grid reaches {what} 0 to {edge - 1} of {size} only: a tile of {tile} does not divide "
-                    f"{letter} = {size}, and a grid of {letter} // tile drops the rest. Pick tiles that "
-                    f"divide M, N and K ({letter} here is {size // 128} x 128)")
+            return (f"your grid reaches {what} 0 to {edge - 1} of {size} only: a tile of {tile} "
+                    f"does not divide {letter} = {size}, and a grid of {letter} // tile drops the rest. Pick tiles "
+                    f"that divide M, N and K ({letter} here is {size // 128} x 128)")
     return None
 
 

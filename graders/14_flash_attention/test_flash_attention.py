@@ -40,6 +40,7 @@ from course.grading import (
     taint_pass,
     tpu_fallback,
     trace_kernel,
+    unwritten_tail,
     walk_eqns,
     work_outside,
 )
@@ -182,13 +183,10 @@ def _coverage(info: GridInfo) -> str | None:
 def _unwritten_rows(bad: np.ndarray) -> str | None:
     """From the values alone: the last query rows, and nothing else, were never written, as a grid of S // tile
     leaves them when one tile of 128 x k fits that count and does not divide S."""
-    rows, size = bad.all(axis=1), bad.shape[0]
-    edge = int(np.argmax(rows))
-    if not rows.any() or not rows[edge:].all() or bad[:edge].any():
+    tail, size = unwritten_tail(bad, 0), bad.shape[0]
+    if tail is None:
         return None
-    tiles = " or ".join(str(t) for t in range(128, size + 1, 128) if size % t and size // t * t == edge)
-    if not tiles:
-        return None
+    edge, tiles = tail[0], " or ".join(map(str, tail[1]))
     return (f"your grid reaches query rows 0 to {edge - 1} of {size} only: a tile of {tiles} does not divide "
             f"S = {size} ({size // 128} x 128 here), and S // tile drops the rest (nothing writes those rows, "
             "which read as NaN). Pick tiles that divide S and T (128 divides every size the task allows).")

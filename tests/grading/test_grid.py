@@ -99,3 +99,23 @@ def test_index_maps_read_scalar_prefetch_tables() -> None:
     assert moving.inputs()[0].axes_moving(0) == {0}
     still = grid_info(call, prefetch=(np.array([2, 2, 2, 2], np.int32),))
     assert still.inputs()[0].moved() == frozenset() and still.outputs()[0].axes_moving(0) == {0}
+
+
+def test_unwritten_tail_names_the_tiles_a_floor_divided_grid_leaves() -> None:
+    """A NaN tail of whole columns (or rows), nothing before it, gives where it starts and the tiles of 128 x k
+    whose floor-divided grid stops there; NaN anywhere else, or no such tile, gives None."""
+    import numpy as np
+
+    from course.grading import unwritten_tail
+
+    bad = np.zeros((640, 384), bool)
+    bad[:, 256:] = True
+    assert unwritten_tail(bad, 1) == (256, [256]) and unwritten_tail(bad, 0) is None
+    rows = np.zeros((640, 384), bool)
+    rows[512:] = True
+    assert unwritten_tail(rows, 0) == (512, [256, 512])
+    rows[0, 0] = True
+    assert unwritten_tail(rows, 0) is None
+    whole = np.zeros((384, 384), bool)
+    whole[:, 128:] = True  # 128 x k divides 384 only when it leaves nothing: no tile stops at 128
+    assert unwritten_tail(whole, 1) is None

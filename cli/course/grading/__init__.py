@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     )
     from course.grading.executions import ProgramRun, RunRecorder, record_runs
     from course.grading.feedback import CheckFailed, check, fail
-    from course.grading.grid import BlockUse, GridInfo, VmemItem, grid_info, tile_problem, vmem_bytes
+    from course.grading.grid import BlockUse, GridInfo, VmemItem, grid_info, tile_problem, unwritten_tail, vmem_bytes
     from course.grading.jaxprs import (
         Dim, called_function_line, equations, is_var, learner_line, region_of, region_text, sub_env, walk_eqns,
     )
@@ -133,7 +133,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "ProgramRun": "executions", "RunRecorder": "executions", "record_runs": "executions",
     "CheckFailed": "feedback", "check": "feedback", "fail": "feedback",
     "BlockUse": "grid", "GridInfo": "grid", "VmemItem": "grid", "grid_info": "grid", "tile_problem": "grid",
-    "vmem_bytes": "grid",
+    "unwritten_tail": "grid", "vmem_bytes": "grid",
     "Dim": "jaxprs", "called_function_line": "jaxprs", "equations": "jaxprs", "is_var": "jaxprs",
     "learner_line": "jaxprs", "region_of": "jaxprs", "region_text": "jaxprs", "sub_env": "jaxprs",
     "walk_eqns": "jaxprs",
@@ -207,7 +207,7 @@ __all__ = [
     "is_consumed", "is_deleted_error", "jit_calls", "jitted_functions", "operand_spec", "rebuilt_call",
     "ProgramRun", "RunRecorder", "record_runs",
     "CheckFailed", "check", "fail",
-    "BlockUse", "GridInfo", "VmemItem", "grid_info", "tile_problem", "vmem_bytes",
+    "BlockUse", "GridInfo", "VmemItem", "grid_info", "tile_problem", "unwritten_tail", "vmem_bytes",
     "Dim", "called_function_line", "equations", "is_var", "learner_line", "region_of", "region_text", "sub_env",
     "walk_eqns",
     "KernelTrace", "evaluate_jaxpr", "trace_kernel",

@@ -22,7 +22,7 @@ from course.grading.jaxprs import walk_eqns
 from course.grading.kernel_trace import evaluate_jaxpr
 from course.grading.kernels import KernelCall
 
-__all__ = ["BlockUse", "GridInfo", "VmemItem", "grid_info", "tile_problem", "vmem_bytes"]
+__all__ = ["BlockUse", "GridInfo", "VmemItem", "grid_info", "tile_problem", "unwritten_tail", "vmem_bytes"]
 
 # Spaces whose operands Pallas does not copy into VMEM block by block.
 _UNBLOCKED = frozenset({"any", "hbm", "smem", "semaphore_mem"})
@@ -226,3 +226,17 @@ def _add_vmem(items: list[VmemItem], name: str, aval: Any) -> None:
         return  # semaphores take no VMEM
     if space == "vmem":
         items.append(VmemItem(name, tuple(aval.shape), dtype, 1))
+
+
+def unwritten_tail(bad: np.ndarray, axis: int) -> tuple[int, list[int]] | None:
+    """From a result's values alone: where its last lines along `axis` begin when they, and nothing before
+    them, are bad in full (NaN: never written), with each tile of 128 x k that does not divide the size but
+    whose floor-divided grid stops exactly there; None when the bad part is not such a tail."""
+    lines = np.moveaxis(bad, axis, 0).reshape(bad.shape[axis], -1).all(axis=1)
+    if not lines.any():
+        return None
+    edge, size = int(np.argmax(lines)), bad.shape[axis]
+    if not lines[edge:].all() or np.take(bad, range(edge), axis=axis).any():
+        return None
+    tiles = [t for t in range(128, size + 1, 128) if size % t and size // t * t == edge]
+    return (edge, tiles) if tiles else None
