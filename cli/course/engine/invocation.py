@@ -137,7 +137,10 @@ def command(exercise: Exercise, submission: Path, workdir: Path, report_path: Pa
         str(workdir),
         "-q",
         "-s",
-        "--tb=short",
+        # Nobody reads pytest's own account of a failure (its terminal output is taken away, and
+        # each message is the plugin's): the one-line style spares it parsing the grader's source
+        # and resolving every frame's module for each failed check.
+        "--tb=line",
         "--course-report",
         str(report_path),
         "--course-submission",

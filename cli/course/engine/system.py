@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from course.engine import proctable
+
 GRADING_MARKER = ("COURSE_GRADING", f"{os.getpid()}-{os.urandom(6).hex()}")
 """Set in the environment of every grading this process starts, and inherited by their descendants.
 
@@ -131,14 +133,10 @@ def resident_mb(pid: int) -> float:
 def grading_resident_mb(pid: int) -> float:
     """Resident size in MiB of the grading started as `pid`: of `pid` itself, or, for a contained grading
     (the first process of its own PID namespace, a child of the process that made it), of that child."""
-    try:
-        procs = [psutil.Process(pid), *psutil.Process(pid).children()]
-    except (psutil.Error, OSError):
-        return 0.0
     sizes = [0]
-    for proc in procs:
+    for each in (pid, *proctable.children(pid)):
         with contextlib.suppress(psutil.Error, OSError):
-            sizes.append(proc.memory_info().rss)
+            sizes.append(psutil.Process(each).memory_info().rss)
     return max(sizes) / 2**20
 
 
@@ -148,15 +146,10 @@ def tree_cpu_s(pid: int) -> float:
     A process that has died and been reaped counts in its parent's children's times; one that
     left the tree (re-parented elsewhere) stops counting, which only lowers the figure.
     """
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except (psutil.Error, OSError):
-        return 0.0
     total = 0.0
-    for proc in procs:
+    for each in (pid, *proctable.children(pid, recursive=True)):
         with contextlib.suppress(psutil.Error, OSError):
-            t = proc.cpu_times()
+            t = psutil.Process(each).cpu_times()
             total += t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
     return total
 
