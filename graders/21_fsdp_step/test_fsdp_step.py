@@ -320,7 +320,7 @@ def test_batch_stays_sharded(submission: ModuleType, submission_path: Path, rng:
 
 @pytest.mark.points(2)
 def test_grads_reduce_scattered(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
-    """Gradients are reduce-scattered: no psum of a whole gradient, and the HLO all-reduces at most params + loss."""
+    """Gradients are reduce-scattered, never psummed whole, and the loss crosses the devices as one number."""
     case, _, _, shapes = _fixed_case(submission, submission_path, rng)
     whole = {math.prod(s): k for k, s in shapes.items()}
     padded = _padded_psums(case.jaxpr, submission_path)
@@ -346,6 +346,18 @@ def test_grads_reduce_scattered(submission: ModuleType, submission_path: Path, r
         fail(f"the compiled `loss_and_grads` all-reduces {moved} floats per device ({listed}), more than the "
              f"{total} of all the parameters plus the loss: something besides the gradients is summed whole "
              "across devices.")
+    _loss_reduced_as_one_number(reduced, whole)
+
+
+def _loss_reduced_as_one_number(reduced: list[Any], whole: dict[int, str]) -> None:
+    """Besides whole gradients (named above), the only thing summed across devices is the loss, one number."""
+    for op in reduced:
+        if op.elements > 1 and op.elements not in whole:
+            fail(f"the compiled `loss_and_grads` all-reduces {op.text()}, {op.elements} floats per device that "
+                 "are neither a parameter nor the loss: are the squared errors summed across devices "
+                 "before they are summed on each device? Reduce each device's errors to one number first "
+                 "(`jnp.sum`), then psum that scalar: one float crosses the devices instead of "
+                 f"{op.elements}.")
 
 
 _PADDING = frozenset({"pad", "dynamic_update_slice", "concatenate", "scatter", "scatter-add", "scatter_add"})
