@@ -185,7 +185,8 @@ def _on_control(ctl: socket.socket, sel: selectors.BaseSelector, gradings: dict[
         from jax._src import xla_bridge
 
         backends = sorted(getattr(xla_bridge, "_backends", {}))
-        send(ctl, {"pid": os.getpid(), "backends": backends, "threads": threading.active_count()})
+        send(ctl, {"pid": os.getpid(), "backends": backends, "threads": threading.active_count(),
+                   "frozen": gc.get_freeze_count(), "plugins": bool(getattr(xla_bridge, "_plugins_registered", 0))})
     return bool(data)
 
 

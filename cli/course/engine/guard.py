@@ -1,17 +1,17 @@
-"""The content guard: the grading machinery noted before learner code runs, compared before each verdict.
+"""The content guard: the grading machinery noted before learner code runs, compared before each check's verdict.
 
 A check is only as true as the code that runs it and the facts it reads. `snapshot` notes every
 function and class of pytest, pluggy and `course` (the graders and `course.grading` included),
 the methods of the JAX classes checks read (`ArrayImpl.is_deleted`, lowering and
 `memory_analysis`), what the machinery's functions hold in their closures, and the listeners of
 `jax.monitoring` that count compiles. The notary keeps the snapshot where learner code cannot
-reach it and calls `changes` before it accepts each verdict, so a patch undone before the next
-comparison is still seen when it mattered.
+reach it and calls `changes` before it writes each check's verdict (at the check's teardown, when
+its setup and call are over) and before the final report.
 
 `changes` compares values by identity only, and walks each namespace's own items instead of
 looking names up in it: a lookup would compare keys with `==`, and a key planted by learner code
 could run its own `__eq__` inside the notary. (It never calls `id()` either: every call of it is
-an audited event, and the comparison runs before each verdict.) Replacing a function's code or
+an audited event, and the comparison runs before each check's verdict.) Replacing a function's code or
 the defaults of the machinery's functions in place is refused outright by the notary's guard hook
 (`course.engine.notary`).
 """

@@ -9,7 +9,8 @@ report. Used by `course watch` and by `course check` when it grades several exer
 Protocol, one JSON message per packet on Unix SEQPACKET sockets:
   control, course -> worker: {"op": "launch", ...} carrying four fds (a per-grading socket, the
     output pipe, the key pipe, the events pipe), or {"op": "status"}; closing it stops the worker.
-  control, worker -> course: {"ready": bool, "reason": str} once, then one reply per status.
+  control, worker -> course: {"ready": bool, "reason": str} once, then one reply per status (its pid, the
+    JAX backends and threads it runs, the objects it froze, whether JAX's plugins were looked for).
   per grading, worker -> course: {"pid": n} or {"error": why}, later {"exit": code}; course ->
     worker: b"release" (or closing it): the worker kills the group, reaps the child, sweeps orphans.
 """
