@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import cohort, isolation, protections, runner, sandbox
+from course.engine import cohort, isolation, lockstep, protections, runner, sandbox
 from course.engine.verdict import CheckResult, ExerciseResult
 from course.registry import Exercise, load_course
 from support import FIXTURES
@@ -166,14 +166,14 @@ def test_merge_keeps_a_tampered_process_tampered() -> None:
     assert merged.message.startswith("process 1: the grading machinery was tampered with")
 
 
-def _watch(count: int = 2) -> cohort.Watch:
+def _watch(count: int = 2) -> lockstep.Watch:
     """A watch whose processes burn no CPU, so only their steps say they move."""
-    return cohort.Watch(count)
+    return lockstep.Watch(count)
 
 
 def test_the_watch_ends_the_cohort_once_every_process_has_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     """FINISHED only when each process has either said it finished or ended."""
-    monkeypatch.setattr(cohort.system, "tree_cpu_s", lambda pid: 0.0)
+    monkeypatch.setattr(lockstep.system, "tree_cpu_s", lambda pid: 0.0)
     watch = _watch()
     watch.event(0, {"step": "finished", "finished": True})
     assert watch(0, 1) == ""
@@ -184,9 +184,9 @@ def test_the_watch_ends_the_cohort_once_every_process_has_reported(monkeypatch: 
 def test_the_watch_tells_a_hang_from_slow_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Different steps and no progress for HANG_S is a hang; the same step, or CPU burning, is not."""
     cpu = {"burnt": 0.0}
-    monkeypatch.setattr(cohort.system, "tree_cpu_s", lambda pid: cpu["burnt"])
-    monkeypatch.setattr(cohort, "HANG_S", 0.3)
-    monkeypatch.setattr(cohort, "SAMPLE_S", 0.05)
+    monkeypatch.setattr(lockstep.system, "tree_cpu_s", lambda pid: cpu["burnt"])
+    monkeypatch.setattr(lockstep, "HANG_S", 0.3)
+    monkeypatch.setattr(lockstep, "SAMPLE_S", 0.05)
     same = _watch()
     for i in (0, 1):
         same.event(i, {"step": "global mean"})
@@ -236,7 +236,7 @@ def test_a_check_is_shown_once_every_process_has_ended_it_whatever_their_start_e
     """Each process says when a check starts and when it ends: the cohort forwards the check once, when
     every process has ended it, the worst verdict of them (a start is no verdict to merge)."""
     forwarded: list[dict] = []
-    watch = cohort.Watch(2, forwarded.append)
+    watch = lockstep.Watch(2, forwarded.append)
     for index in (0, 1):
         watch.event(index, {"id": "test_a", "title": "A", "status": "running"})
     watch.event(0, {"id": "test_a", "title": "A", "status": "passed"})

@@ -11,7 +11,7 @@ import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from course.engine import remote, serve, wire
+from course.engine import placement, remote, serve, wire
 from grading.eight_devices import on_eight_devices
 
 
@@ -68,10 +68,10 @@ def test_blocks_that_do_not_fit_the_sharding_are_refused() -> None:
     """A forged message whose blocks disagree with the sharding it names is no value."""
     mesh = jax.make_mesh((8,), ("tp",), axis_types=(AxisType.Explicit,))
     x = jax.device_put(np.zeros((8, 2), np.float32), NamedSharding(mesh, P("tp")))
-    node = serve.array_leaf(x)
+    node = placement.array_leaf(x)
     node["global"] = [16, 2]
     with pytest.raises(wire.WireError):
-        serve.array_from(node.pop("data"), node)
+        placement.array_from(node.pop("data"), node)
 
 
 def test_a_scalar_result_stays_a_scalar() -> None:

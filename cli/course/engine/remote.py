@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from course.engine import wire
-from course.engine.serve import array_from, array_leaf, describe_mesh, mesh_from
+from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.submission import SubmissionError
 
 GONE = ("the process running your code ended during this check, before answering (it was stopped at a limit, "
