@@ -257,7 +257,7 @@ def looping_course(tmp_path: Path) -> Path:
     toml.write_text(toml.read_text().replace('"ex_syntax", "ex_loop", "ex_exit_import", "ex_os_exit", "ex_no_tests"',
                                              '"ex_syntax", "ex_loop"'))
     meta = root / "exercises/04_ex_loop/exercise.toml"
-    meta.write_text(meta.read_text().replace("timeout_s = 3", "timeout_s = 300"))
+    meta.write_text(meta.read_text().replace("timeout_s = 8", "timeout_s = 300"))
     git_commit(root)
     return root
 

@@ -76,11 +76,11 @@ def test_loop_is_stopped_by_its_cpu_time_in_the_check_it_was_in(results: dict) -
     the first check keeps its pass, the second fails pointing at the learner's line, the third was not run."""
     r = results["ex_loop"]
     assert r.status == "timeout" and r.score == 1 and r.max_score == 4
-    assert r.message.startswith("your code used 3 s of CPU time, this exercise's limit, and was stopped at "
+    assert r.message.startswith("your code used 8 s of CPU time, this exercise's limit, and was stopped at "
                                 "ex_loop.py line 7, in double; is there a loop that never ends?")
     assert [c.status for c in r.checks] == ["passed", "failed", "not_run"]
     stopped = r.checks[1].message
-    assert "3 s of CPU time" in stopped and "ex_loop.py line 7, in double: `while x == 0: pass" in stopped
+    assert "8 s of CPU time" in stopped and "ex_loop.py line 7, in double: `while x == 0: pass" in stopped
     assert r.checks[2].message == 'not run: the grading stopped during "double(0) is 0.", before this check'
     assert r.checks[0].output.startswith("double(") and r.checks[1].output == "double(0) called\n"
 
@@ -254,7 +254,7 @@ def test_ctrl_c_ends_parallel_gradings_at_once(mini_course: Path) -> None:
         marks[name] = mini_course / f"{name}.pid"
         exercise.stub_path.write_text(LOOPING.format(mark=str(marks[name])))
         exercise.meta_path.write_text(exercise.meta_path.read_text().replace("timeout_s = 20", "timeout_s = 600")
-                                      .replace("timeout_s = 3", "timeout_s = 600").replace("= 120", "= 3000"))
+                                      .replace("timeout_s = 8", "timeout_s = 600").replace("= 120", "= 3000"))
     code = "import sys\nfrom course.entry import main\nsys.argv = ['course', *sys.argv[1:]]\nmain()\n"
     args = ["check", "ex_loop", "ex_pass", "--jobs", "2", "--course", str(mini_course)]
     proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
