@@ -118,7 +118,7 @@ def test_an_exercise_without_sections_says_how_to_add_them(cli: CliRunner, mini_
 
 @pytest.mark.slow
 def test_an_endless_loop_ends_at_the_exercises_limit(cli: CliRunner, mini_course: Path) -> None:
-    """The inspection runs under the check's own limits: ex_loop's 3 CPU seconds stop it at its line, exit 1."""
+    """The inspection runs under the check's own limits: ex_loop's 8 CPU seconds stop it at its line, exit 1."""
     meta = mini_course / "exercises" / "04_ex_loop" / "exercise.toml"
     meta.write_text(meta.read_text() + '\n[[inspect.sections]]\nshow = "compiles"\ncalls = ["double(0)"]\n')
     stub = mini_course / "exercises" / "04_ex_loop" / "ex_loop.py"
@@ -126,7 +126,7 @@ def test_an_endless_loop_ends_at_the_exercises_limit(cli: CliRunner, mini_course
     result = cli.invoke(app, ["inspect", "ex_loop", "--course", str(mini_course)])
     assert result.exit_code == 1, result.output
     said = " ".join(result.stdout.split())
-    assert "used 3 s of CPU time, this exercise's limit" in said, said
+    assert "used 8 s of CPU time, this exercise's limit" in said, said
     assert "ex_loop.py line 7, in double" in said, said  # where it was stopped, as a check says it
 
 
