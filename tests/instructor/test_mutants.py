@@ -273,7 +273,9 @@ def test_validate_mutants_end_to_end(mini_course: Path) -> None:
     (ex,) = report["exercises"]
     outcomes = {o["diff"]: o for o in ex["outcomes"]}
     assert outcomes["- return SCALE * x\n+ return SCALE / x"]["status"] == "killed"
+    # Its grading stopped at the first check it failed: test_zero, next, would fail too (2 / 0) and is not named.
     assert "test_doubles" in outcomes["- return SCALE * x\n+ return SCALE / x"]["checks"]
+    assert "test_zero" not in outcomes["- return SCALE * x\n+ return SCALE / x"]["checks"]
     assert outcomes["- return x + x\n+ return x - x"]["status"] == "survived"
     assert outcomes["- if x > 5000:\n+ if x >= 5000:"]["status"] == "equivalent"
     assert outcomes["- if x > 5000:\n+ if x >= 5000:"]["reason"].startswith("Both branches")
@@ -283,6 +285,7 @@ def test_validate_mutants_end_to_end(mini_course: Path) -> None:
     assert {s: ex[s] for s in counts} == counts and ex["mutants"] == len(ex["outcomes"])
     assert ex["score"] == pytest.approx(ex["killed"] / (ex["killed"] + ex["survived"]), abs=1e-4)
     assert set(report) >= {"course", "seed", "per_operator", "duration_s", "exercises", "totals", "operators"}
+    assert report["every_check"] is False
     assert report["totals"]["mutants"] == ex["mutants"]
 
 
@@ -300,3 +303,26 @@ def test_terminal_report_shows_scores_and_survivor_diffs(mini_course: Path) -> N
     assert "survived: x + x: + -> -" in weak.stdout and "+ return x - x" in weak.stdout
     assert "--json goes with --mutants" in runner.invoke(app, ["validate", "--json", "--course", str(mini_course)],
                                                          env=ENV).output
+
+
+@pytest.mark.parametrize("every_check", [False, True])
+def test_every_check_is_asked_of_the_grading(mini_course: Path, monkeypatch: pytest.MonkeyPatch,
+                                             every_check: bool) -> None:
+    """By default each grading (the solution's and every mutant's) stops at its first failing check;
+    with every_check none does, and the report says which it was."""
+    from course.engine.verdict import CheckResult, ExerciseResult
+    from course.instructor import mutation
+    from course.registry import load_course as load
+
+    asked: list[bool] = []
+
+    def grade_many(pairs: list, **options: object) -> list[ExerciseResult]:
+        asked.append(bool(options["first_failure"]))
+        return [ExerciseResult(e.name, "passed", checks=[CheckResult("t", "t", "passed", 1, 1)]) for e, _ in pairs]
+
+    monkeypatch.setattr(mutation, "grade_many", grade_many)
+    monkeypatch.setattr(mutation, "start_worker", lambda cache: None)
+    course = load(make_exercise(mini_course))
+    report = mutation.run(course, mutation.plan(course, ["ex_fail"], 2), jobs=1, per_operator=2,
+                          every_check=every_check)
+    assert asked == [not every_check] * 2 and report.to_json()["every_check"] is every_check

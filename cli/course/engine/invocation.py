@@ -105,9 +105,10 @@ def graders_link(workdir: Path, exercise: Exercise) -> Path:
 
 
 def command(exercise: Exercise, submission: Path, workdir: Path, report_path: Path, seed: int, hidden: bool,
-             folder: Path | None = None) -> list[str]:
+            folder: Path | None = None, first_failure: bool = False) -> list[str]:
     """The pytest command line; `{keyfd}` and `{eventsfd}` are filled in by the launcher. The
-    graders are read from `folder` when given (a link to the grader's folder), else where they are."""
+    graders are read from `folder` when given (a link to the grader's folder), else where they are.
+    With `first_failure`, pytest stops at the first check that fails (`-x`)."""
     folder = folder or exercise.grader_path.parent
     graders = [str(folder / exercise.grader_path.name)]
     if hidden and exercise.hidden_grader_path.is_file():
@@ -152,6 +153,7 @@ def command(exercise: Exercise, submission: Path, workdir: Path, report_path: Pa
         "--course-events-fd",
         "{eventsfd}",
         "--course-hard-exit",
+        *(["--exitfirst"] if first_failure else []),
     ]
 
 

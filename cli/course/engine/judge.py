@@ -76,17 +76,19 @@ class JudgeRun:
 def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: Budget, link: socket.socket,
           env: dict[str, str], worker: isolation.Launcher | None, on_event: Callable[[dict], None] | None,
           cancel: threading.Event | None, place: str = "", watch: Callable[[int], str] | None = None,
-          on_end: Callable[[int | None], None] | None = None) -> JudgeRun:
+          on_end: Callable[[int | None], None] | None = None, first_failure: bool = False) -> JudgeRun:
     """Start the judge of one grading in a thread; `link` is its end of the link, given away here.
 
     One of several processes (`course.engine.cohort`) has a judge each: `place` joins the judges to
     one another (`--course-process`), `watch` may end it (as the cohort's watch does its processes),
-    and `on_end` hears its exit code."""
+    and `on_end` hears its exit code. With `first_failure`, it stops at its first failing check, and
+    so does the executor (`course.engine.roles`)."""
     run = JudgeRun(workdir=Path(tempfile.mkdtemp(prefix="course-judge-")))
     report_path = run.workdir / "report" / f"{secrets.token_hex(16)}.json"
     report_path.parent.mkdir(mode=0o700)
     key = secrets.token_bytes(32)
-    command = role(invocation.command(exercise, graded, run.workdir, report_path, seed, hidden), "judge")
+    command = role(invocation.command(exercise, graded, run.workdir, report_path, seed, hidden,
+                                      first_failure=first_failure), "judge")
     command += ["--course-process", place] if place else []
     fd = link.detach()
 

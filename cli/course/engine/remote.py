@@ -83,11 +83,12 @@ class Link:
             except OSError:
                 self.gone = True
 
-    def done(self) -> None:
-        """Tell the executor the judge needs nothing more, and close."""
+    def done(self, stopped: bool = False) -> None:
+        """Tell the executor the judge needs nothing more (`stopped`: it stopped at its first failing
+        check, so the executor runs no more checks either), and close."""
         if not self.gone:
             with contextlib.suppress(OSError):
-                wire.send(self.sock, {"op": "done"})
+                wire.send(self.sock, {"op": "done", "stopped": stopped})
         self.gone = True
         self.sock.close()
 

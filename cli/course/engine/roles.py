@@ -36,6 +36,8 @@ class Split:
         self.order: dict[str, int] = {}
         self.executor: Any = None
         """The executor's answers to the judge (`course.engine.serve.Executor`), once it has served."""
+        self.public_failed = False
+        """A public check of this side failed (a hidden one comes after every public check)."""
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """Keep the checks this side runs; the other side runs the rest. Both note each public check's
@@ -62,25 +64,38 @@ class Split:
             return (yield)
         finally:
             if self.executor is not None:
-                self.executor.serve()
+                if _stops_at_first_failure(session):  # the judge finds the link closed, and stops too
+                    self.executor.close()
+                else:
+                    self.executor.serve()
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> None:
+    def pytest_runtest_protocol(self, item: pytest.Item) -> bool | None:
         """The two sides take turns in the grader's order, as the checks ran in one process: the judge says
         which check it starts, and the executor answers it until the judge is past the executor's next
-        check (so a check's state, and where a stopped grading was, are as the grader reads)."""
+        check (so a check's state, and where a stopped grading was, are as the grader reads). When the
+        grading stops at its first failing check, each side stops when the other has."""
         position = self.order.get(item.nodeid)
         if position is None:
             return
         if self.role == EXECUTOR and self.executor is not None:
             self.executor.serve(until=position)
+            if self.executor.stopped:  # the judge stopped at its first failing check: so does this side
+                item.session.shouldfail = "the judge stopped at its first failing check"
+                return True
         elif self.role == JUDGE and (self._link is not None or self.sock is not None):
             self._judge_link().tell({"op": "at", "index": position})
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Note a public check's failure: a grading that stops at its first one stops the other side with it."""
+        if report.failed and report.nodeid in self.order:
+            self.public_failed = True
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """The judge is done: the executor may go on, and ends its service."""
+        """The judge is done: the executor may go on (unless the judge stopped at a public check that
+        failed), and ends its service."""
         if self._link is not None:
-            self._link.done()
+            self._link.done(stopped=self.public_failed and _stops_at_first_failure(session))
         elif self.sock is not None and self.role == JUDGE:
             self.sock.close()
 
@@ -106,6 +121,11 @@ class Split:
                 raise remote.ExecutorGone(remote.GONE)
             self._link = remote.Link(self.sock)
         return self._link
+
+
+def _stops_at_first_failure(session: pytest.Session) -> bool:
+    """Whether this side stopped at its first failing check (`-x`, as `course validate --mutants` grades)."""
+    return bool(session.shouldfail) and session.config.option.maxfail == 1
 
 
 _STATE = pytest.StashKey[tuple[Path, "bytes | None"]]()

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from course import stubs
-from course.engine import cohort, invocation, isolation, judge, limits, report
+from course.engine import cohort, invocation, isolation, judge, limits, notary, remote, report
 from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
 from course.engine.protections import Confinement
 from course.engine.stopwatch import Stopwatch, what_holds
 from course.engine.syntax import result as not_compiling
-from course.engine.verdict import CheckEvent, ExerciseResult, verdict
+from course.engine.verdict import NOT_RUN, UNREPORTED, CheckEvent, ExerciseResult, verdict
 from course.registry import Exercise
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def grade(
     skip_stub: bool = True,
     cancel: threading.Event | None = None,
     deadline: limits.Deadline | None = None,
+    first_failure: bool = False,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
@@ -66,7 +67,9 @@ def grade(
     `cancel` stops the grading at once: the result's status is then "cancelled", a non-verdict
     nobody records. With `deadline`, a grading still running at its moment is stopped like one at a
     limit, its check failing with the deadline's sentence. An exercise with `processes = N` is
-    graded by N processes at once (`course.engine.cohort`).
+    graded by N processes at once (`course.engine.cohort`). With `first_failure`, a grading in one
+    process or split in two stops at its first failing check, and the checks after it are not run
+    (`course validate --mutants` needs only to know that a mutant fails); N processes run every check.
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
     started = time.monotonic()
@@ -105,12 +108,14 @@ def grade(
         oom_before = limits.oom_kills()
         checks = Stopwatch(exercise.name, budget, on_event)
         env = invocation.environment(exercise, cache_dir, read_only_cache)
-        command = invocation.command(exercise, graded, workdir, report_path, seed, hidden and not split, folder)
+        command = invocation.command(exercise, graded, workdir, report_path, seed, hidden and not split, folder,
+                                     first_failure)
         judged, link = None, None
         if split:  # the judge starts first and beside it: it waits for the executor's answers
             theirs, link = judge.links()
             judged = judge.start(exercise, graded.resolve(), seed=seed, hidden=hidden, budget=budget, link=theirs,
-                                 env=env, worker=worker, on_event=checks.raw_event, cancel=cancel)
+                                 env=env, worker=worker, on_event=checks.raw_event, cancel=cancel,
+                                 first_failure=first_failure)
             command = judge.role(command, "executor")
         outcome = isolation.run_isolated(
             command,
@@ -146,12 +151,27 @@ def grade(
         result.ended_by = -outcome.returncode if (outcome.returncode or 0) < 0 and not ours else 0
         for check in result.checks:
             check.message = limits.with_memory_limit(check.message, exercise.meta.memory_mb)
+        if first_failure:
+            unrun_after_first_failure(result)
     finally:
         if judged is not None:  # the executor never started: the judge ends at its closed link
             judged.wait(exercise.name)
         shutil.rmtree(workdir, ignore_errors=True)
     result.seed, result.duration_s = seed, time.monotonic() - started
     return result
+
+
+def unrun_after_first_failure(result: ExerciseResult) -> None:
+    """In a grading stopped at its first failing check: the checks after it that have no verdict of their
+    own (never reported, never started, or a judge's check whose executor had stopped) were not run."""
+    failed = [i for i, c in enumerate(result.checks) if c.status in ("failed", "error")]
+    if not failed:
+        return
+    first = result.checks[failed[0]]
+    for check in result.checks[failed[0] + 1:]:
+        if check.status == "failed" and check.message in (UNREPORTED, notary.UNFINISHED, remote.GONE):
+            check.status, check.score = NOT_RUN, 0.0
+            check.message = f'not run: the grading stopped at its first failing check, "{first.title}"'
 
 
 def not_tried(exercise: Exercise, seed: int, message: str) -> ExerciseResult:
@@ -173,6 +193,7 @@ def grade_many(
     sandbox: Confinement | None = None,
     skip_stub: bool = True,
     cancel: threading.Event | None = None,
+    first_failure: bool = False,
 ) -> list[ExerciseResult]:
     """Grade several exercises, `jobs` at a time; results come back in the order given (`grade` says
     what each keyword does).
@@ -183,7 +204,7 @@ def grade_many(
     def one(pair: tuple[Exercise, Path]) -> ExerciseResult:
         """Grade one pair and report it."""
         result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
-                       hidden=hidden, sandbox=sandbox, skip_stub=skip_stub, cancel=cancel)
+                       hidden=hidden, sandbox=sandbox, skip_stub=skip_stub, cancel=cancel, first_failure=first_failure)
         if on_result is not None:
             on_result(result)
         return result

@@ -41,6 +41,8 @@ class Executor:
         self.judge_at: float = -1
         """The grader position of the check the judge last said it was starting."""
         self.closed = False
+        self.stopped = False
+        """The judge stopped at its first failing check (a grading that stops there): run no more checks."""
 
     def serve(self, until: float = math.inf) -> None:
         """Answer requests in order until the judge starts a check after position `until` of the grader
@@ -51,6 +53,7 @@ class Executor:
             while (message := wire.receive(self.link)) is not None:
                 header, buffers = message
                 if header.get("op") == "done":
+                    self.stopped = header.get("stopped") is True
                     break
                 if header.get("op") == "at":
                     self.judge_at = _position(header.get("index"))

@@ -21,6 +21,7 @@ from course.registry import Exercise
 
 CHECK_STATUSES = ("passed", "failed", "error", "skipped")
 """What a grading process may say of a check; NOT_RUN is the parent's own word."""
+UNREPORTED = "this check did not report a result"
 NOT_RUN = "not_run"
 """A check that never started: the run was stopped, or ended, in an earlier one. It scores nothing."""
 STACK_READ_LIMIT = 1 << 20
@@ -199,7 +200,7 @@ def _from_report(base: ExerciseResult, manifest: dict, final: dict, outcome: Out
     """Build checks from a complete, verified report; an expected check missing from it fails."""
     base.checks = _checks(manifest, final, outcome)
     for expected in manifest["checks"][len(base.checks):]:
-        base.checks.append(_failed_check(expected, "this check did not report a result"))
+        base.checks.append(_failed_check(expected, UNREPORTED))
     return summarize(base)
 
 

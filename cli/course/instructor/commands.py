@@ -69,6 +69,11 @@ def validate(
         int, typer.Option("--per-operator", help="With --mutants: mutants kept per operator and exercise, a fixed "
                                                  "sample (0: all).", min=0)
     ] = 6,
+    every_check: Annotated[
+        bool, typer.Option("--every-check", help="With --mutants: run every check on each mutant, to name every "
+                                                 "check that kills it (slower: by default a mutant's grading stops "
+                                                 "at the first check it fails).")
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="With --mutants: print the report as one JSON object.")
     ] = False,
@@ -86,7 +91,7 @@ def validate(
         instructor.stubs_recorded(stubs.record(found, names or []))
     jobs = jobs or capacity.default_jobs()
     if mutants:
-        _mutants(found, names or [], jobs, per_operator, as_json)
+        _mutants(found, names or [], jobs, per_operator, as_json, every_check)
     if as_json:
         raise UsageError("--json goes with --mutants: `course validate --mutants --json`.")
     with instructor.validation_watch(soundness.plan(found, names or []), jobs) as watch:
@@ -95,14 +100,15 @@ def validate(
     raise typer.Exit(report.exit_code)
 
 
-def _mutants(found: Any, names: list[str], jobs: int, per_operator: int, as_json: bool) -> None:
+def _mutants(found: Any, names: list[str], jobs: int, per_operator: int, as_json: bool, every_check: bool) -> None:
     """`course validate --mutants`: grade, render, exit."""
     from course.instructor import mutation
     from course.ui import mutants as shown
 
     planned = mutation.plan(found, names, per_operator)
     with stopping_signals(threading.Event()), shown.watch(planned, jobs, enabled=not as_json) as watch:
-        report = mutation.run(found, planned, jobs=jobs, per_operator=per_operator, on_result=watch.validated)
+        report = mutation.run(found, planned, jobs=jobs, per_operator=per_operator, on_result=watch.validated,
+                              every_check=every_check)
     if as_json:
         ui.emit_json(report.to_json())
     else:

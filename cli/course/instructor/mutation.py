@@ -3,8 +3,9 @@
 Each exercise's solution is graded first: it must pass (else its mutants prove nothing), and its
 time sets the mutants' limits. Then every mutant is graded as `course validate` grades a wrong
 variant (one warm worker, the gradings in parallel, one compilation cache for the run) and judged:
-killed (by the checks it fails), survived, equivalent (recorded in exercise.toml with a reason),
-timed out, not compiling (not valid Python, or failing while imported), or error (the grader's own).
+killed (by the first check it fails: its grading stops there, unless every check is asked for),
+survived, equivalent (recorded in exercise.toml with a reason), timed out, not compiling (not valid
+Python, or failing while imported), or error (the grader's own).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Outcome:
     mutant: Mutant
     status: str
     checks: tuple[str, ...] = ()
-    """The checks that failed it (killed)."""
+    """The checks that failed it (killed): the first, or every one when every check ran."""
     reason: str = ""
     """Why it is equivalent, or what went wrong (error)."""
     seconds: float = 0.0
@@ -103,6 +104,8 @@ class MutationReport:
     seed: int
     per_operator: int
     duration_s: float = 0.0
+    every_check: bool = False
+    """Every check ran on each mutant; else a mutant's grading stopped at the first check it failed."""
 
     @property
     def exit_code(self) -> int:
@@ -113,6 +116,7 @@ class MutationReport:
         """The `--json` report: per exercise, then totals, then the operators' table."""
         totals = sum((e.counts for e in self.exercises), Counter())
         return {"course": self.title, "seed": self.seed, "per_operator": self.per_operator,
+                "every_check": self.every_check,
                 "duration_s": round(self.duration_s, 1), "exit_code": self.exit_code,
                 "exercises": [e.to_json() for e in self.exercises],
                 "totals": {"mutants": sum(totals.values()), **{s: totals[s] for s in STATUSES}},
@@ -127,17 +131,18 @@ def plan(course: Course, names: list[str], per_operator: int) -> dict[str, list[
 
 
 def run(course: Course, planned: dict[str, list[Mutant]], *, jobs: int, per_operator: int,
-        on_result: Callable[[ExerciseResult], None] | None = None) -> MutationReport:
-    """Grade each planned exercise's solution, then its mutants, and judge them."""
+        on_result: Callable[[ExerciseResult], None] | None = None, every_check: bool = False) -> MutationReport:
+    """Grade each planned exercise's solution, then its mutants (each up to the first check it fails,
+    unless `every_check`), and judge them."""
     started, seed = time.monotonic(), secrets.randbelow(2**31)
     exercises = [course.get(name) for name in planned]
     report = MutationReport(course.meta.title, [ExerciseMutation(e.name, e.position) for e in exercises], seed,
-                            per_operator)
+                            per_operator, every_check=every_check)
     with tempfile.TemporaryDirectory(prefix="course-mutants-") as scratch:
         cache = Path(scratch) / "cache"
         worker = start_worker(cache)
         try:
-            grade = _grader(jobs, seed, worker, cache, on_result)
+            grade = _grader(jobs, seed, worker, cache, on_result, first_failure=not every_check)
             solutions = grade([(e, e.solution_path) for e in exercises])
             todo = _jobs(exercises, solutions, planned, report, Path(scratch))
             results = grade([(e, path) for e, path, _ in todo])
@@ -154,14 +159,15 @@ def run(course: Course, planned: dict[str, list[Mutant]], *, jobs: int, per_oper
     return report
 
 
-def _grader(jobs: int, seed: int, worker: Any, cache: Path,
-            on_result: Callable[[ExerciseResult], None] | None) -> Callable[[list[tuple[Exercise, Path]]], list]:
-    """Grade pairs the way `course validate` does: hidden checks too, stubs graded, one cache."""
+def _grader(jobs: int, seed: int, worker: Any, cache: Path, on_result: Callable[[ExerciseResult], None] | None,
+            *, first_failure: bool) -> Callable[[list[tuple[Exercise, Path]]], list]:
+    """Grade pairs the way `course validate` does: hidden checks too, stubs graded, one cache; with
+    `first_failure`, each grading stops at the first check that fails (a mutant needs one to be killed)."""
 
     def grade(pairs: list[tuple[Exercise, Path]]) -> list[ExerciseResult]:
         """The results in the order given."""
         return grade_many(pairs, jobs=jobs, seed=seed, on_result=on_result, worker=worker, cache_dir=cache,
-                          hidden=True, skip_stub=False)
+                          hidden=True, skip_stub=False, first_failure=first_failure)
 
     return grade
 
