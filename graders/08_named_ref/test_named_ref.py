@@ -92,6 +92,7 @@ def _traced(what: str, fn: Callable[..., Any], r: Any, *args: Any, path: Path) -
         return trace_refs(fn, r, *args, path=path)
 
 
+@pytest.mark.judge
 def test_creation(submission: ModuleType, rng: np.random.Generator) -> None:
     """`new_ref` gives a NamedRef with the axes, shape, named shape and dtype of its value"""
     cases = [(jnp.asarray(_draw(rng)), list(AXES)),
@@ -131,6 +132,7 @@ def test_bad_axes_rejected(submission: ModuleType, rng: np.random.Generator, sub
              "and for repeats, and raise a ValueError.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_reads(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A read selects by name, whatever the order of the dict, with negatives, steps, `...` and `{}`"""

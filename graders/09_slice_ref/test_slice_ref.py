@@ -1,4 +1,8 @@
-"""Grader for `slice_ref`: views that compose, against NumPy views; bounds, `...`, jit, one load or store."""
+"""Grader for `slice_ref`: views that compose, against NumPy views; bounds, `...`, jit, one load or store.
+
+The checks of values run in the judge: the learner's refs and views stay in the executor, which
+answers each slice, read and write, and only arrays and plain values come back to be compared.
+"""
 
 from __future__ import annotations
 
@@ -127,6 +131,7 @@ def _check_read(r: Any, data: np.ndarray, chain: tuple[Any, ...], final: Any, pa
         fail(f"{exc}.{note}")
 
 
+@pytest.mark.judge
 def test_view_properties(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A view reports the axes, shape, named shape and dtype of what it selects"""
     r, data = _fresh(submission, rng)
@@ -159,6 +164,7 @@ READ_EXAMPLES = (
 WRITE_EXAMPLES = tuple(ViewCase(c.shape, c.axes, c.chain, c.final, scalar=False) for c in READ_EXAMPLES)
 
 
+@pytest.mark.judge
 @pytest.mark.points(3)
 def test_property_reads(submission: ModuleType, seed: int, submission_path: Path) -> None:
     """Reads through chains of 0 to 3 views of 1- to 4-axis refs equal NumPy's views (property-based)"""
@@ -168,6 +174,7 @@ def test_property_reads(submission: ModuleType, seed: int, submission_path: Path
                    rule="A read through a chain of views must equal the same chain of NumPy views.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(3)
 def test_property_writes(submission: ModuleType, seed: int, submission_path: Path) -> None:
     """Writes through chains of 0 to 3 views change exactly what NumPy's views would (property-based)"""
@@ -178,6 +185,7 @@ def test_property_writes(submission: ModuleType, seed: int, submission_path: Pat
                         "would change, and nothing else.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_lesson_examples(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """The lesson's examples: a window write, `slice(1, 4)` then `0`, and stepped views"""
@@ -203,6 +211,7 @@ def test_lesson_examples(submission: ModuleType, rng: np.random.Generator, submi
     assert_array(got, data[1], name="`r.slice({'layer': slice(1, 4)}).slice({'layer': 0}).value()`")
 
 
+@pytest.mark.judge
 def test_bounds_clamped(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """Slice bounds past the view are clamped to the view, as NumPy does"""
     r, data = _fresh(submission, rng)
@@ -220,6 +229,7 @@ def test_bounds_clamped(submission: ModuleType, rng: np.random.Generator, submis
                  name="the buffer after `r.slice({'layer': slice(3, 5)})[{'layer': slice(0, 99)}] = 0.0`")
 
 
+@pytest.mark.judge
 def test_ellipsis(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`...` stands for the axes named on neither side of it; trailing axes are taken whole"""
     r, data = _fresh(submission, rng)
@@ -269,6 +279,7 @@ def test_out_of_range_ints(submission: ModuleType, rng: np.random.Generator, sub
                     f"jax.jit(lambda r: {_show(chain, final)})(r)", (IndexError,), jitted, submission_path)
 
 
+@pytest.mark.judge
 def test_removed_axis(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """An axis an int removed cannot be named again"""
     r, data = _fresh(submission, rng)
@@ -291,6 +302,7 @@ def test_removed_axis(submission: ModuleType, rng: np.random.Generator, submissi
     assert_array(submission.freeze(r), data, name="the buffer after the refused writes")
 
 
+@pytest.mark.judge
 def test_unsliced(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`unsliced()` is the base NamedRef itself, and every view writes into it"""
     r, data = _fresh(submission, rng)

@@ -46,7 +46,9 @@ def _cross(value: object) -> object:
         b.close()
 
 
-SCALARS = st.none() | st.booleans() | st.integers(-2**62, 2**62) | st.floats(allow_nan=False) | st.text(max_size=20)
+BOUNDS = st.none() | st.integers(-2**40, 2**40)
+SCALARS = (st.none() | st.booleans() | st.integers(-2**62, 2**62) | st.floats(allow_nan=False) | st.text(max_size=20)
+           | st.just(Ellipsis) | st.builds(slice, BOUNDS, BOUNDS, BOUNDS))
 ARRAYS = hnp.arrays(st.sampled_from([np.float32, np.int8, np.uint64, np.bool_, np.complex64, np.float16]),
                     hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))
 TREES = st.recursive(SCALARS | ARRAYS, lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
@@ -67,7 +69,8 @@ def _same(a: object, b: object) -> bool:
 @settings(max_examples=60, deadline=None)
 @given(TREES)
 def test_every_value_crosses_whole(value: object) -> None:
-    """Any tree of scalars, strings, lists, tuples, dicts and arrays comes back equal, of the same types."""
+    """Any tree of scalars, strings, slices, `...`, lists, tuples, dicts and arrays comes back equal, of the same
+    types (a selector such as `(..., {"dim": slice(1, None, 2)})` is one)."""
     assert _same(value, _cross(value))
 
 
@@ -109,6 +112,9 @@ HOSTILE = {
     "a dict with unhashable keys": ({"t": "dict", "keys": [{"t": "list", "items": []}],
                                      "values": [{"t": "py", "v": 1}]}, []),
     "nesting beyond the limit": ({"t": "list", "items": [{"t": "list", "items": []}]}, []),
+    "a slice of strings": ({"t": "slice", "v": ["a", None, None]}, []),
+    "a slice of booleans": ({"t": "slice", "v": [True, None, None]}, []),
+    "a slice of two bounds": ({"t": "slice", "v": [1, 2]}, []),
 }
 
 

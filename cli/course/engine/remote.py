@@ -57,6 +57,8 @@ class Link:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock, self.gone = sock, False
+        self.objects: dict[int, RemoteObject] = {}
+        """The learner's objects seen so far, by the executor's number: one view of each, so `is` holds."""
 
     def ask(self, header: dict[str, Any], buffers: list[bytes] = ()) -> tuple[dict[str, Any], list[bytes]]:  # type: ignore[assignment]
         """Send a request and wait for its answer; ExecutorGone if there is none."""
@@ -110,7 +112,7 @@ class RemoteModule(types.ModuleType):
             raise_remote(header, Path(self.__file__ or ""))
         if header.get("callable"):
             return RemoteFunction(self._link, name, self._path)
-        return wire.decode(header.get("value"), buffers, _returned)
+        return wire.decode(header.get("value"), buffers, _returning(self._link, self._path))
 
 
 def load(link: Link, path: Path, fresh: bool = False) -> RemoteModule:
@@ -126,15 +128,15 @@ def load(link: Link, path: Path, fresh: bool = False) -> RemoteModule:
 class RemoteFunction:
     """A function of the learner's module; calling it runs it in the executor."""
 
-    def __init__(self, link: Link, name: str, path: Path, *, jitted: bool = False) -> None:
-        self._link, self.__name__, self._path = link, name, path
+    def __init__(self, link: Link, name: str, path: Path, *, jitted: bool = False, handle: int | None = None) -> None:
+        self._link, self.__name__, self._path, self._handle = link, name, path, handle
         self.__qualname__ = name
         self.jitted = jitted
         """Run there under `jax.jit`, as `course.grading.jitted_once` hands it back (made once per shape there)."""
 
     def jitted_once(self) -> RemoteFunction:
         """This function as `jax.jit` of it, run in the executor (where it is made once per shape)."""
-        return RemoteFunction(self._link, self.__name__, self._path, jitted=True)
+        return RemoteFunction(self._link, self.__name__, self._path, jitted=True, handle=self._handle)
 
     def __repr__(self) -> str:
         return f"<learner's function {self.__name__}>"
@@ -166,6 +168,8 @@ class RemoteFunction:
 
         body = {"op": "call", "name": self.__name__, "args": wire.encode(list(args), buffers, sending),
                 "kwargs": wire.encode(dict(kwargs), buffers, sending), "jit": jit}
+        if self._handle is not None:  # a method of an object the judge holds (or that object, called)
+            body["handle"] = self._handle
         if strict is not None:
             body["strict"] = {str(k): v for k, v in strict.items()}
         tpu = sys.modules.get("course.grading.tpu")  # a check inside `tpu_interpret`: the call runs under it there
@@ -177,7 +181,7 @@ class RemoteFunction:
         for index in header.get("consumed", []):
             if isinstance(index, int) and 0 <= index < len(leaves) and hasattr(leaves[index], "delete"):
                 leaves[index].delete()  # the call donated it there: it is gone here too
-        return wire.decode(header.get("value"), returned, _returned)
+        return wire.decode(header.get("value"), returned, _returning(self._link, self._path))
 
 
 def _sent(value: Any) -> dict[str, Any] | None:
@@ -193,6 +197,10 @@ def _sent(value: Any) -> dict[str, Any] | None:
         return {"data": value, "kind": "np"}
     if isinstance(value, np.generic):
         return {"data": np.asarray(value), "kind": "npscalar"}
+    if isinstance(value, RemoteObject):  # back to the executor, which holds it
+        return {"data": np.zeros(0, np.float32), "kind": "handle", "id": value._handle}
+    if isinstance(value, np.dtype) and value.name in wire.DTYPES:
+        return {"data": np.zeros(0, np.float32), "kind": "dtype", "name": value.name}
     return None
 
 
@@ -207,6 +215,8 @@ def _returned(data: np.ndarray, node: dict[str, Any]) -> Any:
         return array_from(data, node)
     if kind == "mesh":
         return mesh_from(node.get("mesh"))
+    if kind == "dtype":
+        return wire.dtype(node.get("name"))
     if kind == "deleted":
         import jax
 
@@ -214,6 +224,81 @@ def _returned(data: np.ndarray, node: dict[str, Any]) -> Any:
         gone.delete()
         return gone
     return Opaque(str(node.get("type", "object"))[:200])
+
+
+def _returning(link: Link, path: Path) -> Any:
+    """How returned leaves are rebuilt for a request on `link`: an object the executor holds becomes a
+    `RemoteObject` on that link, anything else as `_returned` makes it."""
+    def rebuilt(data: np.ndarray, node: dict[str, Any]) -> Any:
+        handle = node.get("id")
+        if node.get("kind") != "handle" or not isinstance(handle, int) or isinstance(handle, bool):
+            return _returned(data, node)
+        if handle not in link.objects:
+            name = str(node.get("type", "object"))[:200]
+            link.objects[handle] = _kind(name)(link, handle, name, path, callable_=node.get("callable") is True)
+        return link.objects[handle]
+
+    return rebuilt
+
+
+def _kind(type_name: str) -> type[RemoteObject]:
+    """The class of the judge's view of an object of the learner's class `type_name`: named as theirs, so a
+    message that names the type says what the learner wrote."""
+    name = type_name.rsplit(".", 1)[-1]
+    if not name.isidentifier():
+        return RemoteObject
+    if name not in _KINDS:
+        _KINDS[name] = type(name, (RemoteObject,), {"__module__": "learner"})
+    return _KINDS[name]
+
+
+class RemoteObject(Opaque):
+    """An object the learner's code returned that is no array or plain value (a view, an instance of their
+    class): the executor holds it, and each use of it here (an attribute, a method call, an item read or
+    written) is a request there. Only arrays and plain values come back; nothing of it runs here."""
+
+    def __init__(self, link: Link, handle: int, type_name: str, path: Path, *, callable_: bool = False) -> None:
+        super().__init__(type_name)
+        object.__setattr__(self, "_link", link)
+        object.__setattr__(self, "_handle", handle)
+        object.__setattr__(self, "_path", path)
+        object.__setattr__(self, "_callable", callable_)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_link", "_handle", "_path", "_callable"):
+            raise AttributeError(name)
+        header, buffers = self._link.ask({"op": "get", "handle": self._handle, "name": name})
+        if not header["ok"]:
+            raise_remote(header, self._path)
+        if header.get("callable"):
+            return RemoteFunction(self._link, name, self._path, handle=self._handle)
+        return wire.decode(header.get("value"), buffers, _returning(self._link, self._path))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the held object itself (a callable the learner's code returned)."""
+        if not self._callable:
+            raise TypeError(f"'{self.type_name}' object is not callable")
+        return RemoteFunction(self._link, "", self._path, handle=self._handle)(*args, **kwargs)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._item({"op": "item"}, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._item({"op": "setitem"}, key, value)
+
+    def _item(self, body: dict[str, Any], key: Any, *value: Any) -> Any:
+        """Read (or write, given a value) the held object's item `key` there."""
+        buffers: list[bytes] = []
+        body.update(handle=self._handle, key=wire.encode(key, buffers, _sent))
+        if value:
+            body["value"] = wire.encode(value[0], buffers, _sent)
+        header, returned = self._link.ask(body, buffers)
+        if not header["ok"]:
+            raise_remote(header, self._path)
+        return wire.decode(header.get("value"), returned, _returning(self._link, self._path))
+
+
+_KINDS: dict[str, type[RemoteObject]] = {}
 
 
 def raise_remote(header: dict[str, Any], path: Path) -> None:
@@ -234,4 +319,6 @@ def raise_remote(header: dict[str, Any], path: Path) -> None:
         exc = cls(text)
     except TypeError:  # a built-in that takes other arguments (UnicodeDecodeError): keep the text
         exc = LearnerRaised(text)
+    # The function it was raised in (JAX's `at`, say): a grader's hint may depend on it.
+    exc.innermost_function = str(error.get("innermost", ""))[:200]  # type: ignore[attr-defined]
     raise exc

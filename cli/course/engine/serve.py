@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import socket
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from course.engine import peers, submission, wire
+from course.engine.held import Held, behaves
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
+from course.engine.streams import printed
 from course.grading.source import learner_frames
 
 MAX_TEXT = 4000
-MAX_PRINTED = 64 * 1024
 
 
 class Executor:
@@ -41,6 +40,8 @@ class Executor:
         self.judge_at: float = -1
         """The grader position of the check the judge last said it was starting."""
         self.closed = False
+        self.held = Held()
+        """The learner's objects the judge holds by number (`course.engine.held`)."""
         self.stopped = False
         """The judge stopped at its first failing check (a grading that stops there): run no more checks."""
 
@@ -88,12 +89,15 @@ class Executor:
         return reply, out
 
     def _answer(self, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
-        """The reply to one request: load the file, read a name, or call a function."""
+        """The reply to one request: load the file, read a name (of the module, or of an object the judge
+        holds), call a function or method, or read or write an item of a held object."""
         op = header.get("op")
         try:
             if op == "load":
                 return self._load(header.get("fresh") is True), []
-            target = self._resolve(str(header.get("name", "")))
+            if op in ("item", "setitem"):
+                return self._item(self.held.get(header.get("handle")), header, buffers)
+            target = self._resolve(header)
             if op == "get":
                 return self._value(target)
             if op == "call":
@@ -125,74 +129,65 @@ class Executor:
                 self.import_mb = submission.resident_mb() - before
         return {"ok": True}
 
-    def _resolve(self, name: str) -> Any:
-        """The object `name` (dotted: an attribute of an attribute) of the loaded module."""
-        if self.module is None:
+    def _resolve(self, header: dict[str, Any]) -> Any:
+        """The object a request names: `name` (dotted: an attribute of an attribute) of the loaded module,
+        or of the held object `handle`; the held object itself when it names none."""
+        name = str(header.get("name", ""))
+        if "handle" in header:
+            target: Any = self.held.get(header["handle"])
+        elif self.module is None:
             raise submission.SubmissionError("your file was not loaded before the check used it")
-        target: Any = self.module
-        for part in name.split("."):
+        else:
+            target = self.module
+        for part in name.split(".") if name else ():
             target = getattr(target, part)
         return target
 
+    def _encode(self, value: Any, out: list[bytes]) -> Any:
+        """`value` as the judge receives it (its arrays' bytes appended to `out`)."""
+        return wire.encode(value, out, lambda leaf: self.held.keep(leaf, outgoing(leaf)),
+                           whole=lambda container: behaves(container, self.module))
+
+    def _in(self, leaves: list[Any]) -> Any:
+        """How a leaf the judge sent is rebuilt here (an object it holds is that object), noted in `leaves`."""
+        def rebuilt(data: np.ndarray, node: dict[str, Any]) -> Any:
+            leaves.append(self.held.get(node.get("id")) if node.get("kind") == "handle" else incoming(data, node))
+            return leaves[-1]
+
+        return rebuilt
+
     def _value(self, target: Any) -> tuple[dict[str, Any], list[bytes]]:
         """A module attribute: a callable is named as one, anything else is sent as a value."""
-        if callable(target) and not isinstance(target, np.ndarray | np.generic):
+        if callable(target) and not isinstance(target, np.ndarray | np.generic) and dtype_of(target) is None:
             return {"ok": True, "callable": True, "type": type(target).__name__}, []
         out: list[bytes] = []
-        return {"ok": True, "value": wire.encode(target, out, outgoing)}, out
+        return {"ok": True, "value": self._encode(target, out)}, out
+
+    def _item(self, held: Any, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """`held[key]`, or `held[key] = value`, as the judge asked."""
+        import jax
+
+        leaves: list[Any] = []
+        key = wire.decode(header.get("key"), buffers, self._in(leaves))
+        if header.get("op") == "setitem":
+            held[key] = wire.decode(header.get("value"), buffers, self._in(leaves))
+            return {"ok": True, "value": self._encode(None, [])}, []
+        out: list[bytes] = []
+        return {"ok": True, "value": self._encode(jax.block_until_ready(held[key]), out)}, out
 
     def _call(self, fn: Any, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """Call `fn` with the judge's arguments; send what it returned and which arguments it consumed."""
         import jax
 
         leaves: list[Any] = []
-        args = wire.decode(header.get("args"), buffers, lambda data, node: leaves.append(incoming(data, node))
-                           or leaves[-1])
-        kwargs = wire.decode(header.get("kwargs"), buffers, lambda data, node: leaves.append(incoming(data, node))
-                             or leaves[-1])
+        args = wire.decode(header.get("args"), buffers, self._in(leaves))
+        kwargs = wire.decode(header.get("kwargs"), buffers, self._in(leaves))
         if not isinstance(args, tuple | list) or not isinstance(kwargs, dict):
             raise wire.WireError("a call's arguments are malformed")
         result = jax.block_until_ready(_run_call(fn, header, args, kwargs))
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         out: list[bytes] = []
-        return {"ok": True, "value": wire.encode(result, out, outgoing), "consumed": consumed}, out
-
-
-@contextlib.contextmanager
-def printed() -> Iterator[list[str]]:
-    """Standard output and error, at the descriptors (C code's too), sent to a file while the block runs;
-    the list it gives holds their text afterwards (the last MAX_PRINTED bytes)."""
-    import sys
-    import tempfile
-
-    kept: list[str] = []
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    try:
-        saved, sink = (os.dup(1), os.dup(2)), tempfile.TemporaryFile()  # noqa: SIM115 - closed below
-    except OSError:
-        yield kept
-        return
-    try:
-        os.dup2(sink.fileno(), 1)
-        os.dup2(sink.fileno(), 2)
-        yield kept
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        for fd, copy in zip((1, 2), saved, strict=True):
-            with contextlib.suppress(OSError):
-                os.dup2(copy, fd)
-                os.close(copy)
-        with contextlib.suppress(OSError):
-            size = sink.seek(0, os.SEEK_END)
-            sink.seek(max(0, size - MAX_PRINTED))
-            text = sink.read().decode("utf-8", errors="replace")
-            if text:
-                kept.append(text)
-        sink.close()
+        return {"ok": True, "value": self._encode(result, out), "consumed": consumed}, out
 
 
 def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]) -> Any:
@@ -239,6 +234,8 @@ def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:
         return array_from(data, node)
     if kind == "mesh":
         return mesh_from(node.get("mesh"))
+    if kind == "dtype":
+        return wire.dtype(node.get("name"))
     raise wire.WireError(f"an argument of kind {kind!r} is not one")
 
 
@@ -256,7 +253,21 @@ def outgoing(value: Any) -> dict[str, Any] | None:
         return {"data": value, "kind": "np"}
     if isinstance(value, np.generic) and value.dtype.name in wire.DTYPES:
         return {"data": np.asarray(value), "kind": "npscalar"}
+    kind = dtype_of(value)
+    if kind is not None and kind.name in wire.DTYPES:
+        return {"data": np.zeros(0, np.float32), "kind": "dtype", "name": kind.name}
     return {"data": np.zeros(0, np.float32), "kind": "opaque", "type": type(value).__qualname__[:200]}
+
+
+def dtype_of(value: Any) -> np.dtype | None:
+    """The dtype `value` is, when it is one (`np.dtype('float32')`, `np.float32`, `jnp.float32`), else None."""
+    if isinstance(value, np.dtype):
+        return value
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value)
+    if type(value).__name__ == "_ScalarMeta" and isinstance(getattr(value, "dtype", None), np.dtype):
+        return value.dtype  # JAX's scalar types: `jnp.float32`
+    return None
 
 
 def _position(value: Any) -> float:
@@ -272,5 +283,9 @@ def _raised(exc: BaseException, path: Path | None) -> dict[str, Any]:
     text = str(exc)
     # A callback's error (the TPU interpreter's) ends its long text with the cause: keep both ends.
     text = text if len(text) <= MAX_TEXT else f"{text[:MAX_TEXT // 2]}\n...\n{text[-MAX_TEXT // 2:]}"
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
     return {"types": [c.__name__ for c in type(exc).__mro__][:12], "text": text,
+            "innermost": tb.tb_frame.f_code.co_name[:200] if tb is not None else "",
             "frames": [[f.filename, f.lineno or 0, f.name, (f.line or "")[:300]] for f in frames[-8:]]}

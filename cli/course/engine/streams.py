@@ -4,7 +4,8 @@ Python's standard output and error write each line at once, and the descriptors 
 duplicated before learner code runs, so they can be put back if that code closes them. The stack
 file is opened before the checks run (its folder is closed to everyone once they do) and handed to
 `faulthandler`, which writes every thread's stack into it when the parent asks, shortly before it
-stops a run at a limit.
+stops a run at a limit. In a split grading's executor, `printed` takes what the learner's code prints
+while it answers one of the judge's requests, to be shown under the judge's check.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import os
+import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +65,41 @@ def restore_stdio(saved: tuple[int, int] | None) -> None:
             # If the copy is gone too, the checks left unfinished say what happened.
             with contextlib.suppress(OSError):
                 os.dup2(copy, fd)
+
+
+MAX_PRINTED = 64 * 1024
+"""What a split grading keeps of the output of one request the executor answers."""
+
+
+@contextlib.contextmanager
+def printed() -> Iterator[list[str]]:
+    """Standard output and error, at the descriptors (C code's too), sent to a file while the block runs;
+    the list it gives holds their text afterwards (the last MAX_PRINTED bytes)."""
+    kept: list[str] = []
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    try:
+        saved, sink = (os.dup(1), os.dup(2)), tempfile.TemporaryFile()  # noqa: SIM115 - closed below
+    except OSError:
+        yield kept
+        return
+    try:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        yield kept
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        for fd, copy in zip((1, 2), saved, strict=True):
+            with contextlib.suppress(OSError):
+                os.dup2(copy, fd)
+                os.close(copy)
+        with contextlib.suppress(OSError):
+            size = sink.seek(0, os.SEEK_END)
+            sink.seek(max(0, size - MAX_PRINTED))
+            text = sink.read().decode("utf-8", errors="replace")
+            if text:
+                kept.append(text)
+        sink.close()

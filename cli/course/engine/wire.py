@@ -3,8 +3,8 @@
 The judge (`course.engine.remote`) never runs learner code; the executor (`course.engine.serve`)
 does, so everything the executor sends is hostile input. Nothing here unpickles, evaluates or
 imports: a message is a JSON header and raw buffers, a value is a tree of None, Python scalars,
-strings, tuples, lists, dicts and arrays whose dtype is one of a fixed list, and every size is
-checked against the bytes that came before anything is built from them.
+strings, slices of integers, `...`, tuples, lists, dicts and arrays whose dtype is one of a fixed
+list, and every size is checked against the bytes that came before anything is built from them.
 
 A frame: 8 bytes (the header's length, big-endian), the UTF-8 JSON header, then the buffers the
 header lists under "buffers", back to back.
@@ -86,18 +86,32 @@ def dtype(name: object) -> np.dtype:
     return np.dtype(str(name))
 
 
-def encode(value: Any, buffers: list[bytes], array: Callable[[Any], dict[str, Any] | None], depth: int = 0) -> Any:
+def encode(value: Any, buffers: list[bytes], array: Callable[[Any], dict[str, Any] | None], depth: int = 0,
+           whole: Callable[[Any], bool] | None = None) -> Any:
     """The JSON form of `value`, its arrays' bytes appended to `buffers`; `array` turns a leaf that
-    is an array (of whatever kind) into {"dtype", "shape", "data": ndarray, ...}, or None."""
+    is an array (of whatever kind) into {"dtype", "shape", "data": ndarray, ...}, or None. A tuple,
+    list or dict for which `whole` is true is a leaf too (an object of the learner's that is one)."""
     if depth > MAX_DEPTH:
         raise WireError("the value is nested too deeply")
+    if whole is not None and isinstance(value, tuple | list | dict) and whole(value):
+        return _leaf(value, buffers, array)
     if value is None or isinstance(value, bool | int | float | str):
         return {"t": "py", "v": value}
+    if value is Ellipsis:
+        return {"t": "ellipsis"}
+    if isinstance(value, slice):
+        return {"t": "slice", "v": [_bound(v) for v in (value.start, value.stop, value.step)]}
     if isinstance(value, tuple | list):
-        return {"t": type(value).__name__, "items": [encode(v, buffers, array, depth + 1) for v in value]}
+        kind = "tuple" if isinstance(value, tuple) else "list"
+        return {"t": kind, "items": [encode(v, buffers, array, depth + 1, whole) for v in value]}
     if isinstance(value, dict):
-        return {"t": "dict", "keys": [encode(k, buffers, array, depth + 1) for k in value],
-                "values": [encode(v, buffers, array, depth + 1) for v in value.values()]}
+        return {"t": "dict", "keys": [encode(k, buffers, array, depth + 1, whole) for k in value],
+                "values": [encode(v, buffers, array, depth + 1, whole) for v in value.values()]}
+    return _leaf(value, buffers, array)
+
+
+def _leaf(value: Any, buffers: list[bytes], array: Callable[[Any], dict[str, Any] | None]) -> dict[str, Any]:
+    """The JSON form of a leaf, as `array` describes it; its data appended to `buffers`."""
     described = array(value)
     if described is None:
         raise WireError(f"a value of type {type(value).__name__} cannot be sent")
@@ -117,6 +131,13 @@ def decode(node: Any, buffers: list[bytes], array: Callable[[np.ndarray, dict[st
         if value is not None and not isinstance(value, bool | int | float | str):
             raise WireError("a scalar is not one")
         return value
+    if kind == "ellipsis":
+        return Ellipsis
+    if kind == "slice":
+        bounds = _list(node.get("v"))
+        if len(bounds) != 3:
+            raise WireError("a slice is not one")
+        return slice(*(_bound(v) for v in bounds))
     if kind in ("tuple", "list"):
         items = [decode(v, buffers, array, depth + 1) for v in _list(node.get("items"))]
         return tuple(items) if kind == "tuple" else items
@@ -131,6 +152,13 @@ def decode(node: Any, buffers: list[bytes], array: Callable[[np.ndarray, dict[st
     if kind == "array":
         return array(_ndarray(node, buffers), node)
     raise WireError(f"a value of kind {kind!r} is not one this protocol has")
+
+
+def _bound(value: Any) -> int | None:
+    """A slice's start, stop or step: an integer (a NumPy one too) or None; anything else cannot be sent."""
+    if value is None or (isinstance(value, int | np.integer) and not isinstance(value, bool)):
+        return None if value is None else int(value)
+    raise WireError(f"a slice bound of type {type(value).__name__} cannot be sent")
 
 
 def _list(value: Any) -> list[Any]:

@@ -132,7 +132,11 @@ def explained_ref_errors(what: str, path: Path | None = None) -> Iterator[None]:
 
 
 def _innermost_function(exc: BaseException) -> str | None:
-    """The name of the function in which `exc` was raised."""
+    """The name of the function in which `exc` was raised (there, for what the learner's code raised in
+    the executor of a split grading)."""
+    remote = getattr(exc, "innermost_function", None)
+    if isinstance(remote, str) and remote:
+        return remote
     tb = exc.__traceback__
     if tb is None:
         return None

@@ -1,0 +1,185 @@
+"""Objects of the learner's code seen from the judge: held by the executor, used through the link, never run here."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course.engine import remote, wire
+from course.engine.serve import Executor
+from course.grading.source import learner_location
+
+# A view over a jax.Ref, in the style of the `slice_ref` exercise: methods that return new views,
+# properties, items read and written, an object passed back to a module function, a callable.
+LEARNER = b'''from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class View:
+    def __init__(self, ref, rows):
+        self.ref, self.rows = ref, rows
+
+    def slice(self, sel):
+        return View(self.ref, range(len(self.ref[...]))[sel["row"]] if isinstance(sel, dict) else self.rows[sel])
+
+    @property
+    def shape(self):
+        return (len(self.rows), 3)
+
+    @property
+    def dtype(self):
+        return jnp.float32
+
+    def __getitem__(self, key):
+        rows = self.ref[...][np.asarray(self.rows, dtype=np.int32)]
+        return rows[key]
+
+    def __setitem__(self, key, value):
+        self.ref[np.asarray(self.rows, dtype=np.int32)[key]] = value
+
+    def broken(self):
+        return 1 / 0
+
+    def itself(self):
+        return self
+
+
+class Pair(NamedTuple):
+    first: object
+    second: object
+
+
+class Window(NamedTuple):
+    ref: object
+    start: int
+
+    def value(self):
+        return self.ref[...][self.start:]
+
+
+def pair(x):
+    return Pair(x, x + 1)
+
+
+def window(data, start):
+    return Window(jax.new_ref(data), start)
+
+
+def new_ref(data):
+    return View(jax.new_ref(data), range(data.shape[0]))
+
+
+def freeze(view):
+    return view.ref[...]
+
+
+def adder(n):
+    return lambda x: x + n
+'''
+
+
+@pytest.fixture
+def submission(tmp_path: Path) -> Iterator[remote.RemoteModule]:
+    """The learner's module above, served by an executor in a thread, as a judge's check sees it."""
+    path = tmp_path / "learner.py"
+    path.write_bytes(LEARNER)
+    judge_end, executor_end = socket.socketpair()
+    server = threading.Thread(target=Executor(executor_end, path, LEARNER).serve, daemon=True)
+    server.start()
+    link = remote.Link(judge_end)
+    try:
+        yield remote.load(link, path)
+    finally:
+        link.done()
+        server.join(timeout=60)
+
+
+def _data() -> np.ndarray:
+    """Six rows of three distinct numbers."""
+    return np.arange(18, dtype=np.float32).reshape(6, 3)
+
+
+def test_an_object_is_held_there_and_used_here(submission: remote.RemoteModule) -> None:
+    """A returned view stays in the executor: its methods return views, its properties and items arrive as values."""
+    r = submission.new_ref(jnp.asarray(_data()))
+    assert isinstance(r, remote.RemoteObject) and repr(r) == "<View object>"
+    view = r.slice({"row": slice(1, None, 2)}).slice(slice(None, None, -1))
+    assert view.shape == (3, 3) and type(view.shape) is tuple
+    assert np.dtype(view.dtype) == np.float32
+    np.testing.assert_array_equal(np.asarray(view[...]), _data()[[5, 3, 1]])
+    np.testing.assert_array_equal(np.asarray(view[1, ...]), _data()[3])
+
+
+def test_the_same_object_is_the_same_here(submission: remote.RemoteModule) -> None:
+    """An object that comes back twice is one object here too, of a class named as the learner's."""
+    r = submission.new_ref(jnp.asarray(_data()))
+    assert r.itself() is r and r.slice(slice(1, 2)) is not r
+    assert type(r).__name__ == "View" and isinstance(r, remote.RemoteObject)
+
+
+def test_a_write_through_an_object_changes_what_it_holds(submission: remote.RemoteModule) -> None:
+    """An item written through a held view lands in the learner's buffer, read back by passing the view itself."""
+    r = submission.new_ref(jnp.asarray(_data()))
+    r.slice({"row": slice(2, 4)})[0] = jnp.full((3,), -1.0, jnp.float32)
+    want = _data()
+    want[2] = -1.0
+    np.testing.assert_array_equal(np.asarray(submission.freeze(r)), want)
+
+
+def test_what_an_object_raises_is_raised_here_with_the_learners_line(submission: remote.RemoteModule) -> None:
+    """A method that raises: the same built-in class here, pointing at the learner's line; a missing attribute too."""
+    r = submission.new_ref(jnp.asarray(_data()))
+    with pytest.raises(ZeroDivisionError) as info:
+        r.broken()
+    where = learner_location(info.value.__traceback__, Path(submission.__file__ or ""))
+    assert where == " at learner.py line 31: `return 1 / 0`", where
+    assert info.value.innermost_function == "broken"  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        _ = r.no_such_attribute
+
+
+def test_a_namedtuple_crosses_as_data_unless_it_has_methods(submission: remote.RemoteModule) -> None:
+    """A record (a NamedTuple of values) arrives as a tuple of its values; one with methods of its own is an
+    object the executor holds, whose methods run there."""
+    first, second = submission.pair(np.float32(1.0))
+    assert (float(first), float(second)) == (1.0, 2.0)
+    view = submission.window(jnp.arange(5.0), 2)
+    assert type(view).__name__ == "Window" and view.start == 2
+    np.testing.assert_array_equal(np.asarray(view.value()), [2.0, 3.0, 4.0])
+
+
+def test_a_returned_callable_is_called_there(submission: remote.RemoteModule) -> None:
+    """A function the learner's code returns runs in the executor when called here."""
+    add_two = submission.adder(2)
+    assert float(add_two(np.float32(3.0))) == 5.0
+
+
+def test_an_object_the_executor_never_gave_is_refused(submission: remote.RemoteModule) -> None:
+    """A forged handle is no object: the request fails, and nothing there is touched."""
+    forged = remote.RemoteObject(submission._link, 10_000, "View", Path("learner.py"))
+    with pytest.raises(remote.LearnerRaised, match="never given"):
+        _ = forged.shape
+    with pytest.raises(remote.LearnerRaised, match="never given"):
+        submission.freeze(forged)
+
+
+def test_a_dtype_crosses_as_a_dtype() -> None:
+    """`np.float32`, `jnp.bfloat16` and `np.dtype('int8')` arrive as NumPy dtypes; an unlisted one as an object."""
+    from course.engine import serve
+
+    for kind, want in ((np.float32, "float32"), (jnp.bfloat16, "bfloat16"), (np.dtype("int8"), "int8")):
+        buffers: list[bytes] = []
+        got = wire.decode(wire.encode(kind, buffers, serve.outgoing), buffers, remote._returned)
+        assert isinstance(got, np.dtype) and got.name == want
+    buffers = []
+    odd = wire.decode(wire.encode(np.dtype("U3"), buffers, serve.outgoing), buffers, remote._returned)
+    assert isinstance(odd, remote.Opaque)
