@@ -1,4 +1,9 @@
-"""Grader for `named_ref`: names over one `jax.Ref`, reads and writes by name, a pytree, one load or store."""
+"""Grader for `named_ref`: names over one `jax.Ref`, reads and writes by name, a pytree, one load or store.
+
+Creation, reads, refusals and `freeze` are judged in the judge, through the learner's NamedRef held by
+the executor. The checks of writes read the buffer from the `jax.Ref` leaf itself, so that they never
+depend on the learner's read; they, and the checks under `jax.jit`, run beside the learner's code.
+"""
 
 from __future__ import annotations
 
@@ -246,6 +251,7 @@ def test_mismatched_write_refused(submission: ModuleType, rng: np.random.Generat
         assert_array(_contents(submission, r), data, name=f"the buffer after the refused {what}")
 
 
+@pytest.mark.judge
 def test_unknown_axis_refused(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """An unknown axis name is refused with a KeyError or ValueError that names it"""
     r = submission.new_ref(jnp.asarray(_draw(rng)), AXES)
@@ -270,6 +276,7 @@ def test_unknown_axis_refused(submission: ModuleType, rng: np.random.Generator, 
              "that is not an axis is a mistake, so refuse it with a KeyError or ValueError naming it.")
 
 
+@pytest.mark.judge
 def test_freeze(submission: ModuleType, rng: np.random.Generator) -> None:
     """`freeze` returns the buffer's contents as a jax.Array"""
     data = _draw(rng)
