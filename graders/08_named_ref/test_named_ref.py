@@ -1,8 +1,9 @@
 """Grader for `named_ref`: names over one `jax.Ref`, reads and writes by name, a pytree, one load or store.
 
-Creation, reads, refusals and `freeze` are judged in the judge, through the learner's NamedRef held by
-the executor. The checks of writes read the buffer from the `jax.Ref` leaf itself, so that they never
-depend on the learner's read; they, and the checks under `jax.jit`, run beside the learner's code.
+Creation, reads, writes, refusals and `freeze` are judged in the judge, through the learner's NamedRef
+held by the executor. The checks of writes read the buffer from the `jax.Ref` leaf itself
+(`ref_leaves`), so they never depend on the learner's read. The checks under `jax.jit`, of the
+pytree and of loads and stores trace the learner's code, and run beside it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from course.grading import CheckFailed, check, fail
 from course.grading.arrays import assert_array
 from course.grading.kernels import primitive_counts
 from course.grading.named import numpy_index, selector_code
-from course.grading.refs import describe_accesses, explained_ref_errors, moves_selection, trace_refs
+from course.grading.refs import describe_accesses, explained_ref_errors, moves_selection, ref_leaves, trace_refs
 from course.grading.source import describe_exception, learner_location
 
 AXES = ("layer", "head", "dim")
@@ -56,9 +57,9 @@ def _show(sel: Any) -> str:
 
 def _contents(submission: ModuleType, r: Any) -> Any:
     """The buffer's contents: read from the `jax.Ref` leaf itself when there is one, else by `freeze`."""
-    leaves = jax.tree_util.tree_leaves(r)
-    if len(leaves) == 1 and isinstance(leaves[0], jax.Ref):
-        return leaves[0][...]  # so a check of writes never depends on the learner's read or freeze
+    leaves = ref_leaves(r)
+    if len(leaves) == 1 and leaves[0][0]:
+        return leaves[0][1]  # so a check of writes never depends on the learner's read or freeze
     return submission.freeze(r)
 
 
@@ -152,6 +153,7 @@ def test_reads(submission: ModuleType, rng: np.random.Generator, submission_path
             fail(f"{exc}.{_dict_order_note(sel, got, data)}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_writes(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A write changes exactly the selected elements"""
@@ -222,6 +224,7 @@ def _lists_in_order(text: str, names: tuple[str, ...]) -> bool:
     return any(named[i:i + len(names)] == list(names) for i in range(len(named)))
 
 
+@pytest.mark.judge
 def test_mismatched_write_refused(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A value of another shape is refused with a ValueError listing the selection's axes, and nothing is written"""
     data = _draw(rng)

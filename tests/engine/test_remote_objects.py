@@ -157,6 +157,20 @@ def test_a_namedtuple_crosses_as_data_unless_it_has_methods(submission: remote.R
     np.testing.assert_array_equal(np.asarray(view.value()), [2.0, 3.0, 4.0])
 
 
+def test_a_held_objects_refs_are_read_there_from_the_refs_themselves(submission: remote.RemoteModule) -> None:
+    """`ref_leaves` of a held object: its pytree leaves, each `jax.Ref` read there from the ref, as it reads a
+    local object; no learner method is called for it."""
+    import jax
+
+    from course.grading import ref_leaves
+
+    held = ref_leaves(submission.window(jnp.arange(4.0), 1))
+    local = ref_leaves((jax.new_ref(jnp.arange(4.0)), 1))
+    for got in (held, local):
+        assert [ref for ref, _ in got] == [True, False] and got[1][1] == 1
+        np.testing.assert_array_equal(np.asarray(got[0][1]), [0.0, 1.0, 2.0, 3.0])
+
+
 def test_a_returned_callable_is_called_there(submission: remote.RemoteModule) -> None:
     """A function the learner's code returns runs in the executor when called here."""
     add_two = submission.adder(2)

@@ -14,11 +14,7 @@ value, comparison and verdict is computed in this process.
 
 from __future__ import annotations
 
-import builtins
-import contextlib
-import socket
 import sys
-import traceback
 import types
 from pathlib import Path
 from typing import Any
@@ -26,74 +22,12 @@ from typing import Any
 import numpy as np
 
 from course.engine import wire
+from course.engine.link import GONE, ExecutorGone, LearnerRaised, Link, Opaque, raise_remote
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.submission import SubmissionError
 
-GONE = ("the process running your code ended during this check, before answering (it was stopped at a limit, "
-        "crashed, or your code ended it)")
-"""What a judge's check says when the executor went away; the runner may replace it with the limit."""
-
-
-class ExecutorGone(SubmissionError):
-    """The executor closed the link or sent something that is no answer: the check fails, saying so."""
-
-
-class LearnerRaised(Exception):
-    """An exception of the learner's code whose class is not a built-in one; its text names the class."""
-
-
-class Opaque:
-    """A returned value that is not an array or a plain value: only its type's name came back."""
-
-    def __init__(self, type_name: str) -> None:
-        self.type_name = type_name
-
-    def __repr__(self) -> str:
-        return f"<{self.type_name} object>"
-
-
-class Link:
-    """The judge's end of the socket to the executor; one request at a time."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock, self.gone = sock, False
-        self.objects: dict[int, RemoteObject] = {}
-        """The learner's objects seen so far, by the executor's number: one view of each, so `is` holds."""
-
-    def ask(self, header: dict[str, Any], buffers: list[bytes] = ()) -> tuple[dict[str, Any], list[bytes]]:  # type: ignore[assignment]
-        """Send a request and wait for its answer; ExecutorGone if there is none."""
-        if self.gone:
-            raise ExecutorGone(GONE)
-        try:
-            wire.send(self.sock, header, list(buffers))
-            answer = wire.receive(self.sock)
-        except (OSError, wire.WireError):
-            answer = None
-        if answer is None or not isinstance(answer[0].get("ok"), bool):
-            self.gone = True
-            raise ExecutorGone(GONE)
-        if isinstance(answer[0].get("printed"), str):  # the check's output, as if printed here
-            sys.stdout.write(answer[0]["printed"])
-            sys.stdout.flush()
-        return answer
-
-    def tell(self, header: dict[str, Any]) -> None:
-        """Send a note that needs no answer (where the judge is); a link already gone is left so."""
-        if not self.gone:
-            try:
-                wire.send(self.sock, header)
-            except OSError:
-                self.gone = True
-
-    def done(self, stopped: bool = False) -> None:
-        """Tell the executor the judge needs nothing more (`stopped`: it stopped at its first failing
-        check, so the executor runs no more checks either), and close."""
-        if not self.gone:
-            with contextlib.suppress(OSError):
-                wire.send(self.sock, {"op": "done", "stopped": stopped})
-        self.gone = True
-        self.sock.close()
-
+__all__ = ["GONE", "ExecutorGone", "LearnerRaised", "Link", "Opaque", "RemoteFunction", "RemoteModule", "RemoteObject",
+           "load", "raise_remote"]
 
 class RemoteModule(types.ModuleType):
     """The learner's module as the judge sees it: names are read from the executor when used."""
@@ -280,6 +214,18 @@ class RemoteObject(Opaque):
             raise TypeError(f"'{self.type_name}' object is not callable")
         return RemoteFunction(self._link, "", self._path, handle=self._handle)(*args, **kwargs)
 
+    def _course_leaves(self) -> list[tuple[bool, Any]]:
+        """The held object's pytree leaves as (is a `jax.Ref`, value), each ref read there from the ref itself
+        (`course.grading.ref_leaves`)."""
+        header, buffers = self._link.ask({"op": "leaves", "handle": self._handle})
+        if not header["ok"]:
+            raise_remote(header, self._path)
+        values = wire.decode(header.get("value"), buffers, _returning(self._link, self._path))
+        refs = header.get("refs")
+        if not isinstance(values, list) or not isinstance(refs, list) or len(refs) != len(values):
+            raise ExecutorGone(GONE)
+        return [(ref is True, value) for ref, value in zip(refs, values, strict=True)]
+
     def __getitem__(self, key: Any) -> Any:
         return self._item({"op": "item"}, key)
 
@@ -300,25 +246,3 @@ class RemoteObject(Opaque):
 
 _KINDS: dict[str, type[RemoteObject]] = {}
 
-
-def raise_remote(header: dict[str, Any], path: Path) -> None:
-    """Raise here what the learner's code raised there: the same built-in class and text."""
-    error = header.get("error") if isinstance(header.get("error"), dict) else {}
-    names = [n for n in error.get("types", []) if isinstance(n, str)]
-    text = str(error.get("text", ""))
-    base = next((c for c in (getattr(builtins, n, None) for n in names)
-                 if isinstance(c, type) and issubclass(c, Exception) and c is not Exception), LearnerRaised)
-    name = names[0] if names and names[0].isidentifier() else base.__name__
-    # The learner's own class name (JaxRuntimeError), under the built-in class checks catch (RuntimeError).
-    cls = base if name == base.__name__ else type(name, (base,) if base is LearnerRaised else (base, LearnerRaised), {})
-    __course_remote_frames__ = [  # noqa: F841 - read by `learner_frames` through this frame
-        traceback.FrameSummary(str(f[0]), int(f[1]), str(f[2]), line=str(f[3]))
-        for f in error.get("frames", []) if isinstance(f, list) and len(f) == 4 and isinstance(f[1], int)
-    ]
-    try:
-        exc = cls(text)
-    except TypeError:  # a built-in that takes other arguments (UnicodeDecodeError): keep the text
-        exc = LearnerRaised(text)
-    # The function it was raised in (JAX's `at`, say): a grader's hint may depend on it.
-    exc.innermost_function = str(error.get("innermost", ""))[:200]  # type: ignore[attr-defined]
-    raise exc

@@ -97,6 +97,8 @@ class Executor:
                 return self._load(header.get("fresh") is True), []
             if op in ("item", "setitem"):
                 return self._item(self.held.get(header.get("handle")), header, buffers)
+            if op == "leaves":
+                return self._leaves(self.held.get(header.get("handle")))
             target = self._resolve(header)
             if op == "get":
                 return self._value(target)
@@ -158,7 +160,7 @@ class Executor:
 
     def _value(self, target: Any) -> tuple[dict[str, Any], list[bytes]]:
         """A module attribute: a callable is named as one, anything else is sent as a value."""
-        if callable(target) and not isinstance(target, np.ndarray | np.generic) and dtype_of(target) is None:
+        if callable(target) and not isinstance(target, np.ndarray | np.generic) and wire.dtype_of(target) is None:
             return {"ok": True, "callable": True, "type": type(target).__name__}, []
         out: list[bytes] = []
         return {"ok": True, "value": self._encode(target, out)}, out
@@ -174,6 +176,17 @@ class Executor:
             return {"ok": True, "value": self._encode(None, [])}, []
         out: list[bytes] = []
         return {"ok": True, "value": self._encode(jax.block_until_ready(held[key]), out)}, out
+
+    def _leaves(self, held: Any) -> tuple[dict[str, Any], list[bytes]]:
+        """The pytree leaves of `held`, each `jax.Ref` read from the ref itself (never through the learner's
+        own read), and which leaves were refs."""
+        import jax
+
+        leaves = jax.tree_util.tree_leaves(held)
+        refs = [isinstance(leaf, jax.Ref) for leaf in leaves]
+        out: list[bytes] = []
+        values = [leaf[...] if ref else leaf for leaf, ref in zip(leaves, refs, strict=True)]
+        return {"ok": True, "value": self._encode(values, out), "refs": refs}, out
 
     def _call(self, fn: Any, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """Call `fn` with the judge's arguments; send what it returned and which arguments it consumed."""
@@ -253,21 +266,10 @@ def outgoing(value: Any) -> dict[str, Any] | None:
         return {"data": value, "kind": "np"}
     if isinstance(value, np.generic) and value.dtype.name in wire.DTYPES:
         return {"data": np.asarray(value), "kind": "npscalar"}
-    kind = dtype_of(value)
+    kind = wire.dtype_of(value)
     if kind is not None and kind.name in wire.DTYPES:
         return {"data": np.zeros(0, np.float32), "kind": "dtype", "name": kind.name}
     return {"data": np.zeros(0, np.float32), "kind": "opaque", "type": type(value).__qualname__[:200]}
-
-
-def dtype_of(value: Any) -> np.dtype | None:
-    """The dtype `value` is, when it is one (`np.dtype('float32')`, `np.float32`, `jnp.float32`), else None."""
-    if isinstance(value, np.dtype):
-        return value
-    if isinstance(value, type) and issubclass(value, np.generic):
-        return np.dtype(value)
-    if type(value).__name__ == "_ScalarMeta" and isinstance(getattr(value, "dtype", None), np.dtype):
-        return value.dtype  # JAX's scalar types: `jnp.float32`
-    return None
 
 
 def _position(value: Any) -> float:

@@ -86,6 +86,17 @@ def dtype(name: object) -> np.dtype:
     return np.dtype(str(name))
 
 
+def dtype_of(value: Any) -> np.dtype | None:
+    """The dtype `value` is, when it is one (`np.dtype('float32')`, `np.float32`, `jnp.float32`), else None."""
+    if isinstance(value, np.dtype):
+        return value
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value)
+    if type(value).__name__ == "_ScalarMeta" and isinstance(getattr(value, "dtype", None), np.dtype):
+        return value.dtype  # JAX's scalar types: `jnp.float32`
+    return None
+
+
 def encode(value: Any, buffers: list[bytes], array: Callable[[Any], dict[str, Any] | None], depth: int = 0,
            whole: Callable[[Any], bool] | None = None) -> Any:
     """The JSON form of `value`, its arrays' bytes appended to `buffers`; `array` turns a leaf that

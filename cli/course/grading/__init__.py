@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from course.grading.quoting import quote_line
     from course.grading.recompiles import LaterCalls, later_calls
     from course.grading.refs import (
-        RefTrace, describe_accesses, explained_ref_errors, moves_selection, ref_error_hint, trace_refs,
+        RefTrace, describe_accesses, explained_ref_errors, moves_selection, ref_error_hint, ref_leaves, trace_refs,
     )
     from course.grading.residuals import Residual, describe_residuals, residuals_of, scan_residuals
     from course.grading.rounding import RoundingReport, correctly_rounded, exact_matmul, rounding_report
@@ -163,7 +163,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "quote_line": "quoting",
     "LaterCalls": "recompiles", "later_calls": "recompiles",
     "RefTrace": "refs", "describe_accesses": "refs", "explained_ref_errors": "refs", "moves_selection": "refs",
-    "ref_error_hint": "refs", "trace_refs": "refs",
+    "ref_error_hint": "refs", "ref_leaves": "refs", "trace_refs": "refs",
     "Residual": "residuals", "describe_residuals": "residuals", "residuals_of": "residuals",
     "scan_residuals": "residuals",
     "RoundingReport": "rounding", "correctly_rounded": "rounding", "exact_matmul": "rounding",
@@ -229,7 +229,8 @@ __all__ = [
     "assert_gave", "check_property",
     "quote_line",
     "LaterCalls", "later_calls",
-    "RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "trace_refs",
+    "RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "ref_leaves",
+    "trace_refs",
     "Residual", "describe_residuals", "residuals_of", "scan_residuals",
     "RoundingReport", "correctly_rounded", "exact_matmul", "rounding_report",
     "Unknown", "apply", "const_value", "is_known", "literal_value", "modelled", "read_var", "unknown_like",

@@ -20,7 +20,19 @@ from course.grading.feedback import CheckFailed, fail
 from course.grading.kernels import Access, accesses_in
 from course.grading.source import describe_exception, learner_frames, learner_location
 
-__all__ = ["RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "trace_refs"]
+__all__ = ["RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "ref_leaves",
+           "trace_refs"]
+
+
+def ref_leaves(tree: Any) -> list[tuple[bool, Any]]:
+    """The pytree leaves of `tree` (a learner's NamedRef, say) as (is a `jax.Ref`, value), each ref read
+    from the ref itself, so a check of what was written never depends on the learner's own read. In a
+    judge's check `tree` is the learner's object held by the executor, which reads it there."""
+    leaves_there = getattr(type(tree), "_course_leaves", None)
+    if leaves_there is not None:  # `course.engine.remote.RemoteObject`
+        return leaves_there(tree)
+    leaves = jax.tree_util.tree_leaves(tree)
+    return [(True, leaf[...]) if isinstance(leaf, jax.Ref) else (False, leaf) for leaf in leaves]
 
 
 @dataclass(frozen=True)
