@@ -96,6 +96,7 @@ def test_values(submission: types.ModuleType, submission_path: Path, rng: np.ran
         assert_array(out, s + d, name=f"the result for length {n}", **TOL)
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_dtype_and_shape(
     submission: types.ModuleType,
