@@ -140,12 +140,14 @@ def _why_off(got: float, data: np.ndarray) -> str:
     return "Sum each block, psum the partial sums over both axes, and divide by the global count."
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_mean_replicated(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The mean is one scalar that every device of the mesh holds, the same on each (sharding P())."""
     mesh = _mesh()
     x, _ = _sharded(rng, (8, 16), mesh)
-    got = assert_is_array(_mean(submission, submission_path, x, mesh), "`global_mean(x, mesh)`")
+    got = assert_is_array(call_explained(submission.global_mean, x, mesh, name="`global_mean`", path=submission_path),
+                          "`global_mean(x, mesh)`")
     if got.shape != () and got.size == 1:
         fail(f"`global_mean(x, mesh)` has shape {got.shape}, sharded {sharding_text(got)}; a mean is a scalar, "
              "shape (). Its replication is right; only the shape is not: sum the block to a scalar "
