@@ -84,6 +84,10 @@ def freeze(view):
 
 def adder(n):
     return lambda x: x + n
+
+
+def cube(x, y):
+    return x ** 3 * y
 '''
 
 
@@ -197,3 +201,18 @@ def test_a_dtype_crosses_as_a_dtype() -> None:
     buffers = []
     odd = wire.decode(wire.encode(np.dtype("U3"), buffers, serve.outgoing), buffers, remote._returned)
     assert isinstance(odd, remote.Opaque)
+
+
+def test_a_gradient_is_taken_there(submission: remote.RemoteModule) -> None:
+    """`grad_of_sum` of a learner's function in a judge's check: differentiated and run there, the same gradients
+    as here; argument numbers that are not the call's are refused."""
+    from course.grading import grad_of_sum
+
+    x, y = jnp.asarray([1.0, 2.0]), jnp.asarray([3.0, 4.0])
+    dx, dy = grad_of_sum(submission.cube, x, y, argnums=(0, 1))
+    np.testing.assert_allclose(np.asarray(dx), [9.0, 48.0])
+    np.testing.assert_allclose(np.asarray(dy), [1.0, 8.0])
+    (here,) = grad_of_sum(lambda a, b: a ** 3 * b, x, y, argnums=(0,))
+    np.testing.assert_allclose(np.asarray(here), np.asarray(dx))
+    with pytest.raises(remote.LearnerRaised, match="gradient's arguments are malformed"):
+        grad_of_sum(submission.cube, x, y, argnums=(2,))

@@ -84,12 +84,18 @@ class RemoteFunction:
         (`course.grading.programs.call_jitted`)."""
         return self._run(args, kwargs, jit=True)
 
+    def grad_of_sum(self, *args: Any, argnums: tuple[int, ...] = (0,)) -> Any:
+        """The gradients of the sum of its result, with respect to `argnums`, computed there under `jax.jit`
+        (`course.grading.grad_of_sum`)."""
+        return self._run(args, {}, jit=False, grad=[int(a) for a in argnums])
+
     def strict(self, *args: Any, **overrides: Any) -> Any:
         """Run it there as `course.grading.strict_values` runs a kernel: strictly interpreted (and jitted once
         per shape, when this is `jitted_once`'s)."""
         return self._run(args, {}, jit=self.jitted, strict=overrides)
 
-    def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None) -> Any:
+    def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None,
+             grad: list[int] | None = None) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
@@ -104,6 +110,8 @@ class RemoteFunction:
                 "kwargs": wire.encode(dict(kwargs), buffers, sending), "jit": jit}
         if self._handle is not None:  # a method of an object the judge holds (or that object, called)
             body["handle"] = self._handle
+        if grad is not None:
+            body["grad"] = grad
         if strict is not None:
             body["strict"] = {str(k): v for k, v in strict.items()}
         tpu = sys.modules.get("course.grading.tpu")  # a check inside `tpu_interpret`: the call runs under it there

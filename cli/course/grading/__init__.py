@@ -70,8 +70,8 @@ if TYPE_CHECKING:
     from course.grading.patching import JitBuilds, count_jit_builds, jit_builds_per_call, replaced
     from course.grading.processes import RowLog, own_rows, rows_text, step
     from course.grading.programs import (
-        Memory, Program, call_jitted, compile_lowered, compile_program, hlo_size, mib, over_budget, size_text,
-        under_jit,
+        Memory, Program, call_jitted, compile_lowered, compile_program, grad_of_sum, hlo_size, mib, over_budget,
+        size_text, under_jit,
     )
     from course.grading.properties import assert_gave, check_property
     from course.grading.quoting import quote_line
@@ -157,8 +157,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "JitBuilds": "patching", "count_jit_builds": "patching", "jit_builds_per_call": "patching", "replaced": "patching",
     "RowLog": "processes", "own_rows": "processes", "rows_text": "processes", "step": "processes",
     "Memory": "programs", "Program": "programs", "call_jitted": "programs", "compile_lowered": "programs",
-    "compile_program": "programs", "hlo_size": "programs", "mib": "programs", "over_budget": "programs",
-    "size_text": "programs", "under_jit": "programs",
+    "compile_program": "programs", "grad_of_sum": "programs", "hlo_size": "programs", "mib": "programs",
+    "over_budget": "programs", "size_text": "programs", "under_jit": "programs",
     "assert_gave": "properties", "check_property": "properties",
     "quote_line": "quoting",
     "LaterCalls": "recompiles", "later_calls": "recompiles",
@@ -224,8 +224,8 @@ __all__ = [
     "call_is_jax_helper", "eqn_is_jax_helper", "is_jax_helper",
     "JitBuilds", "count_jit_builds", "jit_builds_per_call", "replaced",
     "RowLog", "own_rows", "rows_text", "step",
-    "Memory", "Program", "call_jitted", "compile_lowered", "compile_program", "hlo_size", "mib", "over_budget",
-    "size_text", "under_jit",
+    "Memory", "Program", "call_jitted", "compile_lowered", "compile_program", "grad_of_sum", "hlo_size", "mib",
+    "over_budget", "size_text", "under_jit",
     "assert_gave", "check_property",
     "quote_line",
     "LaterCalls", "later_calls",
