@@ -303,6 +303,8 @@ def test_terminal_report_shows_scores_and_survivor_diffs(mini_course: Path) -> N
     assert "survived: x + x: + -> -" in weak.stdout and "+ return x - x" in weak.stdout
     assert "--json goes with --mutants" in runner.invoke(app, ["validate", "--json", "--course", str(mini_course)],
                                                          env=ENV).output
+    alone = runner.invoke(app, ["validate", "--every-check", "--course", str(mini_course)], env=ENV)
+    assert alone.exit_code == 2 and "--every-check goes with --mutants" in alone.output
 
 
 @pytest.mark.parametrize("every_check", [False, True])

@@ -92,8 +92,9 @@ def validate(
     jobs = jobs or capacity.default_jobs()
     if mutants:
         _mutants(found, names or [], jobs, per_operator, as_json, every_check)
-    if as_json:
-        raise UsageError("--json goes with --mutants: `course validate --mutants --json`.")
+    if as_json or every_check:
+        flag = "--json" if as_json else "--every-check"
+        raise UsageError(f"{flag} goes with --mutants: `course validate --mutants {flag}`.")
     with instructor.validation_watch(soundness.plan(found, names or []), jobs) as watch:
         report = soundness.validate(found, names or [], jobs=jobs, on_result=watch.validated)
     instructor.validation(report)
