@@ -187,8 +187,8 @@ def _kind(type_name: str) -> type[RemoteObject]:
     """The class of the judge's view of an object of the learner's class `type_name`: named as theirs, so a
     message that names the type says what the learner wrote."""
     name = type_name.rsplit(".", 1)[-1]
-    if not name.isidentifier():
-        return RemoteObject
+    if not name.isidentifier() or (name not in _KINDS and len(_KINDS) >= MAX_KINDS):
+        return RemoteObject  # a flood of made-up class names costs the judge nothing
     if name not in _KINDS:
         _KINDS[name] = type(name, (RemoteObject,), {"__module__": "learner"})
     return _KINDS[name]
@@ -253,4 +253,6 @@ class RemoteObject(Opaque):
 
 
 _KINDS: dict[str, type[RemoteObject]] = {}
+MAX_KINDS = 256
+"""At most this many class names of the learner's get a stand-in class of their own."""
 
