@@ -85,7 +85,6 @@ class Link:
         self.sock.close()
 
 
-
 def raise_remote(header: dict[str, Any], path: Path) -> None:
     """Raise here what the learner's code raised there: the same built-in class and text."""
     error = header.get("error") if isinstance(header.get("error"), dict) else {}

@@ -29,6 +29,7 @@ from course.engine.submission import SubmissionError
 __all__ = ["GONE", "ExecutorGone", "LearnerRaised", "Link", "Opaque", "RemoteFunction", "RemoteModule", "RemoteObject",
            "load", "raise_remote"]
 
+
 class RemoteModule(types.ModuleType):
     """The learner's module as the judge sees it: names are read from the executor when used."""
 
@@ -41,12 +42,32 @@ class RemoteModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        header, buffers = self._link.ask({"op": "get", "name": name})
-        if not header["ok"]:
-            raise_remote(header, Path(self.__file__ or ""))
-        if header.get("callable"):
-            return RemoteFunction(self._link, name, self._path)
-        return wire.decode(header.get("value"), buffers, _returning(self._link, self._path))
+        return _attribute(self._link, self._path, name)
+
+
+def _asked(link: Link, path: Path, body: dict[str, Any],
+           buffers: list[bytes] = ()) -> tuple[dict[str, Any], list[bytes]]:  # type: ignore[assignment]
+    """The executor's answer to `body`; what the learner's code raised there is raised here."""
+    header, returned = link.ask(body, buffers)
+    if not header["ok"]:
+        raise_remote(header, path)
+    return header, returned
+
+
+def _value(link: Link, path: Path, header: dict[str, Any], returned: list[bytes]) -> Any:
+    """The value an answer carries, rebuilt here (an object the executor holds as a `RemoteObject`)."""
+    return wire.decode(header.get("value"), returned, _returning(link, path))
+
+
+def _attribute(link: Link, path: Path, name: str, handle: int | None = None) -> Any:
+    """`name` read there, of the module or of the held object `handle`: a callable comes back as one."""
+    body: dict[str, Any] = {"op": "get", "name": name}
+    if handle is not None:
+        body["handle"] = handle
+    header, returned = _asked(link, path, body)
+    if header.get("callable"):
+        return RemoteFunction(link, name, path, handle=handle)
+    return _value(link, path, header, returned)
 
 
 def load(link: Link, path: Path, fresh: bool = False) -> RemoteModule:
@@ -117,13 +138,11 @@ class RemoteFunction:
         tpu = sys.modules.get("course.grading.tpu")  # a check inside `tpu_interpret`: the call runs under it there
         if strict is None and tpu is not None and (interpret := tpu.active_overrides()) is not None:
             body["interpret"] = interpret
-        header, returned = self._link.ask(body, buffers)
-        if not header["ok"]:
-            raise_remote(header, self._path)
+        header, returned = _asked(self._link, self._path, body, buffers)
         for index in header.get("consumed", []):
             if isinstance(index, int) and 0 <= index < len(leaves) and hasattr(leaves[index], "delete"):
                 leaves[index].delete()  # the call donated it there: it is gone here too
-        return wire.decode(header.get("value"), returned, _returning(self._link, self._path))
+        return _value(self._link, self._path, header, returned)
 
 
 def _sent(value: Any) -> dict[str, Any] | None:
@@ -209,12 +228,7 @@ class RemoteObject(Opaque):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("_link", "_handle", "_path", "_callable"):
             raise AttributeError(name)
-        header, buffers = self._link.ask({"op": "get", "handle": self._handle, "name": name})
-        if not header["ok"]:
-            raise_remote(header, self._path)
-        if header.get("callable"):
-            return RemoteFunction(self._link, name, self._path, handle=self._handle)
-        return wire.decode(header.get("value"), buffers, _returning(self._link, self._path))
+        return _attribute(self._link, self._path, name, self._handle)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the held object itself (a callable the learner's code returned)."""
@@ -225,10 +239,8 @@ class RemoteObject(Opaque):
     def _course_leaves(self) -> list[tuple[bool, Any]]:
         """The held object's pytree leaves as (is a `jax.Ref`, value), each ref read there from the ref itself
         (`course.grading.ref_leaves`)."""
-        header, buffers = self._link.ask({"op": "leaves", "handle": self._handle})
-        if not header["ok"]:
-            raise_remote(header, self._path)
-        values = wire.decode(header.get("value"), buffers, _returning(self._link, self._path))
+        header, returned = _asked(self._link, self._path, {"op": "leaves", "handle": self._handle})
+        values = _value(self._link, self._path, header, returned)
         refs = header.get("refs")
         if not isinstance(values, list) or not isinstance(refs, list) or len(refs) != len(values):
             raise ExecutorGone(GONE)
@@ -246,10 +258,7 @@ class RemoteObject(Opaque):
         body.update(handle=self._handle, key=wire.encode(key, buffers, _sent))
         if value:
             body["value"] = wire.encode(value[0], buffers, _sent)
-        header, returned = self._link.ask(body, buffers)
-        if not header["ok"]:
-            raise_remote(header, self._path)
-        return wire.decode(header.get("value"), returned, _returning(self._link, self._path))
+        return _value(self._link, self._path, *_asked(self._link, self._path, body, buffers))
 
 
 _KINDS: dict[str, type[RemoteObject]] = {}
