@@ -23,7 +23,7 @@ from course.engine import peers, submission, wire
 from course.engine.held import Held, behaves
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.streams import printed
-from course.grading.source import learner_frames
+from course.grading.source import learner_frames, raised_in
 
 MAX_TEXT = 4000
 
@@ -292,9 +292,6 @@ def _raised(exc: BaseException, path: Path | None) -> dict[str, Any]:
     text = str(exc)
     # A callback's error (the TPU interpreter's) ends its long text with the cause: keep both ends.
     text = text if len(text) <= MAX_TEXT else f"{text[:MAX_TEXT // 2]}\n...\n{text[-MAX_TEXT // 2:]}"
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
     return {"types": [c.__name__ for c in type(exc).__mro__][:12], "text": text,
-            "innermost": tb.tb_frame.f_code.co_name[:200] if tb is not None else "",
+            "innermost": (raised_in(exc) or "")[:200],
             "frames": [[f.filename, f.lineno or 0, f.name, (f.line or "")[:300]] for f in frames[-8:]]}

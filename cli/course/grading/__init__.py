@@ -91,7 +91,8 @@ if TYPE_CHECKING:
     )
     from course.grading.silent_waits import SilentWait, silent_wait_message, watching_waits
     from course.grading.source import (
-        callback_error, describe_exception, learner_frames, learner_location, learner_traceback, syntax_message,
+        callback_error, describe_exception, learner_frames, learner_location, learner_traceback, raised_in,
+        syntax_message,
     )
     from course.grading.steps import compiles_per_call, consumed_leaves, donated_leaves, jitted_candidates, jitted_step
     from course.grading.strict_runs import (
@@ -179,7 +180,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "traced_once": "sharding",
     "SilentWait": "silent_waits", "silent_wait_message": "silent_waits", "watching_waits": "silent_waits",
     "callback_error": "source", "describe_exception": "source", "learner_frames": "source",
-    "learner_location": "source", "learner_traceback": "source", "syntax_message": "source",
+    "learner_location": "source", "learner_traceback": "source", "raised_in": "source", "syntax_message": "source",
     "compiles_per_call": "steps", "consumed_leaves": "steps", "donated_leaves": "steps", "jitted_candidates": "steps",
     "jitted_step": "steps",
     "abstract_tpu": "strict_runs", "jitted_once": "strict_runs", "needs_tpu": "strict_runs",
@@ -240,7 +241,7 @@ __all__ = [
     "shard_mismatches", "shard_shapes", "sharding_text", "spec_text", "traced_once",
     "SilentWait", "silent_wait_message", "watching_waits",
     "callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback",
-    "syntax_message",
+    "raised_in", "syntax_message",
     "compiles_per_call", "consumed_leaves", "donated_leaves", "jitted_candidates", "jitted_step",
     "abstract_tpu", "jitted_once", "needs_tpu", "runs_here", "strict_values", "tpu_fallback",
     "interpreter_failure", "run_strict", "strict_params", "tpu_interpret",

@@ -18,7 +18,7 @@ import jax
 
 from course.grading.feedback import CheckFailed, fail
 from course.grading.kernels import Access, accesses_in
-from course.grading.source import describe_exception, learner_frames, learner_location
+from course.grading.source import describe_exception, learner_frames, learner_location, raised_in
 
 __all__ = ["RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "ref_leaves",
            "trace_refs"]
@@ -118,7 +118,7 @@ def ref_error_hint(exc: BaseException) -> str | None:
     for fragment, hint in _HINTS:
         if fragment in text:
             return hint
-    if isinstance(exc, NotImplementedError) and _innermost_function(exc) == "at":
+    if isinstance(exc, NotImplementedError) and raised_in(exc) == "at":
         return ("`ref.at[...]` works only inside `jax.jit`; outside it JAX raises "
                 "NotImplementedError, so keep the view's indices yourself and index the ref once")
     return None
@@ -141,17 +141,3 @@ def explained_ref_errors(what: str, path: Path | None = None) -> Iterator[None]:
             raise
         where = learner_location(exc.__traceback__, path)
         fail(f"{what} raised {describe_exception(exc)}{where}" + (f"; {hint}." if hint else "."))
-
-
-def _innermost_function(exc: BaseException) -> str | None:
-    """The name of the function in which `exc` was raised (there, for what the learner's code raised in
-    the executor of a split grading)."""
-    remote = getattr(exc, "innermost_function", None)
-    if isinstance(remote, str) and remote:
-        return remote
-    tb = exc.__traceback__
-    if tb is None:
-        return None
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb.tb_frame.f_code.co_name

@@ -11,7 +11,7 @@ import types
 from pathlib import Path
 
 __all__ = ["callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback",
-           "syntax_message"]
+           "raised_in", "syntax_message"]
 
 REMOTE_FRAMES = "__course_remote_frames__"
 """The local holding a remote exception's learner frames (`course.engine.remote.raise_remote`)."""
@@ -23,6 +23,20 @@ def syntax_message(exc: SyntaxError) -> str:
     """A file that does not compile: one sentence, then Python's own lines with the caret under the place."""
     detail = "".join(traceback.format_exception_only(exc)).rstrip()
     return f"your file has a syntax error, so no check can run:\n{detail}"
+
+
+def raised_in(exc: BaseException) -> str | None:
+    """The name of the function in which `exc` was raised (there, for what the learner's code raised in the
+    executor of a split grading, which says so), or None without a traceback."""
+    remote = getattr(exc, "innermost_function", None)
+    if isinstance(remote, str) and remote:
+        return remote
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_name
 
 
 def learner_frames(tb: types.TracebackType | None, path: Path | None) -> list[traceback.FrameSummary]:
