@@ -115,11 +115,6 @@ def call_jitted(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return under_jit(fn, args, kwargs)(*args, **kwargs)
 
 
-def _sum_grad(fn: Callable[..., Any], argnums: tuple[int, ...]) -> Callable[..., Any]:
-    """`jax.grad` of the sum of `fn`'s result, with respect to the arguments `argnums`."""
-    return jax.grad(lambda *args: jax.numpy.sum(fn(*args)), argnums=argnums)
-
-
 def grad_of_sum(fn: Callable[..., Any], *args: Any, argnums: tuple[int, ...] = (0,)) -> Any:
     """The gradients of `sum(fn(*args))` with respect to the arguments `argnums`, compiled once and run. In the
     judge, `fn` is the learner's function seen from afar: the executor differentiates and runs it there, and
@@ -127,7 +122,7 @@ def grad_of_sum(fn: Callable[..., Any], *args: Any, argnums: tuple[int, ...] = (
     remote = getattr(fn, "grad_of_sum", None)
     if remote is not None:
         return remote(*args, argnums=argnums)
-    grad = _sum_grad(fn, argnums)
+    grad = jax.grad(lambda *inputs: jax.numpy.sum(fn(*inputs)), argnums=argnums)
     return compile_program(grad, *args)(*args)
 
 
