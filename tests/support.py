@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -20,3 +25,22 @@ def git_commit(folder: Path) -> None:
     }
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "course"]):
         subprocess.run(["git", "-C", str(folder), *args], check=True, env=env, capture_output=True)
+
+
+@contextlib.contextmanager
+def served(path: Path, source: bytes) -> Iterator[Any]:
+    """The learner's module `source`, written at `path` and served by an executor in a thread, as a judge's
+    check sees it (`course.engine.remote.RemoteModule`)."""
+    from course.engine import remote
+    from course.engine.serve import Executor
+
+    path.write_bytes(source)
+    judge_end, executor_end = socket.socketpair()
+    server = threading.Thread(target=Executor(executor_end, path, source).serve, daemon=True)
+    server.start()
+    link = remote.Link(judge_end)
+    try:
+        yield remote.load(link, path)
+    finally:
+        link.done()
+        server.join(timeout=60)

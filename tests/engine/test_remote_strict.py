@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +9,7 @@ import numpy as np
 import pytest
 
 from course.engine import remote
-from course.engine.serve import Executor
+from support import served
 
 # A kernel that reads scratch memory it never wrote: NaN under the interpreter the learner asked
 # for (`interpret=True`), 0 under the strict one with `uninitialized_memory="zero"`, so the value
@@ -38,17 +36,8 @@ def unwritten_plus(x):
 @pytest.fixture
 def submission(tmp_path: Path) -> Iterator[remote.RemoteModule]:
     """The learner's module above, served by an executor in a thread, as a judge's check sees it."""
-    path = tmp_path / "learner.py"
-    path.write_bytes(LEARNER)
-    judge_end, executor_end = socket.socketpair()
-    server = threading.Thread(target=Executor(executor_end, path, LEARNER).serve, daemon=True)
-    server.start()
-    link = remote.Link(judge_end)
-    try:
-        yield remote.load(link, path)
-    finally:
-        link.done()
-        server.join(timeout=60)
+    with served(tmp_path / "learner.py", LEARNER) as module:
+        yield module
 
 
 def test_call_outside_the_block_runs_as_written(submission: remote.RemoteModule) -> None:
