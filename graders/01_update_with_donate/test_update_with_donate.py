@@ -116,6 +116,7 @@ def test_dtype_and_shape(
                  f"the shape ({n},) of `state`.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_state_consumed(
     submission: types.ModuleType,
@@ -138,8 +139,21 @@ def test_state_consumed(
             fail(f"for length {n}, `state` is still alive after the call: its buffer was not donated. Build the "
                  "helper with jax.jit(..., donate_argnums=(0,)), pass `state` itself (not a copy), and keep "
                  "the result float32 so it can take over `state`'s buffer, whatever the length.")
+        _check_reused(submission, submission_path, n)
 
 
+def _check_reused(submission: types.ModuleType, submission_path: Path, n: int) -> None:
+    """`state` being gone is reported by the process that ran the call; a program compiled for the call must
+    also write an output into `state`'s own buffer, as its text shows, for the consumption to be donation."""
+    for call in _jit_calls(submission, submission_path, n):
+        if any(call.sources[i].arg == 0 and call.sources[i].via is None for i in call.reused):
+            return
+    fail(f"for length {n}, `state` was deleted by the call, but no jitted call of yours writes its result into "
+         "`state`'s buffer: deleting an array is not donating it. Build the helper with "
+         "jax.jit(..., donate_argnums=(0,)) and pass `state` itself, so that XLA reuses its buffer.")
+
+
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_helper_aliases_state(submission: types.ModuleType, submission_path: Path, odd: int) -> None:
     """The compiled helper writes its result into state's buffer, with no unusable donation."""

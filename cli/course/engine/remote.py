@@ -110,13 +110,18 @@ class RemoteFunction:
         (`course.grading.grad_of_sum`)."""
         return self._run(args, {}, jit=False, grad=[int(a) for a in argnums])
 
+    def jit_calls(self, *args: Any) -> Any:
+        """Each jitted call it makes, traced there (`course.grading.jit_calls`): what the trace says, and the
+        texts of the programs, from which the judge reads what is really reused."""
+        return self._run(args, {}, jit=False, jits=True)
+
     def strict(self, *args: Any, **overrides: Any) -> Any:
         """Run it there as `course.grading.strict_values` runs a kernel: strictly interpreted (and jitted once
         per shape, when this is `jitted_once`'s)."""
         return self._run(args, {}, jit=self.jitted, strict=overrides)
 
     def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None,
-             grad: list[int] | None = None) -> Any:
+             grad: list[int] | None = None, jits: bool = False) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
@@ -133,6 +138,8 @@ class RemoteFunction:
             body["handle"] = self._handle
         if grad is not None:
             body["grad"] = grad
+        if jits:
+            body["jits"] = True
         if strict is not None:
             body["strict"] = {str(k): v for k, v in strict.items()}
         tpu = sys.modules.get("course.grading.tpu")  # a check inside `tpu_interpret`: the call runs under it there

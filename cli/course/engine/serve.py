@@ -197,18 +197,26 @@ class Executor:
         kwargs = wire.decode(header.get("kwargs"), buffers, self._in(leaves))
         if not isinstance(args, tuple | list) or not isinstance(kwargs, dict):
             raise wire.WireError("a call's arguments are malformed")
-        result = jax.block_until_ready(_run_call(fn, header, args, kwargs))
+        result = jax.block_until_ready(_run_call(fn, header, args, kwargs, self.path))
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         out: list[bytes] = []
         return {"ok": True, "value": self._encode(result, out), "consumed": consumed}, out
 
 
-def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]) -> Any:
+def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any], path: Path) -> Any:
     """Call `fn` as the judge asked: plainly, under `jax.jit` (`call_jitted`), as `strict_values` runs a
-    kernel (`strict`), or inside the strict interpreter block the judge's check has open (`interpret`)."""
+    kernel (`strict`), inside the strict interpreter block the judge's check has open (`interpret`), or
+    traced for the jitted calls it makes (`jits`: their program texts, which the judge reads)."""
     strict, interpret = header.get("strict"), header.get("interpret")
     if strict is not None:
         return _strict(fn, str(header.get("name")), args, strict, jit=header.get("jit") is True)
+    if header.get("jits") is True:
+        from course.grading.donation import jit_calls
+        from course.grading.donors import record_of
+
+        if kwargs:
+            raise wire.WireError("a trace's arguments are malformed")
+        return [record_of(call) for call in jit_calls(fn, *args, path=path)]
     if header.get("grad") is not None:  # the gradients of the sum of its result, as `grad_of_sum` asks
         from course.grading.programs import grad_of_sum
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         assert_consumed, assert_not_consumed, call_recording_warnings, donation_info, is_consumed, is_deleted_error,
         jit_calls, jitted_functions, operand_spec, rebuilt_call,
     )
+    from course.grading.donors import ProgramBuffers, program_buffers
     from course.grading.executions import ProgramRun, RunRecorder, record_runs
     from course.grading.feedback import CheckFailed, check, fail
     from course.grading.grid import BlockUse, GridInfo, VmemItem, grid_info, tile_problem, unwritten_tail, vmem_bytes
@@ -131,6 +132,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "assert_consumed": "donation", "assert_not_consumed": "donation", "call_recording_warnings": "donation",
     "donation_info": "donation", "is_consumed": "donation", "is_deleted_error": "donation", "jit_calls": "donation",
     "jitted_functions": "donation", "operand_spec": "donation", "rebuilt_call": "donation",
+    "ProgramBuffers": "donors", "program_buffers": "donors",
     "ProgramRun": "executions", "RunRecorder": "executions", "record_runs": "executions",
     "CheckFailed": "feedback", "check": "feedback", "fail": "feedback",
     "BlockUse": "grid", "GridInfo": "grid", "VmemItem": "grid", "grid_info": "grid", "tile_problem": "grid",
@@ -206,6 +208,7 @@ __all__ = [
     "NOT_USABLE_WARNING", "Copy", "DonationInfo", "JitCall", "Source", "WarningsCall", "alias_bytes",
     "argument_copies", "assert_consumed", "assert_not_consumed", "call_recording_warnings", "donation_info",
     "is_consumed", "is_deleted_error", "jit_calls", "jitted_functions", "operand_spec", "rebuilt_call",
+    "ProgramBuffers", "program_buffers",
     "ProgramRun", "RunRecorder", "record_runs",
     "CheckFailed", "check", "fail",
     "BlockUse", "GridInfo", "VmemItem", "grid_info", "tile_problem", "unwritten_tail", "vmem_bytes",

@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 NOT_USABLE_WARNING = "Some donated buffers were not usable"
+_MAX_TEXT = 20_000
+"""The most of a program text a `JitCall` keeps: a signature line and a module's first line are far shorter."""
 
 
 def is_consumed(x: Any) -> bool:
@@ -171,6 +173,12 @@ class JitCall:
     """The learner's line that made the call, when known."""
     defined_line: int | None = None
     """The learner's line where the called function was written (a lambda's own line), when known."""
+    reused: tuple[int, ...] = ()
+    """The inputs whose buffers the compiled program writes an output into."""
+    lowered: str = ""
+    """The signature line of the lowered program's `@main`: which inputs it marks as reusable."""
+    compiled: str = ""
+    """The compiled HLO module's first line: what XLA aliases, and the parameters' types."""
 
     @property
     def where(self) -> int | None:
@@ -191,10 +199,16 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
     another is ignored by XLA. Calls of JAX's own jitted functions (`jnp.where` runs a jitted
     `_where`) are the learner's operations, not their jits, and are left out. Each call's program
     is compiled again, on its own, to read its real aliasing and any "not usable" warning.
-    Arguments may be `jax.ShapeDtypeStruct`s.
+    Arguments may be `jax.ShapeDtypeStruct`s. In the judge, `fn` is the learner's function seen from
+    afar: the executor traces it and sends each call's program texts, which `donors.judged` reads here.
     """
     from course.grading.jaxprs import called_function_line, learner_line
 
+    remote = getattr(fn, "jit_calls", None)
+    if remote is not None:  # the learner's function seen from the judge: traced there, judged here
+        from course.grading.donors import judged
+
+        return judged(remote(*(_zeros(a) for a in args)))
     closed = jax.make_jaxpr(fn)(*args)
     origin: dict[Any, Source] = {v: Source(i) for i, v in enumerate(closed.jaxpr.invars)}
     calls = []
@@ -204,6 +218,15 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
             calls.append(_describe_call(eqn, sources, learner_line(eqn, path), called_function_line(eqn, path)))
         _note_outputs(eqn, origin, learner_line(eqn, path))
     return calls
+
+
+def _zeros(arg: Any) -> Any:
+    """A zero array for a `jax.ShapeDtypeStruct` (only arrays cross to the executor), else `arg`."""
+    if isinstance(arg, jax.ShapeDtypeStruct):
+        import numpy as np
+
+        return np.zeros(arg.shape, arg.dtype)
+    return arg
 
 
 def _origin(var: Any, origin: dict[Any, Source]) -> Source:
@@ -248,21 +271,28 @@ def operand_spec(var: Any) -> Any:
 
 def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None, defined_line: int | None) -> JitCall:
     """Compile the called program alone, with its donation, and read what it does."""
+    from course.grading.donors import program_buffers
+
     donated = tuple(bool(d) for d in eqn.params["donated_invars"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         lowered = rebuilt_call(eqn).lower(*(operand_spec(v) for v in eqn.invars))
-    analysis = lowered.compile().memory_analysis()
     texts = [str(w.message).splitlines()[0] for w in caught if NOT_USABLE_WARNING in str(w.message)]
+    compiled = lowered.compile()
+    header = compiled.as_text().split("\n", 1)[0][:_MAX_TEXT]
+    main = next((s for s in lowered.as_text().splitlines() if "@main(" in s), "")[:_MAX_TEXT]
     return JitCall(
         name=str(eqn.params.get("name", "")),
         donated=donated,
         sources=sources,
-        alias_bytes=int(getattr(analysis, "alias_size_in_bytes", 0) or 0),
+        alias_bytes=int(getattr(compiled.memory_analysis(), "alias_size_in_bytes", 0) or 0),
         not_usable=tuple(texts),
         out_info=lowered.out_info,
         line=line,
         defined_line=defined_line,
+        reused=tuple(sorted(program_buffers(main, header, donated).aliased)),
+        lowered=main,
+        compiled=header,
     )
 
 

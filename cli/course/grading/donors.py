@@ -1,0 +1,197 @@
+"""What a jitted call's own program text says about its buffers: which inputs it may reuse, which it does.
+
+Two artifacts tell it, and the judge reads them itself rather than trusting a summary made where the
+learner's code runs. The lowered StableHLO's `@main` marks each input that a donation can go to
+(`tf.aliasing_output = k`, or `jax.buffer_donor = true`); a requested donation that no output can
+take is not marked at all (JAX drops it, with its "not usable" warning). The compiled HLO module's
+first line says what XLA really does: `input_output_alias={ {k}: (p, {}, may-alias) }` for each
+output written into parameter p's buffer, and `entry_computation_layout={(params)->results}` for
+their types, from which the bytes reused are counted as `alias_size_in_bytes` counts them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from course.grading.donation import JitCall, Source
+from course.grading.feedback import fail
+
+__all__ = ["ProgramBuffers", "program_buffers"]
+
+_ALIAS = re.compile(r"\{[\d,\s]*\}:\s*\((\d+),\s*\{[\d,\s]*\}")
+_ARRAY = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
+_NUMPY = {"pred": "bool", "s8": "int8", "u8": "uint8", "s16": "int16", "u16": "uint16", "f16": "float16",
+          "bf16": "bfloat16", "s32": "int32", "u32": "uint32", "f32": "float32", "s64": "int64", "u64": "uint64",
+          "f64": "float64", "c64": "complex64", "c128": "complex128"}
+
+
+@dataclass(frozen=True)
+class ProgramBuffers:
+    """One compiled call's buffers, as its program text gives them."""
+
+    params: tuple[str, ...]
+    """Each parameter's type, as HLO writes it (`f32[64]`)."""
+    results: tuple[str, ...]
+    """Each result's type."""
+    marked: frozenset[int]
+    """Parameters the lowered program lets an output reuse."""
+    aliased: frozenset[int]
+    """Parameters the compiled program writes an output into."""
+
+    @property
+    def alias_bytes(self) -> int:
+        """Bytes of the parameters whose buffers an output takes over."""
+        return sum(_bytes(self.params[p]) for p in self.aliased)
+
+    def not_usable(self, donated: Sequence[bool]) -> tuple[str, ...]:
+        """JAX's warning, in its words, when a donated input is one no output can take."""
+        lost = [self.params[i] for i, d in enumerate(donated) if d and i not in self.marked]
+        return (f"Some donated buffers were not usable: {', '.join(_readable(t) for t in lost)}.",) if lost else ()
+
+    def result_types(self) -> list[tuple[tuple[int, ...], np.dtype]]:
+        """(shape, dtype) of each result."""
+        return [_shape_dtype(t) for t in self.results]
+
+
+def program_buffers(lowered: str, compiled: str, donated: Sequence[bool]) -> ProgramBuffers:
+    """Read both texts of one call that takes `len(donated)` inputs; fail when they contradict each other
+    or the donations asked for, as no program JAX and XLA made for that call would."""
+    marked = _marked(lowered)
+    header = compiled.split("\n", 1)[0]
+    params, results = _layout(header)
+    aliased = frozenset(int(m[1]) for m in _ALIAS.finditer(_attribute(header, "input_output_alias")))
+    asked = {i for i, d in enumerate(donated) if d}
+    if len(params) != len(donated) or not marked <= asked or not aliased <= marked | _donors(header):
+        fail("the program your jitted call compiled to does not match the call: its inputs or its reused buffers "
+             "are not those that the call asks to donate, which no program made by `jax.jit` does.")
+    return ProgramBuffers(params, results, frozenset(marked), aliased)
+
+
+def _marked(lowered: str) -> set[int]:
+    """Inputs of `@main` marked `tf.aliasing_output` or `jax.buffer_donor`."""
+    line = next((s for s in lowered.splitlines() if "@main(" in s), "")
+    signature = line.split("@main(", 1)[-1].split(") -> ", 1)[0]
+    marked = set()
+    for chunk in signature.split("%arg")[1:]:
+        index, _, rest = chunk.partition(":")
+        if index.isdigit() and ("tf.aliasing_output" in rest or "jax.buffer_donor = true" in rest):
+            marked.add(int(index))
+    return marked
+
+
+def _donors(header: str) -> set[int]:
+    """Parameters XLA was told it may reuse for any output (`buffer_donor={ (p, {}) }`)."""
+    return {int(m) for m in re.findall(r"\((\d+),\s*\{", _attribute(header, "buffer_donor"))}
+
+
+def _attribute(header: str, name: str) -> str:
+    """The brace-balanced value of `name={...}` on the module's first line, or ''."""
+    start = header.find(f" {name}={{")
+    if start < 0:
+        return ""
+    start += len(name) + 2
+    depth = 0
+    for end in range(start, len(header)):
+        depth += {"{": 1, "}": -1}.get(header[end], 0)
+        if depth == 0:
+            return header[start + 1:end]
+    return ""
+
+
+def _layout(header: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The parameter and result types of `entry_computation_layout={(params)->results}`."""
+    layout = _attribute(header, "entry_computation_layout")
+    given, _, returned = layout.partition(")->")
+    returned = returned[1:-1] if returned.startswith("(") and returned.endswith(")") else returned
+    return _split(given[1:]), _split(returned)
+
+
+def _split(text: str) -> tuple[str, ...]:
+    """Top-level comma-separated types, each without its layout (`f32[64]{0}` is `f32[64]`)."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return tuple(_without_layout(p.strip()) for p in parts if p.strip())
+
+
+def _without_layout(text: str) -> str:
+    """An array type without its `{layout}`; a tuple type as it is."""
+    m = _ARRAY.match(text)
+    return m.group(0) if m else text
+
+
+def _shape_dtype(text: str) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) of an array type; an unknown type is a float32 scalar."""
+    import jax.numpy as jnp
+
+    m = _ARRAY.match(text)
+    if m is None or m["dtype"] not in _NUMPY:
+        return (), np.dtype(np.float32)
+    return tuple(int(d) for d in m["dims"].split(",") if d), jnp.dtype(_NUMPY[m["dtype"]])
+
+
+def _bytes(text: str) -> int:
+    """Bytes of an array type."""
+    shape, dtype = _shape_dtype(text)
+    return int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+
+
+def _readable(text: str) -> str:
+    """`float32[64]` for `f32[64]`, as JAX names it."""
+    shape, dtype = _shape_dtype(text)
+    return f"{dtype.name}[{','.join(map(str, shape))}]"
+
+
+def record_of(call: JitCall) -> dict[str, Any]:
+    """What the executor sends of one jitted call: what its trace says, and its two program texts."""
+    return {"name": call.name, "line": call.line, "defined_line": call.defined_line, "donated": list(call.donated),
+            "sources": [[s.arg, s.via, s.line] for s in call.sources],
+            "lowered": call.lowered, "compiled": call.compiled}
+
+
+def judged(records: Any) -> list[JitCall]:
+    """The jitted calls the executor traced, what each really reuses read here from its program texts."""
+    if not isinstance(records, list) or not all(_is_record(r) for r in records):
+        fail("the description of your jitted calls came back malformed, which no call of `jax.jit` makes.")
+    calls = []
+    for r in records:
+        donated = tuple(r["donated"])
+        buffers = program_buffers(r["lowered"], r["compiled"], donated)
+        calls.append(JitCall(
+            name=r["name"], donated=donated, sources=tuple(Source(*s) for s in r["sources"]),
+            alias_bytes=buffers.alias_bytes, not_usable=buffers.not_usable(donated),
+            out_info=tuple(_spec(shape, dtype) for shape, dtype in buffers.result_types()),
+            line=r["line"], defined_line=r["defined_line"], reused=tuple(sorted(buffers.aliased)),
+            lowered=r["lowered"], compiled=r["compiled"]))
+    return calls
+
+
+def _is_record(r: Any) -> bool:
+    """Whether `r` has the fields and types `record_of` gives."""
+    def line(v: Any) -> bool:
+        return v is None or type(v) is int
+
+    return (isinstance(r, dict) and isinstance(r.get("name"), str) and line(r.get("line"))
+            and line(r.get("defined_line")) and isinstance(r.get("lowered"), str) and isinstance(r.get("compiled"), str)
+            and isinstance(r.get("donated"), list) and all(type(d) is bool for d in r["donated"])
+            and isinstance(r.get("sources"), list) and len(r["sources"]) == len(r["donated"])
+            and all(isinstance(s, list) and len(s) == 3 and line(s[0]) and (s[1] is None or isinstance(s[1], str))
+                    and line(s[2]) for s in r["sources"]))
+
+
+def _spec(shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """A `jax.ShapeDtypeStruct`, as `Lowered.out_info` gives one."""
+    import jax
+
+    return jax.ShapeDtypeStruct(shape, dtype)
