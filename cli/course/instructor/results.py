@@ -120,41 +120,59 @@ def untouched(exercise: Exercise, rel: str | None, data: bytes | None, seed: int
 
 
 def _tests(exercise: Exercise, rec: Record) -> list[dict[str, Any]]:
-    """The Gradescope tests of one exercise: one per check, or, when none ran, one for its public points
-    and one (shown after publishing, like the hidden checks) for its hidden points."""
+    """The Gradescope tests of one exercise: one per check; when no public check has a verdict (none ran,
+    or the grading was stopped before any reported while hidden checks did), one for its public points,
+    then the hidden checks, or one test (shown after publishing, like them) for their points."""
     tags = [exercise.name, exercise.meta.topic]
-    if not rec.checks:
-        status = "passed" if rec.status == "passed" else "failed"
-        public = min(rec.max_score, exercise.max_score or 0.0)
-        tests = [{"name": f"{exercise.name}: {exercise.meta.title}", "number": f"{exercise.position}.0",
-                  "score": min(rec.score, public), "max_score": public, "status": status, "output": rec.message,
-                  "visibility": "visible", "tags": tags}]
-        if rec.max_score > public:
-            tests.append({"name": f"{exercise.name}: checks kept for grading", "number": f"{exercise.position}.1",
-                          "score": max(0.0, rec.score - public), "max_score": rec.max_score - public,
-                          "status": status, "output": rec.message, "visibility": "after_published", "tags": tags})
-        return tests
-    return [
-        {
-            "name": f"{exercise.name}: {c['title']}",
-            "number": f"{exercise.position}.{k}",
-            "score": c["score"],
-            "max_score": c["max_score"],
-            "status": "passed" if c["status"] == "passed" else "failed",  # a skipped check scores nothing
-            "output": c["message"],
-            "visibility": "after_published" if c.get("hidden") else "visible",
-            "tags": tags,
-            "extra_data": {"check": c["id"], "status": c["status"]},
-        }
-        for k, c in enumerate(rec.checks, start=1)
-    ]
+    if _public_reported(exercise, rec):
+        return [_check_test(exercise, rec, k, c, tags) for k, c in enumerate(rec.checks, start=1)]
+    status = "passed" if rec.status == "passed" and not rec.checks else "failed"
+    public = min(rec.max_score, exercise.max_score or 0.0)
+    hidden_score = sum(c["score"] for c in rec.checks)
+    tests = [{"name": f"{exercise.name}: {exercise.meta.title}", "number": f"{exercise.position}.0",
+              "score": max(0.0, min(rec.score - hidden_score, public)), "max_score": public, "status": status,
+              "output": _unreported(rec) if rec.checks else rec.message, "visibility": "visible", "tags": tags}]
+    if rec.checks:
+        tests.extend(_check_test(exercise, rec, k, c, tags) for k, c in enumerate(rec.checks, start=1))
+    elif rec.max_score > public:
+        tests.append({"name": f"{exercise.name}: checks kept for grading", "number": f"{exercise.position}.1",
+                      "score": max(0.0, rec.score - public), "max_score": rec.max_score - public,
+                      "status": status, "output": rec.message, "visibility": "after_published", "tags": tags})
+    return tests
+
+
+def _check_test(exercise: Exercise, rec: Record, k: int, c: dict[str, Any], tags: list[str]) -> dict[str, Any]:
+    """The Gradescope test of one check."""
+    return {
+        "name": f"{exercise.name}: {c['title']}",
+        "number": f"{exercise.position}.{k}",
+        "score": c["score"],
+        "max_score": c["max_score"],
+        "status": "passed" if c["status"] == "passed" else "failed",  # a skipped check scores nothing
+        "output": c["message"],
+        "visibility": "after_published" if c.get("hidden") else "visible",
+        "tags": tags,
+        "extra_data": {"check": c["id"], "status": c["status"]},
+    }
+
+
+def _public_reported(exercise: Exercise, rec: Record) -> bool:
+    """Whether the record's checks stand for the exercise's public points: some public check has a verdict,
+    or the exercise has no public points and its hidden checks do."""
+    return bool(rec.checks) and (any(not c.get("hidden") for c in rec.checks) or not exercise.max_score)
+
+
+def _unreported(rec: Record) -> str:
+    """Why no public check has a verdict, in words that name no hidden check (the record's own message may)."""
+    why = " when the autograder's time budget ran out" if "time budget ran out" in rec.message else ""
+    return f"the grading was stopped{why}, before any of these checks reported a verdict"
 
 
 def visible_line(exercise: Exercise, rec: Record) -> str:
     """One exercise as the always-visible output says it: from its public checks alone, so it never
     counts, names or scores a hidden check (a student could otherwise read a hidden verdict in it)."""
     public = [c for c in rec.checks if not c.get("hidden")]
-    if rec.checks and not public:
+    if rec.checks and not public and not exercise.max_score:
         return f"{exercise.name}: graded; its checks are shown when grades are published"
     if public:
         score, top = sum(c["score"] for c in public), sum(c["max_score"] for c in public)
@@ -162,10 +180,12 @@ def visible_line(exercise: Exercise, rec: Record) -> str:
         word = "timed out" if rec.status == "timeout" else word
     else:
         score, top = 0.0, min(rec.max_score, exercise.max_score or 0.0)
-        word = {"not_tried": "not tried", "error": "not graded (the platform failed)"}.get(rec.status, "failed")
+        word = {"not_tried": "not tried", "error": "not graded (the platform failed)",
+                "timeout": "timed out"}.get(rec.status, "failed")
     line = f"{exercise.name}: {word}, {score:g}/{top:g}"
     untouched = rec.status == "not_tried" and rec.file is not None
     extra = rec.note or (rec.message.removeprefix("not tried: ") if rec.cause or untouched else "")
+    extra = extra or (_unreported(rec) if rec.checks and not public else "")
     return f"{line} ({extra})" if extra else line
 
 
