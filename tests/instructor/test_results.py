@@ -18,8 +18,8 @@ def _stopped_with_only_the_hidden_check_reported() -> tuple[object, Record]:
     (not run) and before its executor reported any public one: what a loaded Gradescope run can leave."""
     exercise = load_course(MINI).get("ex_fail")
     hidden = {"id": "test_negative", "title": "test_negative", "status": "not_run", "score": 0.0,
-              "max_score": exercise.hidden_max_score, "message": "not run: the grading stopped during \"test_negative\"",
-              "hidden": True}
+              "max_score": exercise.hidden_max_score, "hidden": True,
+              "message": 'not run: the grading stopped during "test_negative"'}
     message = f'{budget.STOPPED} (during "test_negative")'
     return exercise, Record("ex_fail", "failed", 0.0, 5.0, message, "ex_fail.py", None, checks=[hidden])
 
