@@ -11,6 +11,7 @@ import io
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from course.engine import isolation, limits
 from course.engine.limits import Budget
@@ -137,3 +138,30 @@ def test_each_checks_output_is_cut_at_the_marks_however_the_pipe_splits_it() -> 
         assert checks[0] == "one\n" and set(checks) == {0, 1, 2}
         assert len(checks[1]) < CHECK_OUTPUT_KEEP + 100 and f"[... {len(loud) - CHECK_OUTPUT_KEEP} bytes" in checks[1]
         assert sink.text() == "start\none\n" + loud.decode() + "end\n"
+
+
+def test_ctrl_c_just_after_the_start_ends_the_process_it_started(tmp_path: Path, monkeypatch: Any) -> None:
+    """Ctrl-C that lands between the start of a grading and the wait for it (a busy machine makes that moment
+    long: the worker's fork, a walk of the process table) still ends the process: nothing is left looping,
+    for the caller to wait out its limits."""
+    import psutil
+    import pytest
+
+    from course.engine import system
+
+    def interrupted(pid: int, memory_mb: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(system, "cap_memory", interrupted)
+    started: list[int] = []
+    real_start = isolation._start_cold
+
+    def start(*args: Any, **kwargs: Any) -> Any:
+        proc = real_start(*args, **kwargs)
+        started.append(proc.pid)
+        return proc
+
+    monkeypatch.setattr(isolation, "_start_cold", start)
+    with pytest.raises(KeyboardInterrupt):
+        _run("while True:\n    pass\n", Budget(cpu_s=FOREVER, wall_s=FOREVER), tmp_path)
+    assert started and not psutil.pid_exists(started[0])

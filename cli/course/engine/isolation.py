@@ -137,16 +137,19 @@ def run_isolated(
             fds["keyfd"] = _key_pipe(key)
             proc = _start_cold(wrap(command, sandbox) if sandbox is not None else command, fds, cwd, env)
         _active.add(proc.pid)
-    os.close(fds["keyfd"])
-    os.close(fds["linkfd"])
-    os.close(events_w)
-    born = system.started_at(proc.pid) or time.time()
-    for pid in (proc.pid, *(p.pid for p in system.descendants(proc.pid))):
-        system.cap_memory(pid, memory_mb)  # a contained grading runs as its starter's child
-    sink, events = OutputSink(proc.stdout, marker), _EventReader(events_r, on_event)
     outcome = Outcome(returncode=None)
     seen: dict[int, Any] = {}  # descendants met while watching, for platforms without a subreaper
+    born = time.time()
+    # From here on the process is ended whatever happens: a Ctrl-C that lands before the wait (a busy
+    # machine makes that moment long) must not leave it running for the caller to wait out its limits.
     try:
+        os.close(fds["keyfd"])
+        os.close(fds["linkfd"])
+        os.close(events_w)
+        born = system.started_at(proc.pid) or born
+        for pid in (proc.pid, *(p.pid for p in system.descendants(proc.pid))):
+            system.cap_memory(pid, memory_mb)  # a contained grading runs as its starter's child
+        sink, events = OutputSink(proc.stdout, marker), _EventReader(events_r, on_event)
         budget = Budget(timeout_s, wall_s or WALL_FACTOR * timeout_s)
         outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen, cancel, watch, 10.0 if light else 1.0)
         outcome.cancelled = why == CANCELLED
