@@ -44,3 +44,33 @@ def served(path: Path, source: bytes) -> Iterator[Any]:
     finally:
         link.done()
         server.join(timeout=60)
+
+
+def ended(proc: subprocess.Popen, timeout: float) -> int:
+    """`proc`'s exit code once it ends (its output read, if piped); past `timeout` seconds (a hang guard, never a
+    measure of speed), a failure naming every process still alive below it and what each is blocked in."""
+    import pytest
+
+    try:
+        proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running {timeout:g} s after it was told to end:\n{process_tree(proc.pid)}")
+    return proc.returncode
+
+
+def process_tree(pid: int) -> str:
+    """One line per process from `pid` down: pid, state, the kernel call it waits in, threads, command line."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return f"{pid}: gone"
+    lines = []
+    for p in procs:
+        with contextlib.suppress(psutil.Error, OSError):
+            wchan = Path(f"/proc/{p.pid}/wchan").read_text() if Path(f"/proc/{p.pid}/wchan").exists() else "?"
+            lines.append(f"{p.pid} (parent {p.ppid()}) {p.status()} in {wchan or '-'}, {p.num_threads()} threads: "
+                         f"{' '.join(p.cmdline())[:160]}")
+    return "\n".join(lines)

@@ -12,6 +12,7 @@ import pytest
 
 from course.paths import WorkspacePaths
 from course.progress import Entry, ProgressStore, now_iso
+from support import ended
 
 COURSE_BIN = Path(sys.executable).with_name("course")
 STUB = "exercises/01_ex_pass/ex_pass.py"
@@ -194,7 +195,7 @@ def test_check_all_stopped_keeps_every_finished_verdict(mini_course: Path, works
             time.sleep(0.05)
         assert term.proc.poll() is None  # still grading ex_loop, which never ends on its own
         os.killpg(term.proc.pid, signal.SIGINT)
-        term.proc.wait(timeout=120)
+        ended(term.proc, 120)
     finally:
         term.close()
     stored = ProgressStore(WorkspacePaths(workspace)).load().exercises

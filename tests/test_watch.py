@@ -18,7 +18,7 @@ from course.progress import ProgressStore
 from course.session import Session, init_workspace
 from course.ui.watching import NO_TERMINAL
 from course.watch import Grading, Watcher, _digest
-from support import git_commit
+from support import ended, git_commit
 from terminal import Terminal
 
 MINI = Path(__file__).parent / "fixtures" / "mini_course"
@@ -332,7 +332,7 @@ def test_q_during_a_check_quits_and_ends_its_processes(looping_course: Path, way
             term.type("q")
         else:
             os.kill(term.proc.pid, signal.SIGINT)  # what the terminal sends on Ctrl-C
-        assert term.proc.wait(timeout=60) == 0
+        assert ended(term.proc, 120) == 0
         assert "Bye." in term.text() and "ran past" not in term.text() and "interrupted" not in term.text()
         deadline = time.monotonic() + 10
         while any(_alive(pid) for pid in started):

@@ -13,6 +13,7 @@ from course.engine.isolation import Outcome
 from course.engine.runner import grade, grade_many
 from course.engine.verdict import verdict
 from course.registry import load_course
+from support import ended
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +267,7 @@ def test_ctrl_c_ends_parallel_gradings_at_once(mini_course: Path) -> None:
         pids = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
         assert len(pids) >= 2, pids
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=300)  # far less than either grading's ten minutes of CPU time
+        ended(proc, 300)  # far less than either grading's ten minutes of CPU time
     finally:
         proc.kill()
     assert proc.returncode == 130

@@ -19,6 +19,7 @@ import pytest
 from course.engine.runner import grade, start_worker
 from course.engine.worker import Worker
 from course.registry import Course, load_course
+from support import ended
 
 MINI = Path(__file__).parents[1] / "fixtures" / "mini_course"
 EXPECTED = {
@@ -161,7 +162,7 @@ def test_ctrl_c_leaves_no_process_behind(tmp_path: Path) -> None:
     worker_pid = int(proc.stdout.readline())
     grading = _wait_for_child(worker_pid)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=120) != 0
+    assert ended(proc, 120) != 0
     deadline = time.monotonic() + 120
     while not (gone(worker_pid) and gone(grading)) and time.monotonic() < deadline:
         time.sleep(0.05)
