@@ -92,6 +92,20 @@ def test_malformed_records_fail_the_check(records: Any) -> None:
         judged(records)
 
 
+def test_a_long_parameter_list_reads_past_hlos_index_comments() -> None:
+    """HLO writes `/*index=5*/` before a sixth parameter; its type is still read (8 devices' shards, say)."""
+    header = ("HloModule jit_step, input_output_alias={ {0}: (0, {}, may-alias), {1}: (5, {}, may-alias) }, "
+              "entry_computation_layout={(f32[4]{0}, f32[], f32[4,4]{1,0}, f32[4]{0}, f32[], /*index=5*/f32[4,4]{1,0},"
+              " f32[])->(f32[4]{0}, f32[4,4]{1,0})}, num_partitions=8")
+    lowered = "func.func public @main(" + ", ".join(
+        f"%arg{i}: tensor<f32>" + (" {tf.aliasing_output = 0 : i32}" if i in (0, 5) else "") for i in range(7)) + ")"
+    donated = [i in (0, 5, 6) for i in range(7)]
+    buffers = program_buffers(lowered, header, donated)
+    assert buffers.params[5] == "f32[4,4]" and buffers.aliased == {0, 5}
+    assert buffers.alias_bytes == 16 + 64
+    assert buffers.not_usable(donated) == ("Some donated buffers were not usable: float32[].",)
+
+
 def test_a_module_line_without_aliases_reuses_nothing() -> None:
     """A program with no `input_output_alias` reuses no input, whatever its layout."""
     header = "HloModule jit_f, entry_computation_layout={(f32[8]{0}, s32[2,3]{1,0})->(f32[8]{0}, pred[])}"

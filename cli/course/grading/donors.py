@@ -105,7 +105,8 @@ def _attribute(header: str, name: str) -> str:
 
 def _layout(header: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The parameter and result types of `entry_computation_layout={(params)->results}`."""
-    layout = _attribute(header, "entry_computation_layout")
+    # HLO writes `/*index=5*/` before every fifth type of a long list: not part of the type.
+    layout = re.sub(r"/\*.*?\*/", "", _attribute(header, "entry_computation_layout"))
     given, _, returned = layout.partition(")->")
     returned = returned[1:-1] if returned.startswith("(") and returned.endswith(")") else returned
     return _split(given[1:]), _split(returned)
