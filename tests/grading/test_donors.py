@@ -10,7 +10,8 @@ import jax.numpy as jnp
 import pytest
 
 from course.grading import CheckFailed, jit_calls
-from course.grading.donors import judged, program_buffers, record_of
+from course.grading.donation import judged, record_of
+from course.grading.donors import program_buffers
 from support import served
 
 F32 = jax.ShapeDtypeStruct((64,), jnp.float32)

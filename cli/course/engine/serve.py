@@ -211,8 +211,7 @@ def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
     if strict is not None:
         return _strict(fn, str(header.get("name")), args, strict, jit=header.get("jit") is True)
     if header.get("jits") is True:
-        from course.grading.donation import jit_calls
-        from course.grading.donors import record_of
+        from course.grading.donation import jit_calls, record_of
 
         if kwargs:
             raise wire.WireError("a trace's arguments are malformed")

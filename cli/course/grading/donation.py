@@ -200,14 +200,12 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
     `_where`) are the learner's operations, not their jits, and are left out. Each call's program
     is compiled again, on its own, to read its real aliasing and any "not usable" warning.
     Arguments may be `jax.ShapeDtypeStruct`s. In the judge, `fn` is the learner's function seen from
-    afar: the executor traces it and sends each call's program texts, which `donors.judged` reads here.
+    afar: the executor traces it and sends each call's program texts, which `judged` reads here.
     """
     from course.grading.jaxprs import called_function_line, learner_line
 
     remote = getattr(fn, "jit_calls", None)
     if remote is not None:  # the learner's function seen from the judge: traced there, judged here
-        from course.grading.donors import judged
-
         return judged(remote(*(_zeros(a) for a in args)))
     closed = jax.make_jaxpr(fn)(*args)
     origin: dict[Any, Source] = {v: Source(i) for i, v in enumerate(closed.jaxpr.invars)}
@@ -218,6 +216,51 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
             calls.append(_describe_call(eqn, sources, learner_line(eqn, path), called_function_line(eqn, path)))
         _note_outputs(eqn, origin, learner_line(eqn, path))
     return calls
+
+
+def record_of(call: JitCall) -> dict[str, Any]:
+    """What the executor sends of one jitted call: what its trace says, and its two program texts."""
+    return {"name": call.name, "line": call.line, "defined_line": call.defined_line, "donated": list(call.donated),
+            "sources": [[s.arg, s.via, s.line] for s in call.sources],
+            "lowered": call.lowered, "compiled": call.compiled}
+
+
+def judged(records: Any) -> list[JitCall]:
+    """The jitted calls the executor traced, what each really reuses read here from its program texts
+    (`course.grading.donors`)."""
+    from course.grading.donors import program_buffers
+
+    if not isinstance(records, list) or not all(_is_record(r) for r in records):
+        fail("the description of your jitted calls came back malformed, which no call of `jax.jit` makes.")
+    calls = []
+    for r in records:
+        donated = tuple(r["donated"])
+        buffers = program_buffers(r["lowered"], r["compiled"], donated)
+        calls.append(JitCall(
+            name=r["name"], donated=donated, sources=tuple(Source(*s) for s in r["sources"]),
+            alias_bytes=buffers.alias_bytes, not_usable=buffers.not_usable(donated),
+            out_info=tuple(_spec(shape, dtype) for shape, dtype in buffers.result_types()),
+            line=r["line"], defined_line=r["defined_line"], reused=tuple(sorted(buffers.aliased)),
+            lowered=r["lowered"], compiled=r["compiled"]))
+    return calls
+
+
+def _is_record(r: Any) -> bool:
+    """Whether `r` has the fields and types `record_of` gives."""
+    def line(v: Any) -> bool:
+        return v is None or type(v) is int
+
+    return (isinstance(r, dict) and isinstance(r.get("name"), str) and line(r.get("line"))
+            and line(r.get("defined_line")) and isinstance(r.get("lowered"), str) and isinstance(r.get("compiled"), str)
+            and isinstance(r.get("donated"), list) and all(type(d) is bool for d in r["donated"])
+            and isinstance(r.get("sources"), list) and len(r["sources"]) == len(r["donated"])
+            and all(isinstance(s, list) and len(s) == 3 and line(s[0]) and (s[1] is None or isinstance(s[1], str))
+                    and line(s[2]) for s in r["sources"]))
+
+
+def _spec(shape: tuple[int, ...], dtype: Any) -> Any:
+    """A `jax.ShapeDtypeStruct`, as `Lowered.out_info` gives one."""
+    return jax.ShapeDtypeStruct(shape, dtype)
 
 
 def _zeros(arg: Any) -> Any:

@@ -14,11 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from course.grading.donation import JitCall, Source
 from course.grading.feedback import fail
 
 __all__ = ["ProgramBuffers", "program_buffers"]
@@ -152,47 +150,3 @@ def _readable(text: str) -> str:
     """`float32[64]` for `f32[64]`, as JAX names it."""
     shape, dtype = _shape_dtype(text)
     return f"{dtype.name}[{','.join(map(str, shape))}]"
-
-
-def record_of(call: JitCall) -> dict[str, Any]:
-    """What the executor sends of one jitted call: what its trace says, and its two program texts."""
-    return {"name": call.name, "line": call.line, "defined_line": call.defined_line, "donated": list(call.donated),
-            "sources": [[s.arg, s.via, s.line] for s in call.sources],
-            "lowered": call.lowered, "compiled": call.compiled}
-
-
-def judged(records: Any) -> list[JitCall]:
-    """The jitted calls the executor traced, what each really reuses read here from its program texts."""
-    if not isinstance(records, list) or not all(_is_record(r) for r in records):
-        fail("the description of your jitted calls came back malformed, which no call of `jax.jit` makes.")
-    calls = []
-    for r in records:
-        donated = tuple(r["donated"])
-        buffers = program_buffers(r["lowered"], r["compiled"], donated)
-        calls.append(JitCall(
-            name=r["name"], donated=donated, sources=tuple(Source(*s) for s in r["sources"]),
-            alias_bytes=buffers.alias_bytes, not_usable=buffers.not_usable(donated),
-            out_info=tuple(_spec(shape, dtype) for shape, dtype in buffers.result_types()),
-            line=r["line"], defined_line=r["defined_line"], reused=tuple(sorted(buffers.aliased)),
-            lowered=r["lowered"], compiled=r["compiled"]))
-    return calls
-
-
-def _is_record(r: Any) -> bool:
-    """Whether `r` has the fields and types `record_of` gives."""
-    def line(v: Any) -> bool:
-        return v is None or type(v) is int
-
-    return (isinstance(r, dict) and isinstance(r.get("name"), str) and line(r.get("line"))
-            and line(r.get("defined_line")) and isinstance(r.get("lowered"), str) and isinstance(r.get("compiled"), str)
-            and isinstance(r.get("donated"), list) and all(type(d) is bool for d in r["donated"])
-            and isinstance(r.get("sources"), list) and len(r["sources"]) == len(r["donated"])
-            and all(isinstance(s, list) and len(s) == 3 and line(s[0]) and (s[1] is None or isinstance(s[1], str))
-                    and line(s[2]) for s in r["sources"]))
-
-
-def _spec(shape: tuple[int, ...], dtype: np.dtype) -> Any:
-    """A `jax.ShapeDtypeStruct`, as `Lowered.out_info` gives one."""
-    import jax
-
-    return jax.ShapeDtypeStruct(shape, dtype)
