@@ -71,6 +71,18 @@ def process_tree(pid: int) -> str:
     for p in procs:
         with contextlib.suppress(psutil.Error, OSError):
             wchan = Path(f"/proc/{p.pid}/wchan").read_text() if Path(f"/proc/{p.pid}/wchan").exists() else "?"
-            lines.append(f"{p.pid} (parent {p.ppid()}) {p.status()} in {wchan or '-'}, {p.num_threads()} threads: "
-                         f"{' '.join(p.cmdline())[:160]}")
+            lines.append(f"{p.pid} (parent {p.ppid()}) {p.status()} in {wchan or '-'}, {p.num_threads()} threads, "
+                         f"{_signals(p.pid)}: {' '.join(p.cmdline())[:160]}")
     return "\n".join(lines)
+
+
+def _signals(pid: int) -> str:
+    """Whether SIGINT is ignored, blocked, caught or pending in `pid` (a Ctrl-C that did nothing says why)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "signals unknown"
+    bit = 1 << (2 - 1)  # SIGINT is 2; bit n-1 of each mask
+    found = [name for name in ("SigIgn", "SigBlk", "SigCgt", "SigPnd", "ShdPnd")
+             for line in status.splitlines() if line.startswith(name + ":") and int(line.split()[1], 16) & bit]
+    return "SIGINT " + ("/".join(found) if found else "default")
