@@ -86,3 +86,11 @@ def _signals(pid: int) -> str:
     found = [name for name in ("SigIgn", "SigBlk", "SigCgt", "SigPnd", "ShdPnd")
              for line in status.splitlines() if line.startswith(name + ":") and int(line.split()[1], 16) & bit]
     return "SIGINT " + ("/".join(found) if found else "default")
+
+
+def default_sigint() -> None:
+    """For `preexec_fn`: the child starts with Ctrl-C's default, as from a terminal. A pytest worker can hand its
+    children SIGINT ignored (seen in full runs of the suite), and Python then never raises KeyboardInterrupt."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

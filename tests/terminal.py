@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+from support import default_sigint
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
@@ -31,7 +33,8 @@ class Terminal:
         fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "COURSE_NO_PROGRESS")}
         self.proc = subprocess.Popen([sys.executable, "-m", "course", *args], stdin=sub, stdout=sub, stderr=sub,
-                                     cwd=cwd, env={**base, "TERM": "xterm", **(env or {})}, start_new_session=True)
+                                     cwd=cwd, env={**base, "TERM": "xterm", **(env or {})}, start_new_session=True,
+                                     preexec_fn=default_sigint)  # noqa: PLW1509 - Ctrl-C as a terminal gives it
         os.close(sub)
         self._raw = b""
         self._lock = threading.Lock()

@@ -13,7 +13,7 @@ from course.engine.isolation import Outcome
 from course.engine.runner import grade, grade_many
 from course.engine.verdict import verdict
 from course.registry import load_course
-from support import ended
+from support import default_sigint, ended
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +258,8 @@ def test_ctrl_c_ends_parallel_gradings_at_once(mini_course: Path) -> None:
                                       .replace("timeout_s = 8", "timeout_s = 600").replace("= 120", "= 3000"))
     code = "import sys\nfrom course.entry import main\nsys.argv = ['course', *sys.argv[1:]]\nmain()\n"
     args = ["check", "ex_loop", "ex_pass", "--jobs", "2", "--course", str(mini_course)]
-    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=default_sigint)  # noqa: PLW1509 - only resets a signal before exec
     try:
         for mark in marks.values():
             _wait_for_file(mark)  # both loops are running

@@ -19,7 +19,7 @@ import pytest
 from course.engine.runner import grade, start_worker
 from course.engine.worker import Worker
 from course.registry import Course, load_course
-from support import ended
+from support import default_sigint, ended
 
 MINI = Path(__file__).parents[1] / "fixtures" / "mini_course"
 EXPECTED = {
@@ -157,7 +157,8 @@ def test_ctrl_c_leaves_no_process_behind(tmp_path: Path) -> None:
         grade(exercise, exercise.stub_path, worker=worker)
         """)
     )
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)  # noqa: PLW1509 - only resets a signal before exec
     assert proc.stdout is not None
     worker_pid = int(proc.stdout.readline())
     grading = _wait_for_child(worker_pid)
