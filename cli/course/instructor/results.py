@@ -125,7 +125,7 @@ def _tests(exercise: Exercise, rec: Record) -> list[dict[str, Any]]:
     then the hidden checks, or one test (shown after publishing, like them) for their points."""
     tags = [exercise.name, exercise.meta.topic]
     if _public_reported(exercise, rec):
-        return [_check_test(exercise, rec, k, c, tags) for k, c in enumerate(rec.checks, start=1)]
+        return [_check_test(exercise, k, c, tags) for k, c in enumerate(rec.checks, start=1)]
     status = "passed" if rec.status == "passed" and not rec.checks else "failed"
     public = min(rec.max_score, exercise.max_score or 0.0)
     hidden_score = sum(c["score"] for c in rec.checks)
@@ -133,7 +133,7 @@ def _tests(exercise: Exercise, rec: Record) -> list[dict[str, Any]]:
               "score": max(0.0, min(rec.score - hidden_score, public)), "max_score": public, "status": status,
               "output": _unreported(rec) if rec.checks else rec.message, "visibility": "visible", "tags": tags}]
     if rec.checks:
-        tests.extend(_check_test(exercise, rec, k, c, tags) for k, c in enumerate(rec.checks, start=1))
+        tests.extend(_check_test(exercise, k, c, tags) for k, c in enumerate(rec.checks, start=1))
     elif rec.max_score > public:
         tests.append({"name": f"{exercise.name}: checks kept for grading", "number": f"{exercise.position}.1",
                       "score": max(0.0, rec.score - public), "max_score": rec.max_score - public,
@@ -141,7 +141,7 @@ def _tests(exercise: Exercise, rec: Record) -> list[dict[str, Any]]:
     return tests
 
 
-def _check_test(exercise: Exercise, rec: Record, k: int, c: dict[str, Any], tags: list[str]) -> dict[str, Any]:
+def _check_test(exercise: Exercise, k: int, c: dict[str, Any], tags: list[str]) -> dict[str, Any]:
     """The Gradescope test of one check."""
     return {
         "name": f"{exercise.name}: {c['title']}",
