@@ -54,3 +54,19 @@ def move_aside(path: Path, dest: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def remove_folder(path: Path | None, *, tries: int = 20) -> None:
+    """Remove a scratch folder entirely. A process of the grading killed a moment ago may still be writing
+    into it as it goes (a cache file, a report), which leaves `rmtree` a folder that is not empty: try again
+    until it is gone, or for about a second."""
+    import shutil
+    import time
+
+    if path is None:
+        return
+    for _ in range(tries):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        time.sleep(0.05)

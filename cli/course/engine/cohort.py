@@ -17,7 +17,6 @@ import os
 import re
 import secrets
 import select
-import shutil
 import socket
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from course import files
 from course.engine import invocation, isolation, judge, limits, report, sandbox
 from course.engine.isolation import Launcher, Outcome
 from course.engine.lockstep import RANK, Watch
@@ -97,7 +97,7 @@ def grade(exercise: Exercise, submission: Path, *, seed: int, worker: Launcher |
         for p in procs:
             if p.judged is not None:
                 p.judged.wait(exercise.name)
-            shutil.rmtree(p.workdir, ignore_errors=True)
+            files.remove_folder(p.workdir)
     result = merge(exercise.name, results)
     result.seed, result.duration_s = seed, time.monotonic() - started
     return result

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import re
 import secrets
-import shutil
 import socket
 import tempfile
 import threading
@@ -22,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course import pyast
+from course import files, pyast
 from course.engine import invocation, isolation, limits, protections, remote, report
 from course.engine.limits import Budget
 from course.engine.verdict import NOT_RUN, CheckResult, ExerciseResult, summarize, verdict
@@ -67,7 +66,7 @@ class JudgeRun:
         if self.thread is not None:
             self.thread.join()
         if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            files.remove_folder(self.workdir)
         if self.result is None:
             return ExerciseResult(name=name, status="error", message=f"the judge process failed: {self.error!r}")
         return self.result

@@ -8,7 +8,6 @@ exit code and output are never the verdict.
 from __future__ import annotations
 
 import secrets
-import shutil
 import tempfile
 import threading
 import time
@@ -17,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from course import stubs
+from course import files, stubs
 from course.engine import cohort, invocation, isolation, judge, limits, notary, remote, report
 from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
 from course.engine.isolation import Launcher
@@ -89,9 +88,10 @@ def grade(
         return cohort.grade(exercise, submission, seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
                             hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel,
                             deadline=deadline)
-    workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
+    workdir: Path | None = None
     judged: judge.JudgeRun | None = None
     try:
+        workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))  # inside: a stop right after it removes it
         # The report has a folder of its own, closed to learner code once checks run; the working
         # folder beside it stays theirs.
         report_path = workdir / "report" / f"{secrets.token_hex(16)}.json"
@@ -156,7 +156,7 @@ def grade(
     finally:
         if judged is not None:  # the executor never started: the judge ends at its closed link
             judged.wait(exercise.name)
-        shutil.rmtree(workdir, ignore_errors=True)
+        files.remove_folder(workdir)
     result.seed, result.duration_s = seed, time.monotonic() - started
     return result
 

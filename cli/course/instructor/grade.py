@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from course import files
 from course.engine import protections, runner
 from course.engine.verdict import ExerciseResult
 from course.errors import UsageError
@@ -153,7 +154,7 @@ def run(plan: ClassRun, *, jobs: int = 0, listener: Listener | None = None) -> C
     finally:
         if worker is not None:
             worker.close()
-        shutil.rmtree(scratch, ignore_errors=True)
+        files.remove_folder(scratch)
     return plan
 
 
