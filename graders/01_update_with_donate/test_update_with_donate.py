@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from course.grading import (
+    CheckFailed,
     CompileRecorder,
     Copy,
     JitCall,
@@ -70,6 +71,8 @@ def _jit_calls(sub: types.ModuleType, path: Path, n: int) -> list[JitCall]:
     spec = jax.ShapeDtypeStruct((n,), np.float32)
     try:
         return jit_calls(sub.update_with_donate, spec, spec, path=path)
+    except CheckFailed:  # the judge refused what came back: said in its own words
+        raise
     except Exception as exc:  # noqa: BLE001 - the learner's code may not trace; say so in their words
         if "lowered and compiled for a particular signature" in str(exc):
             fail(f"`update_with_donate` calls an ahead-of-time compiled program (`jax.jit(...).lower(...).compile()`)"

@@ -15,17 +15,19 @@ from jax.sharding import PartitionSpec as P
 
 from course.grading import (
     CheckFailed,
+    JitCall,
+    Source,
     assert_array,
     assert_sharding,
-    call_recording_warnings,
     check,
     compiles_per_call,
     consumed_leaves,
     count_jit_builds,
+    describe_exception,
     describe_value,
     differing_copies,
-    donated_leaves,
     fail,
+    jit_calls,
     jitted_candidates,
     jitted_step,
     own_function_names,
@@ -105,65 +107,94 @@ def _bf16(x: np.ndarray) -> np.ndarray:
     return np.asarray(jnp.asarray(x, jnp.bfloat16).astype(jnp.float32))
 
 
+def _jit_calls(sub: ModuleType, mesh: jax.sharding.Mesh, rng: np.random.Generator) -> list[JitCall]:
+    """The jitted calls `sgd_step` makes on fresh arrays, traced where it runs, what each reuses read here from
+    its programs' texts; failing in the learner's words when it cannot be traced."""
+    params, grads, lr = _tree(rng, mesh)[0], _tree(rng, mesh)[0], _lr(rng)
+    try:
+        return jit_calls(sub.sgd_step, params, grads, lr)
+    except CheckFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the learner's code may not trace; say so in their words
+        fail(f"`sgd_step` could not be traced to inspect its jitted calls: it raised {describe_exception(exc)}. "
+             "Keep the step traceable: no NumPy conversions or Python branches on values.")
+
+
+def _leaf(source: Source) -> str | None:
+    """The argument leaf a jitted call's input is (params first, then grads, as JAX flattens them), or None
+    when it is a value computed from one, or from none."""
+    leaves = [f"{tree}[{k!r}]" for tree in NAMES[:2] for k in sorted(LAYOUT)]
+    if source.via is None and source.arg is not None and 0 <= source.arg < len(leaves):
+        return leaves[source.arg]
+    return None
+
+
+def _asked(calls: list[JitCall]) -> list[str]:
+    """The argument leaves the step's jitted calls ask to donate, themselves and not a copy."""
+    return [leaf for c in calls for d, s in zip(c.donated, c.sources, strict=True) if d and (leaf := _leaf(s))]
+
+
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_params_consumed(submission: ModuleType, rng: np.random.Generator) -> None:
-    """Every leaf of params is consumed: its buffers were donated to the step."""
+    """Every leaf of params is consumed: donated, its buffer is where the step's program writes the new param."""
     mesh = _mesh()
     (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
     _step(submission, params, grads, lr)
     gone = consumed_leaves(params, "params")
     alive = [f"params[{k!r}]" for k in sorted(LAYOUT) if f"params[{k!r}]" not in gone]
+    calls = _jit_calls(submission, mesh, rng)
     if not alive:
+        _check_reused(calls)
         return
     verb = "is" if len(alive) == 1 else "are"
-    fresh_params, fresh_grads = _tree(rng, mesh)[0], _tree(rng, mesh)[0]  # lowering consumes nothing
-    asked = _donated(submission, fresh_params, fresh_grads, lr)
+    asked = _asked(calls)
     if asked and not any(leaf.startswith("params") for leaf in asked):
         fail(f"{', '.join(alive)} {verb} still alive after the call: your step donates {asked[0]}"
              f"{' and more' if len(asked) > 1 else ''}, not params. Donate argument 0, params: donate_argnums=0.")
-    found = jitted_step(submission.sgd_step, fresh_params, fresh_grads, lr, module=submission)
-    if found is not None and any(info.donated for info in jax.tree_util.tree_leaves(found[1].args_info)):
-        aliased, full = found[1].compile().memory_analysis().alias_size_in_bytes, per_device_bytes(fresh_params)
-        if aliased == full:
-            fail(f"{', '.join(alive)} {verb} still alive after the call, although `{found[0]}` donates and "
+    donating = [c for c in calls if any(c.donated)]
+    if donating:
+        call, full = max(donating, key=lambda c: c.alias_bytes), per_device_bytes(params)
+        if call.alias_bytes == full:
+            fail(f"{', '.join(alive)} {verb} still alive after the call, although `{call.name}` donates and "
                  "reuses every params buffer it is given: so what it received was a copy (jnp.copy, jnp.array, "
                  "p + 0). The copy needs new buffers on every device, which is what donation should save; "
                  "pass params itself.")
-        fail(f"{', '.join(alive)} {verb} still alive after the call: `{found[0]}` asks for donations, but its "
-             f"outputs can take only {aliased} of {full} bytes per device, so JAX kept the rest. An output "
-             "reuses a param's buffer only with the same dtype, shape and sharding.")
+        fail(f"{', '.join(alive)} {verb} still alive after the call: `{call.name}` asks for donations, but its "
+             f"outputs can take only {call.alias_bytes} of {full} bytes per device, so JAX kept the rest. An "
+             "output reuses a param's buffer only with the same dtype, shape and sharding.")
     fail(f"{', '.join(alive)} {verb} still alive after the call: {'not every' if gone else 'no'} leaf of params "
          "was donated. Build the step with jax.jit(..., donate_argnums=0) at module scope, and return float32 "
          "results sharded like params.")
 
 
-def _donated(sub: ModuleType, params: dict, grads: dict, lr: float) -> list[str]:
-    """The argument leaves the step asks to donate, through a wrapper if need be."""
-    fn = sub.sgd_step
-    try:
-        return donated_leaves(fn, params, grads, lr, names=NAMES)
-    except Exception:  # noqa: BLE001 - a wrapper that cannot be traced (a static lr): ask its jit directly
-        found = jitted_step(fn, params, grads, lr, module=sub)
-        if found is None:
-            raise
-        return donated_leaves(found[1], names=NAMES)
+def _check_reused(calls: list[JitCall]) -> None:
+    """params being gone is reported by the process that ran the step; a program compiled for the step must
+    also write an output into each param's own buffer, as its text shows, for that to be donation."""
+    reused = {_leaf(c.sources[i]) for c in calls for i in c.reused}
+    lost = [f"params[{k!r}]" for k in sorted(LAYOUT) if f"params[{k!r}]" not in reused]
+    if lost:
+        fail(f"{', '.join(lost)} {'was' if len(lost) == 1 else 'were'} deleted by the step, but no jitted call of "
+             "yours writes a new param into its buffer: deleting an array is not donating it. Build the step "
+             "with jax.jit(..., donate_argnums=0) and pass params itself, so that XLA reuses its buffers.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_grads_not_donated(submission: ModuleType, rng: np.random.Generator) -> None:
     """No leaf of grads is consumed, nor asked to be donated."""
     mesh = _mesh()
     (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
-    call = call_recording_warnings(_step, submission, params, grads, lr)
+    _step(submission, params, grads, lr)
     gone = consumed_leaves(grads, "grads")
     if gone:
         fail(f"{', '.join(gone)} {'was' if len(gone) == 1 else 'were'} consumed by the step: you donated "
              "grads. The caller may still need them (to log a norm, or accumulate), and the new params "
              "should reuse the old params' buffers, not the gradients'. Donate argument 0 only.")
-    fresh_params, fresh_grads = _tree(rng, mesh)[0], _tree(rng, mesh)[0]  # lowering consumes nothing
-    asked = [leaf for leaf in _donated(submission, fresh_params, fresh_grads, lr) if leaf.startswith("grads")]
+    calls = _jit_calls(submission, mesh, rng)
+    asked = [leaf for leaf in _asked(calls) if leaf.startswith("grads")]
     if asked:
-        warned = f" (JAX warned: \"{call.not_usable[0]}\")" if call.not_usable else ""
+        warned = next((f" (JAX warns: \"{c.not_usable[0]}\")" for c in calls if c.not_usable), "")
         fail(f"your step asks to donate {', '.join(asked)}{warned}. Each output can reuse one buffer, and the "
              "params already fill every output, so the grads' donation is wasted, and on an Explicit mesh "
              "JAX refuses it with a warning. Donate params only: donate_argnums=0.")
@@ -189,38 +220,36 @@ def test_output_sharding(submission: ModuleType, rng: np.random.Generator) -> No
                           "the update; reading the array whole shows one copy only.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_alias_bytes(submission: ModuleType, rng: np.random.Generator) -> None:
-    """The compiled step reuses every params shard: alias_size_in_bytes is one device's params bytes (548)."""
+    """The compiled step reuses every params shard: its program aliases one device's params bytes (548)."""
     mesh = _mesh()
-    (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
-    found = jitted_step(submission.sgd_step, params, grads, lr, module=submission)
-    if found is None:
-        fail("found no function made by jax.jit that takes (params, grads, lr): make `sgd_step` itself the "
-             "jitted step, or have it call one built once at module scope.")
-    name, lowered = found
-    aliased = lowered.compile().memory_analysis().alias_size_in_bytes
-    want = per_device_bytes(params)
-    if aliased == want:
+    calls = _jit_calls(submission, mesh, rng)
+    if not calls:
+        fail("found no function made by jax.jit that `sgd_step` calls with (params, grads, lr): make `sgd_step` "
+             "itself the jitted step, or have it call one built once at module scope.")
+    call = max(calls, key=lambda c: (c.alias_bytes, any(c.donated)))
+    want = per_device_bytes(_tree(rng, mesh)[0])
+    if call.alias_bytes == want:
         return
-    dtypes = sorted({str(o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info) if o.dtype != np.float32})
+    dtypes = sorted({str(o.dtype) for o in jax.tree_util.tree_leaves(call.out_info) if o.dtype != np.float32})
     why = (f" Some outputs are {', '.join(dtypes)}, not float32: a buffer can only be reused by an output of "
            "its own dtype, shape and sharding, so XLA dropped those donations without a word." if dtypes else
            " Outputs reuse a donated buffer only when dtype, shape and sharding all match the param's.")
-    fail(f"`{name}` compiles with alias_size_in_bytes = {aliased}; each device holds {want} bytes of params "
-         f"shards (w1 256, b1 32, w2 256, scale 4), and all of them should be reused.{why}")
+    fail(f"`{call.name}` compiles to a program that reuses {call.alias_bytes} bytes per device; each device holds "
+         f"{want} bytes of params shards (w1 256, b1 32, w2 256, scale 4), and all of them should be reused.{why}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
-def test_no_unusable_donation(fresh_submission: ModuleType, rng: np.random.Generator) -> None:
-    """JAX does not warn that donated buffers were not usable."""
-    jax.clear_caches()  # the warning comes only with a fresh compile
-    mesh = _mesh()
-    (params, _), (grads, _), lr = _tree(rng, mesh), _tree(rng, mesh), _lr(rng)
-    call = call_recording_warnings(_step, fresh_submission, params, grads, lr)
-    if call.not_usable:
-        fail(f"JAX warned \"{call.not_usable[0]}\": it was given buffers that no output could take. Donate "
-             "params only, and keep each output's dtype, shape and sharding equal to its param's.")
+def test_no_unusable_donation(submission: ModuleType, rng: np.random.Generator) -> None:
+    """No donated buffer goes unused: JAX would warn that it was not usable."""
+    for call in _jit_calls(submission, _mesh(), rng):
+        if call.not_usable:
+            fail(f"JAX warns \"{call.not_usable[0]}\" when it compiles `{call.name}`: it was given buffers that "
+                 "no output could take. Donate params only, and keep each output's dtype, shape and sharding "
+                 "equal to its param's.")
 
 
 @pytest.mark.points(2)

@@ -199,6 +199,10 @@ CASES = {
     ("sharded_donated_step", "skewed_replicated_scale"): (
         {"test_output_sharding"}, r"the new params\['scale'\] is sharded P\(\), but the devices that should hold the "
                                   r"same copy of it hold different values: device 0 holds"),
+    # The params are gone, but only because the file deleted them: the judge finds no program reusing them.
+    ("sharded_donated_step", "deletes_params"): (
+        {"test_params_consumed", "test_alias_bytes"},
+        r"were deleted by the step, but no jitted call of yours writes a new param into its buffer"),
     # Part 4: subtle mistakes that only one check sees, and the messages that explain the others.
     ("tiled_matmul", "no_preferred_type"): (
         {"test_mxu_gets_input_dtype_and_returns_float32"},

@@ -8,6 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
+from eight_devices import on_eight_devices
 
 from course.grading import CheckFailed, jit_calls
 from course.grading.donation import judged, record_of
@@ -28,6 +29,8 @@ HELPERS = {
     "ints and floats": (jax.jit(lambda a, s: (a * 2, s.sum()), donate_argnums=(0, 1)), (I32, F32)),
     "a dict in and out": (jax.jit(lambda p: {"w": p["w"] + 1, "b": p["b"]}, donate_argnums=(0,)),
                           ({"w": F32, "b": I32},)),
+    # JAX leaves an input the program never reads out of it, donated or not, and says nothing.
+    "an input it never reads": (jax.jit(lambda s, u, d: s + d, donate_argnums=(0, 1)), (F32, I32, F32)),
 }
 
 
@@ -72,9 +75,14 @@ def _record(name: str) -> dict[str, Any]:
     lambda r, other: {**r, "compiled": other["compiled"]},
     # a lowered text that marks an input the call never donated
     lambda r, other: {**r, "lowered": other["lowered"]},
-    # a call with one input more than its program has
-    lambda r, other: {**r, "donated": [*r["donated"], False], "sources": [*r["sources"], [None, None, None]]},
-], ids=["reuse not donated", "mark not donated", "inputs miscounted"])
+    # a call with one input more than its program has, every input said kept
+    lambda r, other: {**r, "donated": [*r["donated"], False], "sources": [*r["sources"], [None, None, None]],
+                      "kept": None},
+    # a program said to leave out an input it has
+    lambda r, other: {**r, "kept": [1]},
+    # a program said to keep an input the call does not have
+    lambda r, other: {**r, "kept": [0, 2]},
+], ids=["reuse not donated", "mark not donated", "inputs miscounted", "input said left out", "kept out of range"])
 def test_texts_that_contradict_the_call_fail_the_check(change: Any) -> None:
     """A record whose texts no program of that call could have (as an executor that lies would send) fails."""
     record = change(_record("donates nothing"), _record("donates the first"))
@@ -91,6 +99,15 @@ def test_malformed_records_fail_the_check(records: Any) -> None:
     """Whatever else comes back fails the check in one sentence."""
     with pytest.raises(CheckFailed, match="came back malformed"):
         judged(records)
+
+
+def test_an_input_left_out_is_named_by_its_place_in_the_call() -> None:
+    """Reuse is said of the call's own inputs even when the program left one out: the third input here is the
+    program's second parameter."""
+    (call,) = _calls(jax.jit(lambda u, s, d: (s + d, d * 2), donate_argnums=(1, 2)), (I32, F32, F32))
+    assert call.kept == (1, 2) and call.reused == (1, 2) and call.alias_bytes == 512
+    (read,) = judged([record_of(call)])
+    assert read.reused == (1, 2) and read.alias_bytes == 512 and read.not_usable == ()
 
 
 def test_a_long_parameter_list_reads_past_hlos_index_comments() -> None:
@@ -126,6 +143,24 @@ _lost = jax.jit(lambda state, delta: (state + delta).astype("float16"), donate_a
 def update(state, delta):
     return _add(state, delta) + _lost(state, delta)
 '''
+
+
+@on_eight_devices
+def test_a_sharded_step_is_read_per_device() -> None:
+    """On a mesh, the compiled text gives each device's shard: the bytes reused are one device's, as XLA counts
+    them, and JAX's warning names the shards it could not use."""
+    from jax.sharding import AxisType, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+    w = jax.device_put(jnp.ones((16, 32), jnp.float32), NamedSharding(mesh, P("x", "y")))
+    b = jax.device_put(jnp.ones((32,), jnp.float32), NamedSharding(mesh, P("y")))
+    step = jax.jit(lambda p, g, lr: {k: p[k] - lr * g[k] for k in p}, donate_argnums=(0, 1))
+    (call,) = jit_calls(lambda p, g, lr: step(p, g, lr), {"w": w, "b": b}, {"w": w, "b": b}, 0.5)
+    (read,) = judged([record_of(call)])
+    assert read.alias_bytes == call.alias_bytes == 256 + 32
+    assert read.reused == (0, 1) and read.not_usable == call.not_usable
+    assert read.not_usable == ("Some donated buffers were not usable: float32[8], float32[8,8].",)
 
 
 def test_the_judge_reads_the_executors_programs_itself(tmp_path: Any) -> None:

@@ -8,6 +8,7 @@ proof of reuse (an f32 input and an f16 output cannot share), so the real test o
 
 from __future__ import annotations
 
+import contextlib
 import types
 import warnings
 from collections.abc import Callable
@@ -179,6 +180,8 @@ class JitCall:
     """The signature line of the lowered program's `@main`: which inputs it marks as reusable."""
     compiled: str = ""
     """The compiled HLO module's first line: what XLA aliases, and the parameters' types."""
+    kept: tuple[int, ...] | None = None
+    """The inputs the program has as parameters (JAX leaves out those it never reads); None: all."""
 
     @property
     def where(self) -> int | None:
@@ -207,22 +210,36 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
     remote = getattr(fn, "jit_calls", None)
     if remote is not None:  # the learner's function seen from the judge: traced there, judged here
         return judged(remote(*(_zeros(a) for a in args)))
-    closed = jax.make_jaxpr(fn)(*args)
+    # A Python number stays one, as in a real call: a jit that keeps it static needs it hashable.
+    static = tuple(i for i, a in enumerate(args) if isinstance(a, (bool, int, float)))
+    closed = jax.make_jaxpr(fn, static_argnums=static)(*args)
     origin: dict[Any, Source] = {v: Source(i) for i, v in enumerate(closed.jaxpr.invars)}
     calls = []
-    for eqn in closed.jaxpr.eqns:
-        if eqn.primitive.name in ("jit", "pjit") and not eqn_is_jax_helper(eqn):
-            sources = tuple(_origin(v, origin) for v in eqn.invars)
-            calls.append(_describe_call(eqn, sources, learner_line(eqn, path), called_function_line(eqn, path)))
-        _note_outputs(eqn, origin, learner_line(eqn, path))
+    with _on_mesh_of(args):
+        for eqn in closed.jaxpr.eqns:
+            if eqn.primitive.name in ("jit", "pjit") and not eqn_is_jax_helper(eqn):
+                sources = tuple(_origin(v, origin) for v in eqn.invars)
+                calls.append(_describe_call(eqn, sources, learner_line(eqn, path), called_function_line(eqn, path)))
+            _note_outputs(eqn, origin, learner_line(eqn, path))
     return calls
+
+
+def _on_mesh_of(args: Any) -> Any:
+    """The arguments' own mesh as the current one, so that a call traced on it lowers on its devices (a
+    traced operand knows only the mesh's shape); no mesh when no argument is sharded on one."""
+    for leaf in jax.tree_util.tree_leaves(args):
+        mesh = getattr(getattr(leaf, "sharding", None), "mesh", None)
+        if isinstance(mesh, jax.sharding.Mesh):
+            return jax.set_mesh(mesh)
+    return contextlib.nullcontext()
 
 
 def record_of(call: JitCall) -> dict[str, Any]:
     """What the executor sends of one jitted call: what its trace says, and its two program texts."""
     return {"name": call.name, "line": call.line, "defined_line": call.defined_line, "donated": list(call.donated),
             "sources": [[s.arg, s.via, s.line] for s in call.sources],
-            "lowered": call.lowered, "compiled": call.compiled}
+            "lowered": call.lowered, "compiled": call.compiled,
+            "kept": None if call.kept is None else list(call.kept)}
 
 
 def judged(records: Any) -> list[JitCall]:
@@ -235,13 +252,13 @@ def judged(records: Any) -> list[JitCall]:
     calls = []
     for r in records:
         donated = tuple(r["donated"])
-        buffers = program_buffers(r["lowered"], r["compiled"], donated)
+        buffers = program_buffers(r["lowered"], r["compiled"], donated, r.get("kept"))
         calls.append(JitCall(
             name=r["name"], donated=donated, sources=tuple(Source(*s) for s in r["sources"]),
             alias_bytes=buffers.alias_bytes, not_usable=buffers.not_usable(donated),
             out_info=tuple(_spec(shape, dtype) for shape, dtype in buffers.result_types()),
             line=r["line"], defined_line=r["defined_line"], reused=tuple(sorted(buffers.aliased)),
-            lowered=r["lowered"], compiled=r["compiled"]))
+            lowered=r["lowered"], compiled=r["compiled"], kept=buffers.kept))
     return calls
 
 
@@ -254,6 +271,7 @@ def _is_record(r: Any) -> bool:
             and line(r.get("defined_line")) and isinstance(r.get("lowered"), str) and isinstance(r.get("compiled"), str)
             and isinstance(r.get("donated"), list) and all(type(d) is bool for d in r["donated"])
             and isinstance(r.get("sources"), list) and len(r["sources"]) == len(r["donated"])
+            and (r.get("kept") is None or isinstance(r["kept"], list) and all(type(k) is int for k in r["kept"]))
             and all(isinstance(s, list) and len(s) == 3 and line(s[0]) and (s[1] is None or isinstance(s[1], str))
                     and line(s[2]) for s in r["sources"]))
 
@@ -324,6 +342,7 @@ def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None, defi
     compiled = lowered.compile()
     header = compiled.as_text().split("\n", 1)[0][:_MAX_TEXT]
     main = next((s for s in lowered.as_text().splitlines() if "@main(" in s), "")[:_MAX_TEXT]
+    kept = _kept(lowered, len(donated))
     return JitCall(
         name=str(eqn.params.get("name", "")),
         donated=donated,
@@ -333,10 +352,18 @@ def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None, defi
         out_info=lowered.out_info,
         line=line,
         defined_line=defined_line,
-        reused=tuple(sorted(program_buffers(main, header, donated).aliased)),
+        reused=tuple(sorted(program_buffers(main, header, donated, kept).aliased)),
         lowered=main,
         compiled=header,
+        kept=kept,
     )
+
+
+def _kept(lowered: Any, count: int) -> tuple[int, ...]:
+    """The inputs the lowered program kept as parameters; JAX says so only in its lowering's private
+    arguments, so when they are missing every input counts as kept."""
+    found = getattr(getattr(lowered, "_lowering", None), "compile_args", {}).get("kept_var_idx")
+    return tuple(sorted(found)) if found is not None else tuple(range(count))
 
 
 @dataclass(frozen=True)

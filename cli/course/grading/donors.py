@@ -37,18 +37,21 @@ class ProgramBuffers:
     results: tuple[str, ...]
     """Each result's type."""
     marked: frozenset[int]
-    """Parameters the lowered program lets an output reuse."""
+    """Inputs of the call the lowered program lets an output reuse."""
     aliased: frozenset[int]
-    """Parameters the compiled program writes an output into."""
+    """Inputs of the call the compiled program writes an output into."""
+    kept: tuple[int, ...] = ()
+    """The call's input each parameter is: JAX leaves out the inputs the program never reads."""
 
     @property
     def alias_bytes(self) -> int:
         """Bytes of the parameters whose buffers an output takes over."""
-        return sum(_bytes(self.params[p]) for p in self.aliased)
+        return sum(_bytes(self.params[self.kept.index(i)]) for i in self.aliased)
 
     def not_usable(self, donated: Sequence[bool]) -> tuple[str, ...]:
-        """JAX's warning, in its words, when a donated input is one no output can take."""
-        lost = [self.params[i] for i, d in enumerate(donated) if d and i not in self.marked]
+        """JAX's warning, in its words, when a donated input is one no output can take (an input the
+        program never reads is left out without a word)."""
+        lost = [self.params[k] for k, i in enumerate(self.kept) if donated[i] and i not in self.marked]
         return (f"Some donated buffers were not usable: {', '.join(_readable(t) for t in lost)}.",) if lost else ()
 
     def result_types(self) -> list[tuple[tuple[int, ...], np.dtype]]:
@@ -56,18 +59,35 @@ class ProgramBuffers:
         return [_shape_dtype(t) for t in self.results]
 
 
-def program_buffers(lowered: str, compiled: str, donated: Sequence[bool]) -> ProgramBuffers:
-    """Read both texts of one call that takes `len(donated)` inputs; fail when they contradict each other
-    or the donations asked for, as no program JAX and XLA made for that call would."""
-    marked = _marked(lowered)
+def program_buffers(lowered: str, compiled: str, donated: Sequence[bool],
+                    kept: Sequence[int] | None = None) -> ProgramBuffers:
+    """Read both texts of one call that takes `len(donated)` inputs, of which the program's parameters are
+    `kept` (all, by default); fail when they contradict each other or the donations asked for, as no
+    program JAX and XLA made for that call would."""
+    kept = tuple(range(len(donated))) if kept is None else tuple(kept)
     header = compiled.split("\n", 1)[0]
     params, results = _layout(header)
-    aliased = frozenset(int(m[1]) for m in _ALIAS.finditer(_attribute(header, "input_output_alias")))
-    asked = {i for i, d in enumerate(donated) if d}
-    if len(params) != len(donated) or not marked <= asked or not aliased <= marked | _donors(header):
-        fail("the program your jitted call compiled to does not match the call: its inputs or its reused buffers "
-             "are not those that the call asks to donate, which no program made by `jax.jit` does.")
-    return ProgramBuffers(params, results, frozenset(marked), aliased)
+    if list(kept) != sorted(set(kept)) or any(i < 0 or i >= len(donated) for i in kept) or len(params) != len(kept):
+        _contradicts()
+    if any(p >= len(kept) for p in _marked(lowered) | _donors(header) | _aliased(header)):
+        _contradicts()
+    marked = {kept[p] for p in _marked(lowered)}
+    aliased = frozenset(kept[p] for p in _aliased(header))
+    donors = {kept[p] for p in _donors(header)}
+    if not marked <= {i for i, d in enumerate(donated) if d} or not aliased <= marked | donors:
+        _contradicts()
+    return ProgramBuffers(params, results, frozenset(marked), aliased, kept)
+
+
+def _contradicts() -> None:
+    """Fail the check: the texts are not those of the call."""
+    fail("the program your jitted call compiled to does not match the call: its inputs or its reused buffers "
+         "are not those that the call asks to donate, which no program made by `jax.jit` does.")
+
+
+def _aliased(header: str) -> set[int]:
+    """Parameters `input_output_alias` writes an output into."""
+    return {int(m[1]) for m in _ALIAS.finditer(_attribute(header, "input_output_alias"))}
 
 
 def _marked(lowered: str) -> set[int]:
