@@ -6,7 +6,7 @@ pytest), then times the grader's own `from course.grading import ...` line alone
 the package's name-to-module table) is unpacked with `git archive` and put first on `PYTHONPATH`;
 runs of the two trees are interleaved. `BENCH_ONLY` names the exercises (default
 `update_with_donate,tiled_matmul`; `all` for every grader). A grader that imports its helpers from
-the submodules themselves (`from course.grading.loops import ...`) never uses the package's lookup.
+the submodules themselves (`from course.grading.observe.traces.loops import ...`) never uses the package's lookup.
 """
 
 import ast

@@ -98,6 +98,18 @@ def test_session_and_engine_never_render() -> None:
 WRITERS = {"course.files", "course.engine.notary"}
 
 
+def test_the_judges_helpers_need_nothing_that_watches_the_learners_code() -> None:
+    """`course.grading.judge` (what the judge concludes with) imports nothing of `course.grading.observe`
+    (what the executor watches), nor the engine: the seam of a split grading is the package's own."""
+    judged = {name: path for name, path in MODULES.items() if name.startswith("course.grading.judge")}
+    assert len(judged) > 5, "the judge's helpers should be found"
+    for name, path in judged.items():
+        # An import by name (`importlib.import_module("course.engine...")`) counts too.
+        named = re.findall(r"[\"'](course\.(?:grading\.observe|engine)[\w.]*)", path.read_text(encoding="utf-8"))
+        imports = _runtime_imports(path) | set(named)
+        assert not [i for i in imports if i.startswith(("course.grading.observe", "course.engine"))], name
+
+
 def test_durable_writes_live_in_one_module() -> None:
     """Only `course.files` (and the notary, for its own reasons) renames over a file, makes temporary
     files or flushes them to disk."""

@@ -81,7 +81,7 @@ class InspectSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     show: Literal["compiles", "donation", "kernels", "refs", "distributed", "compiler"]
-    """What the section shows (`course.grading.observe.SECTIONS` says what each does)."""
+    """What the section shows (`course.grading.inspect.SECTIONS` says what each does)."""
     calls: list[str] = Field(min_length=1)
     """Example calls, one line of Python each, e.g. `update_with_donate(f32(1024), f32(1024))`."""
     setup: str = ""

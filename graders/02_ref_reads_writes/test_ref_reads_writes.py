@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from course.grading import check, fail
-from course.grading.arrays import assert_array
-from course.grading.kernels import (
+from course.grading.judge.arrays import assert_array
+from course.grading.observe.kernels.kernels import (
     KernelCall,
     describe_lines,
     kernel_call,

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from course.grading import CheckFailed, check, fail
-from course.grading.aliasing import first_hazard, run_aliased
-from course.grading.arrays import assert_array
-from course.grading.donation import assert_consumed
-from course.grading.kernels import pallas_calls
-from course.grading.patching import jit_builds_per_call
+from course.grading.judge.arrays import assert_array
+from course.grading.observe.calls.donation import assert_consumed
+from course.grading.observe.calls.patching import jit_builds_per_call
+from course.grading.observe.kernels.aliasing import first_hazard, run_aliased
+from course.grading.observe.kernels.kernels import pallas_calls
 
 SHAPES = ((8, 128), (16, 256))
 WRAPPERS = ("swap_halves", "residual_tanh")

@@ -21,11 +21,17 @@ import numpy as np
 import pytest
 
 from course.grading import CheckFailed, check, fail
-from course.grading.arrays import assert_array
-from course.grading.kernels import primitive_counts
-from course.grading.named import numpy_index, selector_code
-from course.grading.refs import describe_accesses, explained_ref_errors, moves_selection, ref_leaves, trace_refs
-from course.grading.source import describe_exception, learner_location
+from course.grading.judge.arrays import assert_array
+from course.grading.judge.named import numpy_index, selector_code
+from course.grading.judge.source import describe_exception, learner_location
+from course.grading.observe.kernels.kernels import primitive_counts
+from course.grading.observe.kernels.refs import (
+    describe_accesses,
+    explained_ref_errors,
+    moves_selection,
+    ref_leaves,
+    trace_refs,
+)
 
 AXES = ("layer", "head", "dim")
 SHAPE = (4, 3, 5)

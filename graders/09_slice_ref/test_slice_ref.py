@@ -18,17 +18,17 @@ import numpy as np
 import pytest
 
 from course.grading import CheckFailed, check, fail
-from course.grading.arrays import assert_array
-from course.grading.named import ViewCase, numpy_view, selector_code, view_cases
-from course.grading.properties import assert_gave, check_property
-from course.grading.refs import (
+from course.grading.judge.arrays import assert_array
+from course.grading.judge.named import ViewCase, numpy_view, selector_code, view_cases
+from course.grading.judge.properties import assert_gave, check_property
+from course.grading.judge.source import describe_exception, learner_location
+from course.grading.observe.kernels.refs import (
     describe_accesses,
     explained_ref_errors,
     moves_selection,
     ref_error_hint,
     trace_refs,
 )
-from course.grading.source import describe_exception, learner_location
 
 AXES = ("layer", "head", "dim")
 SHAPE = (6, 4, 5)

@@ -10,15 +10,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.grading.arrays import assert_array, assert_is_array
-from course.grading.compiles import CompileRecorder, own_function_names
-from course.grading.executions import RunRecorder
 from course.grading.feedback import check, fail
-from course.grading.loops import jaxpr_size, line_text, loops_in
-from course.grading.matmuls import matmuls_of
-from course.grading.patching import count_jit_builds
-from course.grading.programs import compile_program, grad_of_sum
-from course.grading.source import describe_exception, learner_location
+from course.grading.judge.arrays import assert_array, assert_is_array
+from course.grading.judge.source import describe_exception, learner_location
+from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
+from course.grading.observe.calls.executions import RunRecorder
+from course.grading.observe.calls.patching import count_jit_builds
+from course.grading.observe.calls.programs import compile_program, grad_of_sum
+from course.grading.observe.traces.loops import jaxpr_size, line_text, loops_in
+from course.grading.observe.traces.matmuls import matmuls_of
 
 B, D = 16, 64
 TOL = 2e-5  # float32 layers against float64 NumPy: the error stays near 1e-6

@@ -11,14 +11,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.grading.arrays import assert_array, assert_is_array, describe_value
 from course.grading.feedback import check, fail
-from course.grading.jaxprs import learner_line, walk_eqns
-from course.grading.loops import line_text
-from course.grading.matmuls import matmul_flops, matmuls_in, mflop, repeated_matmuls
-from course.grading.programs import compile_program, size_text
-from course.grading.recompiles import later_calls
-from course.grading.residuals import describe_residuals, scan_residuals
+from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
+from course.grading.observe.calls.programs import compile_program, size_text
+from course.grading.observe.calls.recompiles import later_calls
+from course.grading.observe.traces.jaxprs import learner_line, walk_eqns
+from course.grading.observe.traces.loops import line_text
+from course.grading.observe.traces.matmuls import matmul_flops, matmuls_in, mflop, repeated_matmuls
+from course.grading.observe.traces.residuals import describe_residuals, scan_residuals
 
 L, B, D, H = 16, 512, 64, 256
 FORWARD_FLOPS = L * 2 * (2 * B * D * H)  # two (B, D) x (D, H)-sized matmuls per layer: 537 MFLOP

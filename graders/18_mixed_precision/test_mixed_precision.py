@@ -12,11 +12,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from course.grading.arrays import assert_is_array, describe_value
 from course.grading.feedback import check, fail
-from course.grading.loops import line_text
-from course.grading.matmuls import Matmul, float32_matmuls, matmuls_of
-from course.grading.recompiles import later_calls
+from course.grading.judge.arrays import assert_is_array, describe_value
+from course.grading.observe.calls.recompiles import later_calls
+from course.grading.observe.traces.loops import line_text
+from course.grading.observe.traces.matmuls import Matmul, float32_matmuls, matmuls_of
 
 B, K, N, D_OUT = 256, 64, 128, 8
 DENSE_TOL = 1e-5  # of the largest |entry|: the right product is off by ~1e-7, a bf16 output by ~3e-3

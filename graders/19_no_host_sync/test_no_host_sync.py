@@ -11,12 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.grading.arrays import assert_array, assert_is_array, describe_value
-from course.grading.compiles import CompileRecorder, own_function_names
 from course.grading.feedback import check, fail
-from course.grading.loops import line_text
-from course.grading.patching import count_jit_builds
-from course.grading.waits import ClockRead, Gate, TimingLog, WaitRecorder
+from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
+from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
+from course.grading.observe.calls.patching import count_jit_builds
+from course.grading.observe.calls.waits import ClockRead, Gate, TimingLog, WaitRecorder
+from course.grading.observe.traces.loops import line_text
 
 D, B = 8, 32
 STEPS, GATED_STEPS, LR = 6, 2, 0.05

@@ -13,14 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.grading.arrays import assert_array, assert_is_array, describe_value
-from course.grading.compiles import CompileRecorder, own_function_names
-from course.grading.executions import RunRecorder
 from course.grading.feedback import check, fail
-from course.grading.loops import EqnRuns, eqn_runs, line_text, loops_in, type_text
-from course.grading.matmuls import Matmul, matmuls_of
-from course.grading.patching import count_jit_builds
-from course.grading.programs import call_jitted, compile_program, size_text
+from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
+from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
+from course.grading.observe.calls.executions import RunRecorder
+from course.grading.observe.calls.patching import count_jit_builds
+from course.grading.observe.calls.programs import call_jitted, compile_program, size_text
+from course.grading.observe.traces.loops import EqnRuns, eqn_runs, line_text, loops_in, type_text
+from course.grading.observe.traces.matmuls import Matmul, matmuls_of
 
 D, H = 64, 256
 TOL = 2e-4  # of the largest entry; float32 sums of four to eight microbatches stay near 1e-6

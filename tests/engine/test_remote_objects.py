@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from course.engine import remote, wire
-from course.grading.source import learner_location, raised_in
+from course.grading.judge.source import learner_location, raised_in
 from support import served
 
 # A view over a jax.Ref, in the style of the `slice_ref` exercise: methods that return new views,

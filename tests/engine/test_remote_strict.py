@@ -48,7 +48,7 @@ def test_call_outside_the_block_runs_as_written(submission: remote.RemoteModule)
 
 def test_call_inside_the_block_runs_strictly_there(submission: remote.RemoteModule) -> None:
     """Inside `tpu_interpret(uninitialized_memory="zero")` the executor runs the call under that interpreter."""
-    from course.grading.tpu import tpu_interpret
+    from course.grading.observe.calls.tpu import tpu_interpret
 
     with tpu_interpret(uninitialized_memory="zero"):
         got = submission.unwritten_plus(np.ones((8, 128), np.float32))

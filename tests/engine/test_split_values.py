@@ -85,7 +85,7 @@ def test_a_jitted_call_keeps_a_python_number_static_there_and_here() -> None:
     """`call_jitted` runs the learner's function under `jax.jit` with the number static, in the executor as here."""
     import types
 
-    from course.grading.programs import call_jitted
+    from course.grading.observe.calls.programs import call_jitted
 
     def grow(x: jax.Array, n: int) -> jax.Array:
         """x tiled n times under jit (a traced n could give no shape), x itself when run eagerly."""

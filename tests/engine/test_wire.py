@@ -167,7 +167,7 @@ def test_a_learners_exception_is_raised_as_its_builtin_class() -> None:
     with pytest.raises(RuntimeError, match="boom") as info:
         remote.raise_remote(header, remote.Path("/x/f.py"))
     assert type(info.value).__name__ == "JaxRuntimeError"
-    from course.grading.source import learner_location
+    from course.grading.judge.source import learner_location
 
     assert learner_location(info.value.__traceback__, remote.Path("/x/f.py")) == " at f.py line 3: `return 1 / 0`"
     odd = {"ok": False, "error": {"types": ["MyError", "Exception"], "text": "mine", "frames": []}}

@@ -23,9 +23,23 @@ INIT = PACKAGE / "__init__.py"
 WIDTH = 120
 
 
+# The folders of helpers: `judge` (what the judge concludes with) and `observe` (what the executor watches
+# the learner's code do). `inspect` builds `course inspect`'s sections and re-exports nothing here.
+HELPER_FOLDERS = ("judge", "observe")
+
+
 def submodules() -> list[str]:
-    """The package's own modules (`observe`, a package, is `course inspect`'s and re-exports nothing here)."""
-    return sorted(p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("_"))
+    """The package's helper modules, dotted below it (`feedback`, `judge.arrays`, `observe.calls.compiles`)."""
+    found = [p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("_")]
+    for folder in HELPER_FOLDERS:
+        found += [".".join(p.relative_to(PACKAGE).with_suffix("").parts)
+                  for p in (PACKAGE / folder).rglob("*.py") if not p.stem.startswith("_")]
+    return sorted(found)
+
+
+def module_path(module: str) -> Path:
+    """The file of the helper module `module` (dotted below the package)."""
+    return PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
 
 
 def defined_names(path: Path) -> set[str]:
@@ -74,7 +88,7 @@ def expected_table() -> tuple[dict[str, str], list[str]]:
     for name in submodules():
         module = importlib.import_module(f"course.grading.{name}")
         listed[name] = {n: getattr(module, n) for n in getattr(module, "__all__", ())}
-    return table_of(listed, {m: defined_names(PACKAGE / f"{m}.py") for m in listed})
+    return table_of(listed, {m: defined_names(module_path(m)) for m in listed})
 
 
 def written_blocks(path: Path = INIT) -> tuple[dict[str, str], list[str], dict[str, str]]:

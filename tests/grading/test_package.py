@@ -29,8 +29,11 @@ def _loaded_after(statement: str) -> list[str]:
 
 
 def _grading(modules: list[str]) -> list[str]:
-    """The `course.grading` submodules among `modules`."""
-    return [m for m in modules if m.startswith("course.grading.")]
+    """The `course.grading` helper modules among `modules` (the folders that hold them aside)."""
+    return [m for m in modules if m.startswith("course.grading.") and m.removeprefix("course.grading.") not in _FOLDERS]
+
+
+_FOLDERS = {"judge", "observe", "observe.calls", "observe.traces", "observe.kernels", "inspect"}
 
 
 def test_the_table_is_every_submodules_all(expected: dict[str, str]) -> None:
@@ -42,7 +45,7 @@ def test_the_table_is_every_submodules_all(expected: dict[str, str]) -> None:
                          "name in __all__ and in its module's TYPE_CHECKING import "
                          "(`python tests/grading/package_table.py` prints all three).")
     assert not extra, f"HELPERS names {', '.join(extra)}, which no submodule lists in `__all__`: remove them."
-    assert len(expected) > 200 and expected["hlo_collective_shapes"] == "collectives"
+    assert len(expected) > 200 and expected["hlo_collective_shapes"] == "observe.traces.collectives"
 
 
 def test_all_and_the_type_checking_imports_say_what_the_table_says() -> None:
@@ -85,15 +88,15 @@ def test_importing_the_package_imports_no_submodule_and_no_jax() -> None:
 def test_a_name_imports_its_own_module_and_no_other() -> None:
     """Asking for a helper imports what importing its submodule imports, and nothing of the others."""
     light = _loaded_after("from course.grading import quote_line")
-    assert _grading(light) == ["course.grading.quoting"] and "jax" not in light
+    assert _grading(light) == ["course.grading.judge.quoting"] and "jax" not in light
     asked = _loaded_after("from course.grading import hlo_collective_shapes")
-    direct = _loaded_after("import course.grading.collectives")
-    assert set(asked) == set(direct) and "course.grading.kernels" not in asked
+    direct = _loaded_after("import course.grading.observe.traces.collectives")
+    assert set(asked) == set(direct) and "course.grading.observe.kernels.kernels" not in asked
 
 
 def test_a_submodule_and_an_unknown_name() -> None:
     """A submodule is reached by its name; a name that is no helper is an AttributeError naming it."""
-    assert course.grading.compiles is importlib.import_module("course.grading.compiles")
+    assert course.grading.judge is importlib.import_module("course.grading.judge")  # a folder of helpers
     with pytest.raises(AttributeError, match="'no_such_helper'"):
         _ = course.grading.no_such_helper
     assert set(course.grading.SUBMODULES) == set(course.grading.HELPERS.values()) <= set(submodules())

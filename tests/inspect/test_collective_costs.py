@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 from course import ui
-from course.grading.observe import calls, compiler, distributed, hlo
+from course.grading.inspect import calls, compiler, distributed, hlo
 from course.ui.inspection import draw_section
 from grading.eight_devices import on_eight_devices
 

@@ -136,7 +136,7 @@ def test_code_that_patches_an_observer_is_tampering(cli: CliRunner, workspace: P
     patcher = SOLUTION.read_text() + (
         "\n\n_real = update_with_donate\n\n\n"
         "def update_with_donate(state, delta):\n"
-        "    import course.grading.observe.compiles as shown\n"
+        "    import course.grading.inspect.compiles as shown\n"
         "    shown.observe = lambda calls, module, path: [{'compiles': []} for _ in calls]\n"
         "    return _real(state, delta)\n")
     learner_file(workspace).write_text(patcher)

@@ -12,9 +12,9 @@ import pytest
 
 from course import ui
 from course.errors import RegistryError
-from course.grading.observe import SECTIONS, calls, compiles, hlo
-from course.grading.observe.listing import listing
-from course.grading.observe.report import describe_error
+from course.grading.inspect import SECTIONS, calls, compiles, hlo
+from course.grading.inspect.listing import listing
+from course.grading.inspect.report import describe_error
 from course.ui.inspection_kernels import kernels
 
 STATIC_MISS = """TRACING CACHE MISS at /ws/compile_budget.py:25 (scaled_softmax):
@@ -138,7 +138,7 @@ def test_a_setup_the_learners_code_breaks_names_their_line(tmp_path) -> None:
 
 def test_a_jitted_lambda_is_shown_with_its_own_line(tmp_path) -> None:
     """The donation section points a lambda's jit at the lambda's line as well as at its call, and quotes both."""
-    from course.grading.observe import donation
+    from course.grading.inspect import donation
     from course.ui.inspection import donation as draw
 
     source = "import jax\n\nstep = jax.jit(lambda s, d: s + d)\n\n\ndef update(s, d):\n    return step(s, d)\n"
@@ -197,7 +197,7 @@ def test_every_section_has_an_observer_a_schema_name_and_a_drawing() -> None:
     assert set(typing.get_args(schema.InspectSection.model_fields["show"].annotation)) == set(SECTIONS)
     assert set(inspection.DRAW) | {"compiles"} == set(SECTIONS) == set(inspection.TITLES)
     for name in SECTIONS:
-        observer: Callable = importlib.import_module(f"course.grading.observe.{name}").observe
+        observer: Callable = importlib.import_module(f"course.grading.inspect.{name}").observe
         assert callable(observer)
 
 
@@ -227,7 +227,7 @@ def test_the_compiler_section_reads_one_program_per_call(tmp_path, monkeypatch) 
     from rich.console import Console
 
     from course import ui
-    from course.grading.observe import compiler
+    from course.grading.inspect import compiler
     from course.ui.inspection import draw_section
 
     module = learner(tmp_path, SCANNED)
@@ -310,7 +310,7 @@ def stream_scale(x):
 
 def test_a_kernel_that_asks_for_a_tpu_while_traced_is_traced_on_one(tmp_path) -> None:
     """`emit_pipeline` asks which TPU it runs on; the kernels section traces it as the graders do, not as an error."""
-    from course.grading.observe import kernels as observe_kernels
+    from course.grading.inspect import kernels as observe_kernels
 
     module = learner(tmp_path, EMIT_PIPELINE)
     (report,) = observe_kernels.observe(calls.make_calls(["stream_scale(f32(40, 128))"], "", module), module,

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from course.engine.inspector import Observed, write_observation
-from course.grading.observe import load_observers, observe_section
-from course.grading.source import describe_exception
+from course.grading.inspect import load_observers, observe_section
+from course.grading.judge.source import describe_exception
 
 load_observers()  # at collection, before any learner code: the guard's snapshot then holds them
 

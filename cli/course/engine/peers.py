@@ -4,7 +4,7 @@ The parent (`course.engine.cohort`) starts every process with `--course-process 
 Before the learner's file is imported, each calls `jax.distributed.initialize` with that place
 (process I of N, the coordinator at HOST:PORT, which process 0 serves). As it goes, each process
 writes `{"step": ...}` lines on the events pipe: the plugin at the start of every check, a grader
-with `course.grading.processes.step` for the parts of one. The parent reads them to see where
+with `course.grading.observe.calls.processes.step` for the parts of one. The parent reads them to see where
 every process is, so it can tell a hang (processes in different steps, none moving) from slow
 work, and say where each was. They are for display and diagnosis only: the verdict is the
 signed reports'. Once its report is written a process waits to be ended, so the coordinator

@@ -110,7 +110,7 @@ def _preload() -> None:
 
     import numpy  # noqa: F401
 
-    from course.grading import compiles
+    from course.grading.observe.calls import compiles
 
     compiles.install_listener()
 

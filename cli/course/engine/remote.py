@@ -102,7 +102,7 @@ class RemoteFunction:
 
     def call_jitted(self, *args: Any, **kwargs: Any) -> Any:
         """As a call, but run there under `jax.jit`, the arguments that are no arrays static
-        (`course.grading.programs.call_jitted`)."""
+        (`course.grading.observe.calls.programs.call_jitted`)."""
         return self._run(args, kwargs, jit=True)
 
     def grad_of_sum(self, *args: Any, argnums: tuple[int, ...] = (0,)) -> Any:
@@ -142,7 +142,8 @@ class RemoteFunction:
             body["jits"] = True
         if strict is not None:
             body["strict"] = {str(k): v for k, v in strict.items()}
-        tpu = sys.modules.get("course.grading.tpu")  # a check inside `tpu_interpret`: the call runs under it there
+        # A check inside `tpu_interpret`: the call runs under it there.
+        tpu = sys.modules.get("course.grading.observe.calls.tpu")
         if strict is None and tpu is not None and (interpret := tpu.active_overrides()) is not None:
             body["interpret"] = interpret
         header, returned = _asked(self._link, self._path, body, buffers)

@@ -23,7 +23,7 @@ from course.engine import peers, submission, wire
 from course.engine.held import Held, behaves
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.streams import printed
-from course.grading.source import learner_frames, raised_in
+from course.grading.judge.source import learner_frames, raised_in
 
 MAX_TEXT = 4000
 
@@ -211,20 +211,20 @@ def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
     if strict is not None:
         return _strict(fn, str(header.get("name")), args, strict, jit=header.get("jit") is True)
     if header.get("jits") is True:
-        from course.grading.donation import jit_calls, record_of
+        from course.grading.observe.calls.donation import jit_calls, record_of
 
         if kwargs:
             raise wire.WireError("a trace's arguments are malformed")
         return [record_of(call) for call in jit_calls(fn, *args, path=path)]
     if header.get("grad") is not None:  # the gradients of the sum of its result, as `grad_of_sum` asks
-        from course.grading.programs import grad_of_sum
+        from course.grading.observe.calls.programs import grad_of_sum
 
         argnums = header["grad"]
         if not isinstance(argnums, list) or not all(type(a) is int and 0 <= a < len(args) for a in argnums) or kwargs:
             raise wire.WireError("a gradient's arguments are malformed")
         return grad_of_sum(fn, *args, argnums=tuple(argnums))
     if header.get("jit") is True:  # run as the grader's `jax.jit` would
-        from course.grading.programs import under_jit
+        from course.grading.observe.calls.programs import under_jit
 
         fn = under_jit(fn, args, kwargs)
     if interpret is None:
@@ -233,7 +233,7 @@ def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
         raise wire.WireError("a call's interpreter overrides are malformed")
     import jax
 
-    from course.grading.tpu import tpu_interpret
+    from course.grading.observe.calls.tpu import tpu_interpret
 
     with tpu_interpret(**interpret):
         return jax.block_until_ready(fn(*args, **kwargs))
@@ -242,7 +242,7 @@ def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
 def _strict(fn: Any, name: str, args: Any, overrides: Any, *, jit: bool) -> Any:
     """`fn(*args)` as a grader runs a kernel for values: under the strict TPU interpreter, and (`jit`, as the
     grader's `jitted_once` asked) jitted once per shape."""
-    from course.grading.strict_runs import jitted_once, strict_values
+    from course.grading.observe.calls.strict_runs import jitted_once, strict_values
 
     if not isinstance(overrides, dict) or not all(isinstance(v, str | int | float | bool) for v in overrides.values()):
         raise wire.WireError("a strict call's parameters are malformed")

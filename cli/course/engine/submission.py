@@ -14,7 +14,7 @@ from typing import Protocol
 import pytest
 
 from course.grading.feedback import CheckFailed
-from course.grading.source import describe_exception, learner_location, learner_traceback, syntax_message
+from course.grading.judge.source import describe_exception, learner_location, learner_traceback, syntax_message
 
 __all__ = ["SubmissionError", "check_seed", "describe", "describe_exception", "import_for", "learner_location", "load",
            "read_source"]

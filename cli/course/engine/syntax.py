@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from course.engine.verdict import CheckResult, ExerciseResult, summarize
-from course.grading.source import syntax_message
+from course.grading.judge.source import syntax_message
 from course.registry import Exercise
 
 

@@ -1,6 +1,6 @@
 """What `course inspect` prints: each section of the observation, in the course's words, with the learner's lines.
 
-Observations arrive as plain data from the grading process (`course.grading.observe`); each section
+Observations arrive as plain data from the grading process (`course.grading.inspect`); each section
 has a drawing here, in `DRAW`. Code and jaxprs are printed as they are, never wrapped.
 """
 

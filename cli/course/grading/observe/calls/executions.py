@@ -1,0 +1,165 @@
+"""What compiled programs really ran, and at which argument types: one record per execution.
+
+A compile event says a program was built for some shapes; a call that hits the cache logs
+nothing, so it cannot say which program each call ran. While a `RunRecorder` is active, every
+`jax.jit` call and every call of an ahead-of-time `Compiled` (from `jit(f).lower(...).compile()`)
+is recorded with the types of the arguments it executed on, however the jitted object is held:
+at module scope, in a dict, in an object or built per call.
+
+JAX dispatches a cached call from C++ without returning to Python, so the recorder turns that fast
+path off while it is active (JAX then calls back into Python for every call, where the arguments
+are seen). It empties JAX's C++ dispatch caches on entry, so no fast entry survives from before,
+and on exit, since an entry made without the fast path keeps going through Python until it is
+dropped. Only those caches: traces and compiled programs are kept, so recording recompiles
+nothing. This relies on private names of JAX 0.10 (`pjit._get_fastpath_data`,
+`pjit._pjit_call_impl_python`, the C++ caches that `jax.clear_caches` also empties); the tests
+of this module fail loudly if a JAX upgrade moves them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+
+from course.grading.observe.calls.compiles import matches_name, via_interpreter
+from course.grading.observe.calls.ownership import call_is_jax_helper
+
+__all__ = ["ProgramRun", "RunRecorder", "record_runs"]
+
+_lock = threading.Lock()
+_active: list[RunRecorder] = []
+_restore: contextlib.ExitStack | None = None
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """One execution of a compiled program: its name and the types of the arguments it ran on."""
+
+    fun_name: str
+    """As compile events name it: `jit(f)` for a jitted or AOT-compiled `f`."""
+    arg_types: tuple[Any, ...]
+    """One `jax.core.ShapedArray` per flattened array argument (static arguments are not passed)."""
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The shapes of the arguments, in order."""
+        return tuple(tuple(t.shape) for t in self.arg_types)
+
+    def largest_size(self) -> int:
+        """The number of elements of the largest argument, 0 when it has none."""
+        return max((int(t.size) for t in self.arg_types), default=0)
+
+
+@dataclass(eq=False)
+class RunRecorder:
+    """Records the compiled programs executed while it is active (`with RunRecorder(names):`).
+
+    With `names`, only programs of functions with those names (`f` or `jit(f)`) are kept, and
+    never one of JAX's own jitted functions run by an eager operation (`jnp.where`'s `_where`).
+    """
+
+    names: Iterable[str] | None = None
+    runs: list[ProgramRun] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        """Freeze the filter so matching is cheap and the caller's set can change freely."""
+        self._filter = None if self.names is None else frozenset(self.names)
+
+    def __enter__(self) -> RunRecorder:
+        """Start recording; the first active recorder turns JAX's fast dispatch off."""
+        global _restore
+        with _lock:
+            if not _active:
+                _restore = _instrument()
+            _active.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop recording; the last active recorder gives JAX its fast dispatch back."""
+        global _restore
+        with _lock:
+            if self in _active:
+                _active.remove(self)
+            if not _active and _restore is not None:
+                _restore.close()
+                _restore = None
+
+    def _receive(self, fun_name: str, arg_types: tuple[Any, ...]) -> None:
+        """Keep one execution if it passes the name filter."""
+        if self._filter is None or matches_name(fun_name, self._filter):
+            self.runs.append(ProgramRun(fun_name, arg_types))
+
+    def count(self) -> int:
+        """How many executions were recorded."""
+        return len(self.runs)
+
+    def fun_names(self) -> list[str]:
+        """The names of the executed programs, in order."""
+        return [r.fun_name for r in self.runs]
+
+
+def record_runs(names: Iterable[str] | None = None) -> RunRecorder:
+    """A recorder to use as `with record_runs(names) as rec: ...`, then `rec.runs`."""
+    return RunRecorder(names=names)
+
+
+def _notify(fun_name: str, args: Iterable[Any]) -> None:
+    """Hand one execution to the active recorders; calls under a trace are not executions."""
+    with _lock:
+        recorders = list(_active)
+    if not recorders:
+        return
+    flat = jax.tree_util.tree_leaves(list(args))
+    if any(isinstance(a, jax.core.Tracer) for a in flat):
+        return
+    wanted = [r for r in recorders if r._filter is None or matches_name(fun_name, r._filter)]
+    if wanted and call_is_jax_helper(sys._getframe()):  # one of JAX's eager operations, not a program of theirs
+        wanted = [r for r in wanted if r._filter is None]
+    if not wanted or via_interpreter():
+        return
+    types = tuple(jax.typeof(a) for a in flat)
+    for rec in wanted:
+        rec._receive(fun_name, types)
+
+
+def _instrument() -> contextlib.ExitStack:
+    """Route every jitted and AOT call through Python and record it; returns what undoes that."""
+    from jax._src import pjit, stages  # no public hook sees a cached call
+
+    from course.grading.observe.calls.patching import replaced
+
+    run_python = pjit._pjit_call_impl_python
+    call_compiled = stages.Compiled.__call__
+
+    def recording_run(*args: Any, **params: Any) -> Any:
+        _notify(f"jit({params.get('name', '')})", args)
+        return run_python(*args, **params)
+
+    def recording_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        unsafe = getattr(getattr(self, "_executable", None), "unsafe_call", None)
+        _notify(str(getattr(unsafe, "name", "")), (args, kwargs))
+        return call_compiled(self, *args, **kwargs)
+
+    stack = contextlib.ExitStack()
+    stack.callback(_clear_dispatch_caches)  # runs last: drops the entries that have no fast path
+    stack.enter_context(replaced(pjit, "_get_fastpath_data", lambda *a, **k: None))
+    stack.enter_context(replaced(pjit, "_pjit_call_impl_python", recording_run))
+    stack.enter_context(replaced(stages.Compiled, "__call__", recording_call))
+    _clear_dispatch_caches()  # a call cached before now would still take the fast path
+    return stack
+
+
+def _clear_dispatch_caches() -> None:
+    """Empty the C++ caches that dispatch a cached `jit` call without Python (as `jax.clear_caches` does)."""
+    from jax._src import pjit
+    from jax._src.lib import _jax
+
+    pjit._cpp_pjit_cache_fun_only.clear()
+    pjit._cpp_pjit_cache_explicit_attributes.clear()
+    _jax.PjitFunctionCache.clear_all()

@@ -1,0 +1,38 @@
+"""Tests of `judge.source`: the learner's frames and exception text in plain words."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course.grading.judge.source import callback_error, describe_exception
+
+
+def _refuse(x: np.ndarray) -> np.ndarray:
+    """A host callback that fails the way the TPU interpreter does on an out-of-bounds read."""
+    raise IndexError(f"Out-of-bounds block index (2, 0) for input \"x_ref\", shape {x.shape}")
+
+
+def test_callback_error_finds_the_exception_raised_in_a_callback() -> None:
+    """JAX's runtime error carries the callback's traceback; its last exception line is returned."""
+    f = jax.jit(lambda x: jax.pure_callback(_refuse, jax.ShapeDtypeStruct(x.shape, x.dtype), x))
+    with pytest.raises(Exception) as excinfo:  # noqa: PT011 - JAX's runtime error type is what we test
+        jax.block_until_ready(f(jnp.ones(3)))
+    assert callback_error(excinfo.value) == 'IndexError: Out-of-bounds block index (2, 0) for input "x_ref", shape (3,)'
+
+
+def test_callback_error_is_none_for_ordinary_exceptions() -> None:
+    """An exception that did not come through a callback has no inner cause to report."""
+    assert callback_error(ValueError("ValueError: not from a callback")) is None
+    assert describe_exception(ValueError("bad\nsecond line")) == "ValueError: bad"
+
+
+def test_describe_exception_keeps_what_a_colon_announces() -> None:
+    """A first line ending in a colon is joined with the lines it announces, as JAX's shard_map errors need."""
+    exc = ValueError("shard_map in_specs argument must refer to an axis marked as manual, but:\n\n"
+                     "  in_specs refers to 'ring'\n\nCheck the in_specs values passed to shard_map.")
+    assert describe_exception(exc) == ("ValueError: shard_map in_specs argument must refer to an axis marked as "
+                                       "manual, but: in_specs refers to 'ring' Check the in_specs values passed "
+                                       "to shard_map.")

@@ -1,0 +1,62 @@
+"""Tests of `observe.calls.recompiles`: what later calls of a function compile, build and run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from course.grading.observe.calls.recompiles import later_calls
+
+HERE = Path(__file__)
+X = jnp.arange(12.0, dtype=jnp.float32).reshape(3, 4)
+
+
+def _cumulative(x: jax.Array) -> jax.Array:
+    """A scan over rows, eager when called unjitted: its body is traced and compiled anew each call."""
+    return lax.scan(lambda c, row: (c + row, c + row), jnp.zeros(x.shape[1]), x)[1]
+
+
+_jitted = jax.jit(_cumulative)
+
+
+def _eager_ops(x: jax.Array) -> jax.Array:
+    """Three eager operations: each a small program of JAX's own, compiled once and reused."""
+    return jnp.tanh(x) * 2 + 1
+
+
+def _jit_per_call(x: jax.Array) -> jax.Array:
+    """A new jitted wrapper on every call."""
+    return jax.jit(lambda v: v * 3)(x)
+
+
+def test_a_jitted_function_compiles_nothing_later_and_runs_one_program() -> None:
+    """After its first call, a module-level jit compiles nothing, builds nothing and runs one program."""
+    later = later_calls(_jitted, (X,), path=HERE)
+    assert later.once and later.jitted
+    assert later.programs == ("jit(_cumulative)",)
+
+
+def test_an_unjitted_scan_recompiles_on_every_call() -> None:
+    """An eager `lax.scan` compiles again on each later call, and the message says so with the names."""
+    later = later_calls(_cumulative, (X,), path=HERE)
+    assert not later.once and len(later.compiles) >= 2
+    assert "2 more call(s) with the same arguments compiled" in later.message("_cumulative")
+    assert "jit(scan)" in later.message("_cumulative")
+
+
+def test_eager_operations_run_one_program_each() -> None:
+    """Eager operations reuse their programs, but a call runs several: not jitted."""
+    later = later_calls(_eager_ops, (X,), path=HERE)
+    assert later.once and not later.jitted and len(later.programs) >= 3
+    ran = f"one call of `_eager_ops` ran {len(later.programs)} compiled programs"
+    assert later.message("_eager_ops").startswith(ran)
+
+
+def test_a_jit_built_inside_the_call_is_counted() -> None:
+    """A `jax.jit` made inside the function is a new wrapper on each later call."""
+    later = later_calls(_jit_per_call, lambda: (jnp.ones(3),), path=HERE)
+    assert later.builds == 2 and not later.jitted
+    assert "built 2 new jitted wrapper(s)" in later.message("_jit_per_call")
