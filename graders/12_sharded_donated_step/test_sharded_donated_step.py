@@ -20,7 +20,6 @@ from course.grading import (
     assert_array,
     assert_sharding,
     check,
-    compiles_per_call,
     consumed_leaves,
     count_jit_builds,
     describe_exception,
@@ -29,10 +28,10 @@ from course.grading import (
     fail,
     jit_calls,
     jitted_candidates,
-    jitted_step,
-    own_function_names,
     per_device_bytes,
     sharding_text,
+    unreported_compiles,
+    watched_calls,
 )
 
 LAYOUT = {"w1": ((16, 32), P("x", "y")), "b1": ((32,), P("y")), "w2": ((32, 8), P("y", None)), "scale": ((), P())}
@@ -252,36 +251,38 @@ def test_no_unusable_donation(submission: ModuleType, rng: np.random.Generator) 
                  "equal to its param's.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
-def test_no_compile_after_warmup(fresh_submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
+def test_no_compile_after_warmup(fresh_submission: ModuleType, rng: np.random.Generator) -> None:
     """After a warm-up call, new arrays and learning rates compile nothing."""
     mesh = _mesh()
     calls = [(_tree(rng, mesh)[0], _tree(rng, mesh)[0], lr) for lr in (0.1, _lr(rng), _lr(rng), _lr(rng))]
-    names = own_function_names(fresh_submission)
-    with count_jit_builds(submission_path) as builds:
-        seen, built = [], []
-        for args in calls:
-            before = builds[0]
-            seen.extend(compiles_per_call(fresh_submission.sgd_step, [args], names))
-            built.append(builds[0] - before)
-    if not seen[0]:
+    watched = watched_calls(fresh_submission.sgd_step, calls)
+    # The compiles are reported where the calls ran; a call whose program text is new needed one anyway.
+    missing = unreported_compiles(watched)
+    if missing:
+        fail(f"call {missing[0] + 1} of `sgd_step` runs a program that no earlier call ran (its text differs), "
+             "yet the record of that call says nothing was compiled: a new program is always compiled. Keep "
+             "lr a traced argument of one jit built at import, so that every call runs the same program.")
+    if not watched[0].compiled:
         fail("no compile of your code was seen on the first call of `sgd_step`: does it run a jax.jit of a "
              "function written in your file?")
-    again = [(i, lr, fns) for i, ((_, _, lr), fns) in enumerate(zip(calls, seen, strict=True)) if i and fns]
+    again = [(i, lr, w.compiled) for i, ((_, _, lr), w) in enumerate(zip(calls, watched, strict=True))
+             if i and w.compiled]
     if not again:
         return
     i, lr, fns = again[0]
     head = (f"call {i + 1} (lr = {lr:.4g}, new arrays of the same shapes and shardings) compiled "
             f"{', '.join(fns)} again, and {len(again)} of the 3 calls after the warm-up compiled.")
-    if any(built[1:]):
-        fail(f"{head} Those calls built {sum(built[1:])} new jax.jit wrapper(s) of your code, and a new wrapper "
+    built = sum(w.built for w in watched[1:])
+    if built:
+        fail(f"{head} Those calls built {built} new jax.jit wrapper(s) of your code, and a new wrapper "
              "starts with an empty cache: a jit made per call, or kept per learning rate (in an lru_cache or a "
              "dict keyed by lr), compiles a new program for every value. Keep lr a traced argument of one jit "
              "built at import.")
-    (params, _), (grads, _) = _tree(rng, mesh), _tree(rng, mesh)
-    found = jitted_step(fresh_submission.sgd_step, params, grads, lr, module=fresh_submission)
-    if found is not None and len(found[1].args_info[0]) < len(NAMES):
-        fail(f"{head} `{found[0]}` takes lr as a static argument, so each value is a new cache key and a new "
+    step = max(watched[i].programs, key=lambda c: len(c.donated), default=None)
+    if step is not None and len(step.donated) < 2 * len(LAYOUT) + 1:
+        fail(f"{head} `{step.name}` takes lr as a static argument, so each value is a new cache key and a new "
              "program. Leave it traced: a Python float passed to a jit is a weakly typed float32 scalar, "
              "one type for every value.")
     fail(f"{head} Each learning rate should reuse the program of the first call: keep lr a traced argument "

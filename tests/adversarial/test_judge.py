@@ -57,7 +57,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, di
     """Every attack and the reference solution, each graded once, two at a time."""
     root = tmp_path_factory.mktemp("judge")
     files = [*sorted(ATTACKS.glob("*.py")), SOLUTION]
-    files = [f for f in files if f.stem not in ("hidden_lookup", "mp_zeros_patched")]
+    files = [f for f in files if f.stem not in ("hidden_lookup", "mp_zeros_patched", "hide_compiles")]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip([f.stem for f in files], pool.map(lambda f: _check(root, f), files), strict=True))
 
@@ -186,3 +186,34 @@ def test_course_grade_judges_the_values_too(tmp_path: Path) -> None:
     values = [t for t in mallory["tests"] if "Returns state + delta" in t["name"]]
     assert len(values) == 1 and values[0]["score"] == 0, mallory["tests"]
     assert mallory["score"] == 6.0 and mallory["extra_data"]["exercises"]["update_with_donate"]["status"] == "failed"
+
+
+def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path) -> None:
+    """A `sharded_donated_step` with a static lr that renames JAX's compile event after its first call scored
+    11 of 11 while the compile count was all the evidence (the executor reports it). Through `course grade`
+    with the sandbox, the judge now reads each call's program text: a new program for each learning rate,
+    reported as no compile, fails "no compile after warm-up" and that check only; a classmate's reference
+    solution scores everything."""
+    course = tmp_path / "course"
+    name = "12_sharded_donated_step"
+    for top in ("exercises", "graders", "solutions"):  # the course's only exercise, so its folder is 01
+        shutil.copytree(REPO / top / name, course / top / "01_sharded_donated_step",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    (course / "course.toml").write_text('format_version = 1\ntitle = "One"\nexercises = ["sharded_donated_step"]\n',
+                                        encoding="utf-8")
+    subs = tmp_path / "subs"
+    for student, source in (("ada", REPO / "solutions" / name / "sharded_donated_step.py"),
+                            ("mallory", ATTACKS / "hide_compiles.py")):
+        (subs / student).mkdir(parents=True)
+        shutil.copyfile(source, subs / student / "sharded_donated_step.py")
+    done = subprocess.run([str(COURSE_BIN), "grade", str(subs), "--out", str(tmp_path / "out"), "--course",
+                           str(course), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=900,
+                          check=False)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    ada, mallory = (json.loads((tmp_path / "out" / s / "results.json").read_text(encoding="utf-8"))
+                    for s in ("ada", "mallory"))
+    assert ada["score"] == 11.0, ada["output"]
+    lost = [t for t in mallory["tests"] if t["score"] < t["max_score"]]
+    assert len(lost) == 1 and "learning rates compile nothing" in lost[0]["name"], mallory["tests"]
+    assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
+    assert mallory["score"] == 9.0

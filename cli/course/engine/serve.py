@@ -197,19 +197,27 @@ class Executor:
         kwargs = wire.decode(header.get("kwargs"), buffers, self._in(leaves))
         if not isinstance(args, tuple | list) or not isinstance(kwargs, dict):
             raise wire.WireError("a call's arguments are malformed")
-        result = jax.block_until_ready(_run_call(fn, header, args, kwargs, self.path))
+        result = jax.block_until_ready(_run_call(fn, header, args, kwargs, self.path, self.module))
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         out: list[bytes] = []
         return {"ok": True, "value": self._encode(result, out), "consumed": consumed}, out
 
 
-def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any], path: Path) -> Any:
+def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any], path: Path,
+              module: types.ModuleType | None) -> Any:
     """Call `fn` as the judge asked: plainly, under `jax.jit` (`call_jitted`), as `strict_values` runs a
-    kernel (`strict`), inside the strict interpreter block the judge's check has open (`interpret`), or
-    traced for the jitted calls it makes (`jits`: their program texts, which the judge reads)."""
+    kernel (`strict`), inside the strict interpreter block the judge's check has open (`interpret`),
+    traced for the jitted calls it makes (`jits`: their program texts, which the judge reads), or called
+    once per argument tuple with what each call compiled, built and ran noted (`watch`)."""
     strict, interpret = header.get("strict"), header.get("interpret")
     if strict is not None:
         return _strict(fn, str(header.get("name")), args, strict, jit=header.get("jit") is True)
+    if header.get("watch") is True:
+        from course.grading.observe.calls.warmup import watch
+
+        if kwargs or len(args) != 1 or not all(isinstance(call, list) for call in args[0]):
+            raise wire.WireError("the calls to watch are malformed")
+        return watch(fn, [tuple(call) for call in args[0]], module=module, path=path)
     if header.get("jits") is True:
         from course.grading.observe.calls.donation import jit_calls, record_of
 

@@ -44,6 +44,8 @@ __all__ = [
 NOT_USABLE_WARNING = "Some donated buffers were not usable"
 _MAX_TEXT = 20_000
 """The most of a program text a `JitCall` keeps: a signature line and a module's first line are far shorter."""
+_MAX_PROGRAM = 500_000
+"""The most of a whole lowered program a `JitCall` keeps, to tell one call's program from another's."""
 
 
 def is_consumed(x: Any) -> bool:
@@ -182,6 +184,8 @@ class JitCall:
     """The compiled HLO module's first line: what XLA aliases, and the parameters' types."""
     kept: tuple[int, ...] | None = None
     """The inputs the program has as parameters (JAX leaves out those it never reads); None: all."""
+    program: str = ""
+    """The whole lowered program, as text: two calls run the same program only when these are equal."""
 
     @property
     def where(self) -> int | None:
@@ -239,7 +243,7 @@ def record_of(call: JitCall) -> dict[str, Any]:
     return {"name": call.name, "line": call.line, "defined_line": call.defined_line, "donated": list(call.donated),
             "sources": [[s.arg, s.via, s.line] for s in call.sources],
             "lowered": call.lowered, "compiled": call.compiled,
-            "kept": None if call.kept is None else list(call.kept)}
+            "kept": None if call.kept is None else list(call.kept), "program": call.program}
 
 
 def judged(records: Any) -> list[JitCall]:
@@ -258,7 +262,7 @@ def judged(records: Any) -> list[JitCall]:
             alias_bytes=buffers.alias_bytes, not_usable=buffers.not_usable(donated),
             out_info=tuple(_spec(shape, dtype) for shape, dtype in buffers.result_types()),
             line=r["line"], defined_line=r["defined_line"], reused=tuple(sorted(buffers.aliased)),
-            lowered=r["lowered"], compiled=r["compiled"], kept=buffers.kept))
+            lowered=r["lowered"], compiled=r["compiled"], kept=buffers.kept, program=r.get("program", "")))
     return calls
 
 
@@ -272,6 +276,7 @@ def _is_record(r: Any) -> bool:
             and isinstance(r.get("donated"), list) and all(type(d) is bool for d in r["donated"])
             and isinstance(r.get("sources"), list) and len(r["sources"]) == len(r["donated"])
             and (r.get("kept") is None or isinstance(r["kept"], list) and all(type(k) is int for k in r["kept"]))
+            and isinstance(r.get("program", ""), str)
             and all(isinstance(s, list) and len(s) == 3 and line(s[0]) and (s[1] is None or isinstance(s[1], str))
                     and line(s[2]) for s in r["sources"]))
 
@@ -341,7 +346,8 @@ def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None, defi
     texts = [str(w.message).splitlines()[0] for w in caught if NOT_USABLE_WARNING in str(w.message)]
     compiled = lowered.compile()
     header = compiled.as_text().split("\n", 1)[0][:_MAX_TEXT]
-    main = next((s for s in lowered.as_text().splitlines() if "@main(" in s), "")[:_MAX_TEXT]
+    text = lowered.as_text()
+    main = next((s for s in text.splitlines() if "@main(" in s), "")[:_MAX_TEXT]
     kept = _kept(lowered, len(donated))
     return JitCall(
         name=str(eqn.params.get("name", "")),
@@ -356,6 +362,7 @@ def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None, defi
         lowered=main,
         compiled=header,
         kept=kept,
+        program=text[:_MAX_PROGRAM],
     )
 
 

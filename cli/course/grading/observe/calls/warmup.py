@@ -1,0 +1,104 @@
+"""Calls of a step after its warm-up: what each compiled and built, and the programs it ran, read from their texts.
+
+"No compile after warm-up" rests on two kinds of evidence. The compile events and the jax.jit
+wrappers built during each call can only be reported by the process that ran the call. The
+programs each call runs can be read from their texts (`jit_calls`): a call whose program differs
+from every earlier call's needed a compile, whatever was reported. In a judge check,
+`watched_calls` asks the executor to make the calls and send both, and the judge checks the
+report against the texts (`unreported_compiles`).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from course.grading.feedback import fail
+from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
+from course.grading.observe.calls.donation import JitCall, jit_calls, judged, record_of
+from course.grading.observe.calls.patching import count_jit_builds
+
+__all__ = ["WatchedCall", "unreported_compiles", "watched_calls"]
+
+
+@dataclass(frozen=True)
+class WatchedCall:
+    """One call of a step: what it compiled and built (reported where it ran), and the jitted programs it runs."""
+
+    compiled: tuple[str, ...]
+    """Compiles of the learner's own functions during the call (`jit(sgd_step)`)."""
+    built: int
+    """jax.jit wrappers the learner's file built during the call."""
+    programs: tuple[JitCall, ...]
+    """The jitted calls it makes, traced at its arguments' types, with their programs' texts."""
+
+
+def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *,
+                  module: types.ModuleType | None = None, path: Path | None = None) -> list[WatchedCall]:
+    """Call `fn(*args)` for each tuple of `calls`, in order, recording each call's compiles and builds; then
+    trace each call again at its arguments' types for the programs it runs. The learner's function seen
+    from the judge makes the calls in the executor, which sends the programs' texts for the judge to read."""
+    remote = getattr(fn, "watched_calls", None)
+    if remote is not None:
+        return _judged(remote([list(args) for args in calls]), len(calls))
+    return _judged(watch(fn, calls, module=module, path=path), len(calls))
+
+
+def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType | None,
+          path: Path | None) -> list[dict[str, Any]]:
+    """What the executor sends for `watched_calls`: per call, its compiles, its builds and its programs."""
+    names = own_function_names(module) if module is not None else set()
+    specs = [tuple(_spec(a) for a in args) for args in calls]  # taken before a call consumes its arguments
+    records: list[dict[str, Any]] = []
+    with count_jit_builds(path) as builds:
+        for args in calls:
+            before = builds[0]
+            with CompileRecorder(names) as rec:
+                jax.block_until_ready(fn(*args))
+            records.append({"compiled": list(rec.fun_names()), "built": builds[0] - before})
+    for record, spec in zip(records, specs, strict=True):  # traced after every call: no build or compile counted
+        record["programs"] = [record_of(c) for c in jit_calls(fn, *spec, path=path)]
+    return records
+
+
+def _spec(arg: Any) -> Any:
+    """An argument's pytree with each array as its type (shape, dtype and sharding); the rest as it is."""
+    def leaf(x: Any) -> Any:
+        if isinstance(x, jax.Array):
+            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
+        return x
+
+    return jax.tree_util.tree_map(leaf, arg)
+
+
+def _judged(records: Any, count: int) -> list[WatchedCall]:
+    """The calls as the executor described them, their programs read here; malformed records fail the check."""
+    if not isinstance(records, list) or len(records) != count or not all(_is_record(r) for r in records):
+        fail("the description of your step's calls came back malformed, which no call of `jax.jit` makes.")
+    return [WatchedCall(compiled=tuple(r["compiled"]), built=r["built"], programs=tuple(judged(r["programs"])))
+            for r in records]
+
+
+def _is_record(r: Any) -> bool:
+    """Whether `r` has the fields and types `watch` gives (its programs are checked by `judged`)."""
+    return (isinstance(r, dict) and isinstance(r.get("compiled"), list)
+            and all(isinstance(n, str) for n in r["compiled"]) and type(r.get("built")) is int and r["built"] >= 0
+            and isinstance(r.get("programs"), list))
+
+
+def unreported_compiles(watched: Sequence[WatchedCall]) -> list[int]:
+    """The calls (by index) that run a program no earlier call ran, yet were reported to compile nothing:
+    a new program needs a compile, so such a report is not what the calls did."""
+    seen: set[str] = set()
+    missing = []
+    for i, call in enumerate(watched):
+        texts = {p.program for p in call.programs if p.program}
+        if i and texts - seen and not call.compiled:
+            missing.append(i)
+        seen |= texts
+    return missing

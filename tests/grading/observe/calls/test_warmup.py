@@ -1,0 +1,104 @@
+"""Tests of `observe.calls.warmup`: each call's compiles and builds, its programs' texts, and a report they belie."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+
+from course.grading import CheckFailed, unreported_compiles, watched_calls
+from course.grading.observe.calls.warmup import _judged, watch
+from support import served
+
+LEARNER = b'''
+import functools
+
+import jax
+
+_traced = jax.jit(lambda x, lr: x - lr * x, donate_argnums=0)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _static(x, lr):
+    return x - lr * x
+
+
+def traced(x, lr):
+    return _traced(x, lr)
+
+
+def static(x, lr):
+    return _static(x, lr)
+'''
+
+
+def _module(tmp_path: Path) -> types.ModuleType:
+    """The learner's module, imported here."""
+    path = tmp_path / "learner.py"
+    path.write_bytes(LEARNER)
+    module = types.ModuleType("learner")
+    module.__file__ = str(path)
+    exec(compile(LEARNER, str(path), "exec"), module.__dict__)  # noqa: S102 - our own fixture
+    return module
+
+
+def _calls() -> list[tuple[Any, float]]:
+    """A warm-up call and three more, with new arrays and new learning rates."""
+    return [(jax.numpy.arange(8.0), lr) for lr in (0.1, 0.2, 0.3, 0.4)]
+
+
+def test_a_traced_learning_rate_compiles_once_and_runs_one_program(tmp_path: Path) -> None:
+    """Only the warm-up compiles; every call runs the same program, so no report is belied."""
+    module = _module(tmp_path)
+    watched = watched_calls(module.traced, _calls(), module=module, path=Path(module.__file__))
+    assert [bool(w.compiled) for w in watched] == [True, False, False, False]
+    assert len({w.programs[0].program for w in watched}) == 1 and watched[0].programs[0].reused == (0,)
+    assert unreported_compiles(watched) == []
+
+
+def test_a_static_learning_rate_is_a_new_program_per_value(tmp_path: Path) -> None:
+    """Each learning rate is baked into a program of its own, and each call compiles it."""
+    module = _module(tmp_path)
+    watched = watched_calls(module.static, _calls(), module=module, path=Path(module.__file__))
+    assert all(w.compiled for w in watched) and len({w.programs[0].program for w in watched}) == 4
+    assert all(len(w.programs[0].donated) == 1 for w in watched)  # lr is no input of the program
+    assert unreported_compiles(watched) == []
+
+
+def test_a_report_of_no_compile_for_a_new_program_is_caught(tmp_path: Path) -> None:
+    """A record that says the later calls compiled nothing, while their programs are new, is named call by
+    call: the programs' texts are read where the report cannot reach."""
+    module = _module(tmp_path)
+    records = watch(module.static, _calls(), module=module, path=Path(module.__file__))
+    forged = [records[0], *({**r, "compiled": []} for r in records[1:])]
+    assert unreported_compiles(_judged(forged, 4)) == [1, 2, 3]
+    same = watch(module.traced, _calls(), module=module, path=Path(module.__file__))
+    assert unreported_compiles(_judged([same[0], *({**r, "compiled": []} for r in same[1:])], 4)) == []
+
+
+@pytest.mark.parametrize("records", [
+    "no list", [], [{"compiled": "jit(f)", "built": 0, "programs": []}] * 4,
+    [{"compiled": [], "built": -1, "programs": []}] * 4, [{"compiled": [], "built": 0}] * 4,
+])
+def test_malformed_records_fail_the_check(records: Any) -> None:
+    """Whatever else comes back fails the check in one sentence."""
+    with pytest.raises(CheckFailed, match="came back malformed"):
+        _judged(records, 4)
+
+
+def test_the_judge_watches_through_the_executor(tmp_path: Path) -> None:
+    """Seen from the judge, the calls are made in the executor and read here: the same compiles and programs,
+    and the judge's own arrays are consumed where the executor's call donated them."""
+    calls = _calls()
+    with served(tmp_path / "learner.py", LEARNER) as module:
+        far = watched_calls(module.traced, calls)
+        static = watched_calls(module.static, _calls())
+    assert [bool(w.compiled) for w in far] == [True, False, False, False]
+    assert len({w.programs[0].program for w in far}) == 1 and unreported_compiles(far) == []
+    assert all(x.is_deleted() for x, _ in calls)
+    assert len({w.programs[0].program for w in static}) == 4 and all(w.compiled for w in static)
+    assert np.dtype(far[0].programs[0].out_info[0].dtype) == np.float32
