@@ -47,9 +47,9 @@ if TYPE_CHECKING:
         record_compiles, via_interpreter,
     )
     from course.grading.observe.calls.donation import (
-        NOT_USABLE_WARNING, Copy, DonationInfo, JitCall, Source, WarningsCall, alias_bytes, argument_copies,
-        assert_consumed, assert_not_consumed, call_recording_warnings, donation_info, is_consumed, is_deleted_error,
-        jit_calls, jitted_functions, operand_spec, rebuilt_call,
+        Copy, DonationInfo, JitCall, Source, WarningsCall, alias_bytes, argument_copies, assert_consumed,
+        assert_not_consumed, call_recording_warnings, donation_info, is_consumed, is_deleted_error, jit_calls,
+        jitted_functions,
     )
     from course.grading.observe.calls.executions import ProgramRun, RunRecorder, record_runs
     from course.grading.observe.calls.ownership import call_is_jax_helper, eqn_is_jax_helper, is_jax_helper
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         Memory, Program, call_jitted, compile_lowered, compile_program, grad_of_sum, hlo_size, mib, over_budget,
         size_text, under_jit,
     )
+    from course.grading.observe.calls.rebuilt import NOT_USABLE_WARNING, operand_spec, rebuilt_call
     from course.grading.observe.calls.recompiles import LaterCalls, later_calls
     from course.grading.observe.calls.silent_waits import SilentWait, silent_wait_message, watching_waits
     from course.grading.observe.calls.steps import (
@@ -143,15 +144,13 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "CompileRecorder": "observe.calls.compiles", "install_listener": "observe.calls.compiles",
     "matches_name": "observe.calls.compiles", "own_function_names": "observe.calls.compiles",
     "record_compiles": "observe.calls.compiles", "via_interpreter": "observe.calls.compiles",
-    "NOT_USABLE_WARNING": "observe.calls.donation", "Copy": "observe.calls.donation",
-    "DonationInfo": "observe.calls.donation", "JitCall": "observe.calls.donation", "Source": "observe.calls.donation",
-    "WarningsCall": "observe.calls.donation", "alias_bytes": "observe.calls.donation",
-    "argument_copies": "observe.calls.donation", "assert_consumed": "observe.calls.donation",
-    "assert_not_consumed": "observe.calls.donation", "call_recording_warnings": "observe.calls.donation",
-    "donation_info": "observe.calls.donation", "is_consumed": "observe.calls.donation",
-    "is_deleted_error": "observe.calls.donation", "jit_calls": "observe.calls.donation",
-    "jitted_functions": "observe.calls.donation", "operand_spec": "observe.calls.donation",
-    "rebuilt_call": "observe.calls.donation",
+    "Copy": "observe.calls.donation", "DonationInfo": "observe.calls.donation", "JitCall": "observe.calls.donation",
+    "Source": "observe.calls.donation", "WarningsCall": "observe.calls.donation",
+    "alias_bytes": "observe.calls.donation", "argument_copies": "observe.calls.donation",
+    "assert_consumed": "observe.calls.donation", "assert_not_consumed": "observe.calls.donation",
+    "call_recording_warnings": "observe.calls.donation", "donation_info": "observe.calls.donation",
+    "is_consumed": "observe.calls.donation", "is_deleted_error": "observe.calls.donation",
+    "jit_calls": "observe.calls.donation", "jitted_functions": "observe.calls.donation",
     "ProgramRun": "observe.calls.executions", "RunRecorder": "observe.calls.executions",
     "record_runs": "observe.calls.executions",
     "call_is_jax_helper": "observe.calls.ownership", "eqn_is_jax_helper": "observe.calls.ownership",
@@ -165,6 +164,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "grad_of_sum": "observe.calls.programs", "hlo_size": "observe.calls.programs", "mib": "observe.calls.programs",
     "over_budget": "observe.calls.programs", "size_text": "observe.calls.programs",
     "under_jit": "observe.calls.programs",
+    "NOT_USABLE_WARNING": "observe.calls.rebuilt", "operand_spec": "observe.calls.rebuilt",
+    "rebuilt_call": "observe.calls.rebuilt",
     "LaterCalls": "observe.calls.recompiles", "later_calls": "observe.calls.recompiles",
     "SilentWait": "observe.calls.silent_waits", "silent_wait_message": "observe.calls.silent_waits",
     "watching_waits": "observe.calls.silent_waits",
@@ -268,15 +269,16 @@ __all__ = [
     "syntax_message",
     "BACKEND_COMPILE_EVENT", "CompileEvent", "CompileRecorder", "install_listener", "matches_name",
     "own_function_names", "record_compiles", "via_interpreter",
-    "NOT_USABLE_WARNING", "Copy", "DonationInfo", "JitCall", "Source", "WarningsCall", "alias_bytes",
-    "argument_copies", "assert_consumed", "assert_not_consumed", "call_recording_warnings", "donation_info",
-    "is_consumed", "is_deleted_error", "jit_calls", "jitted_functions", "operand_spec", "rebuilt_call",
+    "Copy", "DonationInfo", "JitCall", "Source", "WarningsCall", "alias_bytes", "argument_copies", "assert_consumed",
+    "assert_not_consumed", "call_recording_warnings", "donation_info", "is_consumed", "is_deleted_error", "jit_calls",
+    "jitted_functions",
     "ProgramRun", "RunRecorder", "record_runs",
     "call_is_jax_helper", "eqn_is_jax_helper", "is_jax_helper",
     "JitBuilds", "count_jit_builds", "jit_builds_per_call", "replaced",
     "RowLog", "own_rows", "rows_text", "step",
     "Memory", "Program", "call_jitted", "compile_lowered", "compile_program", "grad_of_sum", "hlo_size", "mib",
     "over_budget", "size_text", "under_jit",
+    "NOT_USABLE_WARNING", "operand_spec", "rebuilt_call",
     "LaterCalls", "later_calls",
     "SilentWait", "silent_wait_message", "watching_waits",
     "compiles_per_call", "consumed_leaves", "donated_leaves", "jitted_candidates", "jitted_step",

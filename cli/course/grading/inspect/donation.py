@@ -18,13 +18,13 @@ from jax import tree_util
 from course.grading.inspect.calls import Call, CallError, is_data, leaf_labels
 from course.grading.inspect.report import describe_error, each_call, source_lines
 from course.grading.observe.calls.donation import (
-    NOT_USABLE_WARNING,
     Source,
     call_recording_warnings,
     is_consumed,
     is_deleted_error,
     jit_calls,
 )
+from course.grading.observe.calls.rebuilt import NOT_USABLE_WARNING
 from course.grading.observe.calls.steps import donated_leaves, jitted_step
 
 __all__ = ["observe"]

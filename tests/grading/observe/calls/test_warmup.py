@@ -18,6 +18,7 @@ LEARNER = b'''
 import functools
 
 import jax
+import numpy as np
 
 _traced = jax.jit(lambda x, lr: x - lr * x, donate_argnums=0)
 
@@ -33,6 +34,10 @@ def traced(x, lr):
 
 def static(x, lr):
     return _static(x, lr)
+
+
+def closed_over(x, lr):
+    return jax.jit(lambda x: x * np.full(8, lr, np.float32))(x)
 '''
 
 
@@ -67,6 +72,14 @@ def test_a_static_learning_rate_is_a_new_program_per_value(tmp_path: Path) -> No
     assert all(w.compiled for w in watched) and len({w.programs[0].program for w in watched}) == 4
     assert all(len(w.programs[0].donated) == 1 for w in watched)  # lr is no input of the program
     assert unreported_compiles(watched) == []
+
+
+def test_programs_that_differ_only_in_a_constant_are_told_apart(tmp_path: Path) -> None:
+    """A jit made per call over an array of the learning rate: the programs differ only in that constant, and
+    a program is compiled once per distinct text, never taken for an earlier one."""
+    module = _module(tmp_path)
+    watched = watched_calls(module.closed_over, _calls(), module=module, path=Path(module.__file__))
+    assert len({w.programs[0].program for w in watched}) == 4 and all(w.built == 1 for w in watched)
 
 
 def test_a_report_of_no_compile_for_a_new_program_is_caught(tmp_path: Path) -> None:

@@ -19,9 +19,9 @@ import jax
 
 from course.grading.feedback import fail
 from course.grading.observe.calls.ownership import eqn_is_jax_helper
+from course.grading.observe.calls.rebuilt import NOT_USABLE_WARNING, program_facts
 
 __all__ = [
-    "NOT_USABLE_WARNING",
     "DonationInfo",
     "Copy",
     "JitCall",
@@ -37,15 +37,8 @@ __all__ = [
     "is_deleted_error",
     "jit_calls",
     "jitted_functions",
-    "operand_spec",
-    "rebuilt_call",
 ]
 
-NOT_USABLE_WARNING = "Some donated buffers were not usable"
-_MAX_TEXT = 20_000
-"""The most of a program text a `JitCall` keeps: a signature line and a module's first line are far shorter."""
-_MAX_PROGRAM = 500_000
-"""The most of a whole lowered program a `JitCall` keeps, to tell one call's program from another's."""
 
 
 def is_consumed(x: Any) -> bool:
@@ -309,68 +302,11 @@ def _note_outputs(eqn: Any, origin: dict[Any, Source], line: int | None) -> None
             origin[out] = Source(arg, eqn.primitive.name, line)
 
 
-def rebuilt_call(eqn: Any) -> Any:
-    """The program a traced `jit` equation calls, as a jitted function of its own, with the same
-    donations, shardings and kept arguments: what the learner's call compiles, wherever its jit lives."""
-    from jax.extend.core import jaxpr_as_fun
-
-    donated = eqn.params["donated_invars"]
-    return jax.jit(
-        jaxpr_as_fun(eqn.params["jaxpr"]),
-        donate_argnums=tuple(i for i, d in enumerate(donated) if d),
-        in_shardings=tuple(_given(eqn.params.get("in_shardings", ()))) or None,
-        out_shardings=_given(eqn.params.get("out_shardings", ())) or None,
-        keep_unused=bool(eqn.params.get("keep_unused", False)),
-    )
-
-
-def _given(shardings: Any) -> list[Any]:
-    """The shardings a jit was given, with None where it was given none (JAX then chooses)."""
-    return [s if isinstance(s, jax.sharding.Sharding) else None for s in shardings]
-
-
-def operand_spec(var: Any) -> Any:
-    """A `jax.ShapeDtypeStruct` standing for a traced operand, with its sharding when it has one."""
-    aval = var.aval
-    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, sharding=getattr(aval, "sharding", None))
-
-
 def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None, defined_line: int | None) -> JitCall:
     """Compile the called program alone, with its donation, and read what it does."""
-    from course.grading.judge.donors import program_buffers
-
-    donated = tuple(bool(d) for d in eqn.params["donated_invars"])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        lowered = rebuilt_call(eqn).lower(*(operand_spec(v) for v in eqn.invars))
-    texts = [str(w.message).splitlines()[0] for w in caught if NOT_USABLE_WARNING in str(w.message)]
-    compiled = lowered.compile()
-    header = compiled.as_text().split("\n", 1)[0][:_MAX_TEXT]
-    text = lowered.as_text()
-    main = next((s for s in text.splitlines() if "@main(" in s), "")[:_MAX_TEXT]
-    kept = _kept(lowered, len(donated))
-    return JitCall(
-        name=str(eqn.params.get("name", "")),
-        donated=donated,
-        sources=sources,
-        alias_bytes=int(getattr(compiled.memory_analysis(), "alias_size_in_bytes", 0) or 0),
-        not_usable=tuple(texts),
-        out_info=lowered.out_info,
-        line=line,
-        defined_line=defined_line,
-        reused=tuple(sorted(program_buffers(main, header, donated, kept).aliased)),
-        lowered=main,
-        compiled=header,
-        kept=kept,
-        program=text[:_MAX_PROGRAM],
-    )
-
-
-def _kept(lowered: Any, count: int) -> tuple[int, ...]:
-    """The inputs the lowered program kept as parameters; JAX says so only in its lowering's private
-    arguments, so when they are missing every input counts as kept."""
-    found = getattr(getattr(lowered, "_lowering", None), "compile_args", {}).get("kept_var_idx")
-    return tuple(sorted(found)) if found is not None else tuple(range(count))
+    facts = program_facts(eqn)
+    return JitCall(name=str(eqn.params.get("name", "")), sources=sources, line=line, defined_line=defined_line,
+                   **facts)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ import numpy as np
 from jax import tree_util
 
 from course.grading.observe.calls.compiles import CompileRecorder
-from course.grading.observe.calls.donation import is_consumed, operand_spec, rebuilt_call
+from course.grading.observe.calls.donation import is_consumed
+from course.grading.observe.calls.rebuilt import operand_spec, rebuilt_call
 
 __all__ = [
     "compiles_per_call",
