@@ -253,11 +253,11 @@ def test_no_unusable_donation(submission: ModuleType, rng: np.random.Generator) 
 
 @pytest.mark.judge
 @pytest.mark.points(2)
-def test_no_compile_after_warmup(fresh_submission: ModuleType, rng: np.random.Generator) -> None:
+def test_no_compile_after_warmup(fresh_submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """After a warm-up call, new arrays and learning rates compile nothing."""
     mesh = _mesh()
     calls = [(_tree(rng, mesh)[0], _tree(rng, mesh)[0], lr) for lr in (0.1, _lr(rng), _lr(rng), _lr(rng))]
-    watched = watched_calls(fresh_submission.sgd_step, calls)
+    watched = watched_calls(fresh_submission.sgd_step, calls, module=fresh_submission, path=submission_path)
     # The compiles are reported where the calls ran; a call whose program text is new needed one anyway.
     missing = unreported_compiles(watched)
     if missing:

@@ -100,6 +100,18 @@ def test_patching_numpy_passed_before_the_split(tmp_path: Path) -> None:
     assert result.passed, [(c.id, c.message) for c in result.checks]
 
 
+@pytest.mark.parametrize("name", ["update_with_donate", "sharded_donated_step"])
+def test_graders_that_ask_the_executor_pass_the_reference_unsplit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grader whose judge checks ask the executor for programs and compiles (`jit_calls`, `watched_calls`)
+    grades the same when every check runs beside the learner's code, as under a bare `pytest`."""
+    from course.engine import judge, runner
+
+    exercise = load_course(REPO).get(name)
+    monkeypatch.setattr(judge, "wanted", lambda exercise, hidden: False)
+    result = runner.grade(exercise, next((REPO / "solutions").glob(f"*_{name}")) / f"{name}.py", skip_stub=False)
+    assert result.passed, [(c.id, c.message) for c in result.checks]
+
+
 def test_hidden_checks_are_out_of_the_learners_reach(mini_course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file that looks for the hidden checks in its own process (modules, functions) finds nothing:
     they run only in the judge, so it returns the right values and every check passes."""

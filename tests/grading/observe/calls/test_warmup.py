@@ -108,8 +108,8 @@ def test_the_judge_watches_through_the_executor(tmp_path: Path) -> None:
     and the judge's own arrays are consumed where the executor's call donated them."""
     calls = _calls()
     with served(tmp_path / "learner.py", LEARNER) as module:
-        far = watched_calls(module.traced, calls)
-        static = watched_calls(module.static, _calls())
+        far = watched_calls(module.traced, calls, module=module)
+        static = watched_calls(module.static, _calls(), module=module)
     assert [bool(w.compiled) for w in far] == [True, False, False, False]
     assert len({w.programs[0].program for w in far}) == 1 and unreported_compiles(far) == []
     assert all(x.is_deleted() for x, _ in calls)

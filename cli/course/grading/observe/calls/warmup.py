@@ -38,11 +38,12 @@ class WatchedCall:
     """The jitted calls it makes, traced at its arguments' types, with their programs' texts."""
 
 
-def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *,
-                  module: types.ModuleType | None = None, path: Path | None = None) -> list[WatchedCall]:
-    """Call `fn(*args)` for each tuple of `calls`, in order, recording each call's compiles and builds; then
-    trace each call again at its arguments' types for the programs it runs. The learner's function seen
-    from the judge makes the calls in the executor, which sends the programs' texts for the judge to read."""
+def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType,
+                  path: Path | None = None) -> list[WatchedCall]:
+    """Call `fn(*args)` for each tuple of `calls`, in order, recording each call's compiles (of `module`'s own
+    functions) and the jits built by the file at `path`; then trace each call again at its arguments' types
+    for the programs it runs. The learner's function seen from the judge makes the calls in the executor,
+    which knows its own module and file and sends the programs' texts for the judge to read."""
     remote = getattr(fn, "watched_calls", None)
     if remote is not None:
         return _judged(remote([list(args) for args in calls]), len(calls))
@@ -52,7 +53,9 @@ def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *,
 def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType | None,
           path: Path | None) -> list[dict[str, Any]]:
     """What the executor sends for `watched_calls`: per call, its compiles, its builds and its programs."""
-    names = own_function_names(module) if module is not None else set()
+    if module is None:
+        raise ValueError("watched_calls needs the learner's module, to know which compiles are theirs")
+    names = own_function_names(module)
     specs = [tuple(_spec(a) for a in args) for args in calls]  # taken before a call consumes its arguments
     records: list[dict[str, Any]] = []
     with count_jit_builds(path) as builds:
