@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +21,7 @@ from course.grading.observe.calls.donation import (
     donation_info,
     is_consumed,
     is_deleted_error,
+    jit_calls,
     jitted_functions,
 )
 
@@ -217,3 +219,15 @@ def test_argument_copies_names_backups_forced_copies_and_returned_inputs(
     assert [(c.arg, c.via) for c in argument_copies(module.forced, spec, spec)] == [(0, "device_put")]
     assert [(c.arg, c.via) for c in argument_copies(module.returned, spec, spec)] == [(0, "returned by `<lambda>`")]
     assert [c.arg for c in argument_copies(module.clean, spec, spec)] == [1]
+
+
+@pytest.mark.parametrize("helper", [
+    jax.jit(lambda s, d: s + d, donate_argnums=(0,)),
+    jax.jit(lambda s, d: (s + d, s * d), donate_argnums=(0, 1)),
+], ids=["one array", "a tuple"])
+def test_the_rebuilt_program_is_the_learners_own_module(helper: Any) -> None:
+    """The program `jit_calls` compiles for a call is the very module the learner's jit lowers to (its name,
+    donations and results alike), so the learner's compile, kept in the persistent cache, serves it."""
+    spec = jax.ShapeDtypeStruct((37,), jnp.float32)
+    (call,) = jit_calls(lambda s, d: helper(s, d), spec, spec)
+    assert call.program == helper.lower(spec, spec).as_text()

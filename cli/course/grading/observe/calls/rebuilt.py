@@ -30,13 +30,32 @@ def rebuilt_call(eqn: Any) -> Any:
     from jax.extend.core import jaxpr_as_fun
 
     donated = eqn.params["donated_invars"]
+    run = jaxpr_as_fun(eqn.params["jaxpr"])
+
+    single = len(eqn.outvars) == 1
+
+    def program(*args: Any) -> Any:
+        outs = run(*args)
+        return outs[0] if single else tuple(outs)
+
+    # Named as the learner's jit is and returning one array or a tuple as most do, the rebuilt program
+    # lowers to the very module of the learner's call, so its compile, kept in the persistent
+    # compilation cache, serves this one too (a dict's leaves are named otherwise: compiled again).
+    program.__name__ = program.__qualname__ = str(eqn.params.get("name") or "program")
     return jax.jit(
-        jaxpr_as_fun(eqn.params["jaxpr"]),
+        program,
         donate_argnums=tuple(i for i, d in enumerate(donated) if d),
         in_shardings=tuple(_given(eqn.params.get("in_shardings", ()))) or None,
-        out_shardings=_given(eqn.params.get("out_shardings", ())) or None,
+        out_shardings=_shaped(_given(eqn.params.get("out_shardings", ())), single) or None,
         keep_unused=bool(eqn.params.get("keep_unused", False)),
     )
+
+
+def _shaped(shardings: list[Any], single: bool) -> Any:
+    """The output shardings as the rebuilt program returns its outputs: one, or a tuple."""
+    if not shardings:
+        return None
+    return shardings[0] if single else tuple(shardings)
 
 
 def _given(shardings: Any) -> list[Any]:
