@@ -13,10 +13,8 @@ import pytest
 from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array
 from course.grading.judge.source import describe_exception, learner_location
-from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
-from course.grading.observe.calls.executions import RunRecorder
-from course.grading.observe.calls.patching import count_jit_builds
 from course.grading.observe.calls.programs import compile_program, grad_of_sum
+from course.grading.observe.calls.warmup import unreported_compiles, watched_calls
 from course.grading.observe.traces.loops import jaxpr_size, line_text, loops_in
 from course.grading.observe.traces.matmuls import matmuls_of
 
@@ -212,22 +210,25 @@ def test_compiled_size_constant(submission: ModuleType, submission_path: Path) -
          "layer per layer. One `lax.scan` with a small constant unroll compiles to the same program at every depth.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`forward` is jitted once: new arrays of the same shapes run your program and compile nothing"""
-    names = own_function_names(submission)
     cases = [(_stacked(_layers(rng, 4)), jnp.asarray(_x(rng))) for _ in range(4)]
-    jax.block_until_ready(submission.forward(*cases[0]))  # the warm-up compiles
-    with CompileRecorder(names) as rec, RunRecorder(names) as runs, count_jit_builds(submission_path) as built:
-        for stacked, x in cases[1:]:
-            jax.block_until_ready(submission.forward(stacked, x))
-    if rec.count():
-        why = (f"; each call builds {built[0] // 3 or 1} new jax.jit wrapper(s), which JAX has never seen"
-               if built[0] else "")
-        fail(f"3 more calls of forward with new arrays of the same shapes compiled {rec.count()} time(s) "
-             f"({', '.join(dict.fromkeys(rec.fun_names()))}){why}. Build the jitted function once, at module scope.")
-    check(runs.runs, "forward ran no jitted program of yours: its layers ran op by op. Jit it once at module scope "
-                     "(`@jax.jit`, or `forward = jax.jit(...)`), so a call runs one compiled program.")
-    check(not built[0], f"3 more calls of forward built {built[0]} new jax.jit wrapper(s): the jit is made inside "
-                        "the call, a new function object each time, which JAX must look up (or trace) again before "
-                        "it runs. Jit it once at module scope (`@jax.jit`, or `forward = jax.jit(...)`).")
+    # The first call is the warm-up. The compiles are reported where the calls ran, and weighed here
+    # against the programs' own texts: a call that runs a program no earlier call ran compiled it.
+    watched = watched_calls(submission.forward, cases, module=submission, path=submission_path)
+    later = watched[1:]
+    compiled, built = [n for w in later for n in w.compiled], sum(w.built for w in later)
+    unseen = unreported_compiles(watched)
+    if compiled or unseen:
+        why = f"; each call builds {built // 3 or 1} new jax.jit wrapper(s), which JAX has never seen" if built else ""
+        names = ", ".join(dict.fromkeys(compiled)) or "a program no earlier call ran, though no compile was reported"
+        fail(f"3 more calls of forward with new arrays of the same shapes compiled {len(compiled) or len(unseen)} "
+             f"time(s) ({names}){why}. Build the jitted function once, at module scope.")
+    check(any(w.programs for w in watched), "forward ran no jitted program of yours: its layers ran op by op. Jit "
+                                            "it once at module scope (`@jax.jit`, or `forward = jax.jit(...)`), so "
+                                            "a call runs one compiled program.")
+    check(not built, f"3 more calls of forward built {built} new jax.jit wrapper(s): the jit is made inside "
+                     "the call, a new function object each time, which JAX must look up (or trace) again before "
+                     "it runs. Jit it once at module scope (`@jax.jit`, or `forward = jax.jit(...)`).")

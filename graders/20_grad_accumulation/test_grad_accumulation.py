@@ -15,10 +15,8 @@ import pytest
 
 from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
-from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
-from course.grading.observe.calls.executions import RunRecorder
-from course.grading.observe.calls.patching import count_jit_builds
 from course.grading.observe.calls.programs import call_jitted, compile_program, size_text
+from course.grading.observe.calls.warmup import unreported_compiles, watched_calls
 from course.grading.observe.traces.loops import EqnRuns, eqn_runs, line_text, loops_in, type_text
 from course.grading.observe.traces.matmuls import Matmul, matmuls_of
 
@@ -196,22 +194,25 @@ def test_memory_scales_with_microbatch(submission: ModuleType, submission_path: 
          "running sum.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`accumulated_grads` is jitted once: 3 new batches of the same shape compile nothing"""
-    names = own_function_names(submission)
-    cases = [_inputs(rng, 512) for _ in range(4)]
-    jax.block_until_ready(submission.accumulated_grads(*cases[0], 4))  # the warm-up compiles
-    with CompileRecorder(names) as rec, RunRecorder(names) as runs, count_jit_builds(submission_path) as built:
-        for params, batch in cases[1:]:
-            jax.block_until_ready(submission.accumulated_grads(params, batch, 4))
-    if rec.count():
-        why = f"; each call builds {max(built[0] // 3, 1)} new jax.jit wrapper(s)" if built[0] else ""
-        fail(f"3 more calls with new batches compiled {rec.count()} time(s) "
-             f"({', '.join(dict.fromkeys(rec.fun_names()))}){why}: build the jit once, at module scope, with "
-             "num_micro static (`static_argnames=\"num_micro\"`), and call it.")
-    check(runs.runs, "accumulated_grads ran no jitted program of yours: its loop ran op by op. Jit it once at module "
-                     "scope, with num_micro static (`functools.partial(jax.jit, static_argnames=\"num_micro\")`).")
-    check(not built[0], f"3 more calls of accumulated_grads built {built[0]} new jax.jit wrapper(s): the jit is made "
-                        "inside the call, a new function object each time, which JAX must look up (or trace) again "
-                        "before it runs. Build it once, at module scope, with num_micro static.")
+    cases = [(*_inputs(rng, 512), 4) for _ in range(4)]
+    # The first call is the warm-up. The compiles are reported where the calls ran, and weighed here
+    # against the programs' own texts: a call that runs a program no earlier call ran compiled it.
+    watched = watched_calls(submission.accumulated_grads, cases, module=submission, path=submission_path)
+    later = watched[1:]
+    compiled, built = [n for w in later for n in w.compiled], sum(w.built for w in later)
+    unseen = unreported_compiles(watched)
+    if compiled or unseen:
+        why = f"; each call builds {max(built // 3, 1)} new jax.jit wrapper(s)" if built else ""
+        names = ", ".join(dict.fromkeys(compiled)) or "a program no earlier call ran, though no compile was reported"
+        fail(f"3 more calls with new batches compiled {len(compiled) or len(unseen)} time(s) ({names}){why}: build "
+             "the jit once, at module scope, with num_micro static (`static_argnames=\"num_micro\"`), and call it.")
+    check(any(w.programs for w in watched), "accumulated_grads ran no jitted program of yours: its loop ran op by op. "
+                                            "Jit it once at module scope, with num_micro static "
+                                            "(`functools.partial(jax.jit, static_argnames=\"num_micro\")`).")
+    check(not built, f"3 more calls of accumulated_grads built {built} new jax.jit wrapper(s): the jit is made "
+                     "inside the call, a new function object each time, which JAX must look up (or trace) again "
+                     "before it runs. Build it once, at module scope, with num_micro static.")
