@@ -36,6 +36,11 @@ def static(x, lr):
     return _static(x, lr)
 
 
+def reads_first(x, lr):
+    scale = float(x.sum()) * 0 + 1.0  # a value read on the host: runs, but cannot be traced
+    return _traced(x, lr * scale)
+
+
 def closed_over(x, lr):
     return jax.jit(lambda x: x * np.full(8, lr, np.float32))(x)
 '''
@@ -82,6 +87,15 @@ def test_programs_that_differ_only_in_a_constant_are_told_apart(tmp_path: Path) 
     assert len({w.programs[0].program for w in watched}) == 4 and all(w.built == 1 for w in watched)
 
 
+def test_a_function_that_cannot_be_traced_is_watched_without_its_programs(tmp_path: Path) -> None:
+    """A step that reads a value on the host before its jit runs and compiles as it does, but has no programs
+    to show: the calls are still reported, and nothing is concluded from texts there are none of."""
+    module = _module(tmp_path)
+    watched = watched_calls(module.reads_first, _calls(), module=module, path=Path(module.__file__))
+    assert [bool(w.compiled) for w in watched] == [True, False, False, False]
+    assert not any(w.traced or w.programs for w in watched) and unreported_compiles(watched) == []
+
+
 def test_a_report_of_no_compile_for_a_new_program_is_caught(tmp_path: Path) -> None:
     """A record that says the later calls compiled nothing, while their programs are new, is named call by
     call: the programs' texts are read where the report cannot reach."""
@@ -94,8 +108,9 @@ def test_a_report_of_no_compile_for_a_new_program_is_caught(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("records", [
-    "no list", [], [{"compiled": "jit(f)", "built": 0, "programs": []}] * 4,
-    [{"compiled": [], "built": -1, "programs": []}] * 4, [{"compiled": [], "built": 0}] * 4,
+    "no list", [], [{"compiled": "jit(f)", "built": 0, "programs": [], "traced": True}] * 4,
+    [{"compiled": [], "built": 0, "programs": [], "traced": "yes"}] * 4,
+    [{"compiled": [], "built": -1, "programs": [], "traced": True}] * 4, [{"compiled": [], "built": 0}] * 4,
 ])
 def test_malformed_records_fail_the_check(records: Any) -> None:
     """Whatever else comes back fails the check in one sentence."""

@@ -36,6 +36,9 @@ class WatchedCall:
     """jax.jit wrappers the learner's file built during the call."""
     programs: tuple[JitCall, ...]
     """The jitted calls it makes, traced at its arguments' types, with their programs' texts."""
+    traced: bool = True
+    """False when the function could not be traced (it reads a value on the host before its jit, say):
+    then its programs are unknown, and none is listed."""
 
 
 def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType,
@@ -65,7 +68,10 @@ def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: t
                 jax.block_until_ready(fn(*args))
             records.append({"compiled": list(rec.fun_names()), "built": builds[0] - before})
     for record, spec in zip(records, specs, strict=True):  # traced after every call: no build or compile counted
-        record["programs"] = [record_of(c) for c in jit_calls(fn, *spec, path=path)]
+        try:
+            record["programs"], record["traced"] = [record_of(c) for c in jit_calls(fn, *spec, path=path)], True
+        except Exception:  # noqa: BLE001 - code that runs but cannot be traced: its programs stay unknown
+            record["programs"], record["traced"] = [], False
     return records
 
 
@@ -83,20 +89,22 @@ def _judged(records: Any, count: int) -> list[WatchedCall]:
     """The calls as the executor described them, their programs read here; malformed records fail the check."""
     if not isinstance(records, list) or len(records) != count or not all(_is_record(r) for r in records):
         fail("the description of your step's calls came back malformed, which no call of `jax.jit` makes.")
-    return [WatchedCall(compiled=tuple(r["compiled"]), built=r["built"], programs=tuple(judged(r["programs"])))
-            for r in records]
+    return [WatchedCall(compiled=tuple(r["compiled"]), built=r["built"], programs=tuple(judged(r["programs"])),
+                        traced=r["traced"]) for r in records]
 
 
 def _is_record(r: Any) -> bool:
     """Whether `r` has the fields and types `watch` gives (its programs are checked by `judged`)."""
     return (isinstance(r, dict) and isinstance(r.get("compiled"), list)
             and all(isinstance(n, str) for n in r["compiled"]) and type(r.get("built")) is int and r["built"] >= 0
-            and isinstance(r.get("programs"), list))
+            and isinstance(r.get("programs"), list) and type(r.get("traced")) is bool
+            and (r["traced"] or not r["programs"]))
 
 
 def unreported_compiles(watched: Sequence[WatchedCall]) -> list[int]:
     """The calls (by index) that run a program no earlier call ran, yet were reported to compile nothing:
-    a new program needs a compile, so such a report is not what the calls did."""
+    a new program needs a compile, so such a report is not what the calls did. A call that could not be
+    traced tells nothing either way."""
     seen: set[str] = set()
     missing = []
     for i, call in enumerate(watched):
