@@ -100,7 +100,8 @@ def test_patching_numpy_passed_before_the_split(tmp_path: Path) -> None:
     assert result.passed, [(c.id, c.message) for c in result.checks]
 
 
-@pytest.mark.parametrize("name", ["update_with_donate", "sharded_donated_step", "scan_layers", "grad_accumulation"])
+@pytest.mark.parametrize("name", ["update_with_donate", "sharded_donated_step", "scan_layers", "no_host_sync",
+                                  "grad_accumulation"])
 def test_graders_that_ask_the_executor_pass_the_reference_unsplit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A grader whose judge checks ask the executor for programs and compiles (`jit_calls`, `watched_calls`)
     grades the same when every check runs beside the learner's code, as under a bare `pytest`."""
