@@ -14,7 +14,7 @@ from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array
 from course.grading.judge.source import describe_exception, learner_location
 from course.grading.observe.calls.programs import compile_program, grad_of_sum
-from course.grading.observe.calls.warmup import unreported_compiles, watched_calls
+from course.grading.observe.calls.warmup import after_warmup, watched_calls
 from course.grading.observe.traces.loops import jaxpr_size, line_text, loops_in
 from course.grading.observe.traces.matmuls import matmuls_of
 
@@ -217,20 +217,17 @@ def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submiss
     cases = [(_stacked(_layers(rng, 4)), jnp.asarray(_x(rng))) for _ in range(4)]
     # The first call is the warm-up. The compiles are reported where the calls ran, and weighed here
     # against the programs' own texts: a call that runs a program no earlier call ran compiled it.
-    watched = watched_calls(submission.forward, cases, module=submission, path=submission_path)
-    later = watched[1:]
-    compiled, built = [n for w in later for n in w.compiled], sum(w.built for w in later)
-    unseen = unreported_compiles(watched)
-    if compiled or unseen:
-        why = f"; each call builds {built // 3 or 1} new jax.jit wrapper(s), which JAX has never seen" if built else ""
-        names = ", ".join(dict.fromkeys(compiled)) or "a program no earlier call ran, though no compile was reported"
-        fail(f"3 more calls of forward with new arrays of the same shapes compiled {len(compiled) or len(unseen)} "
-             f"time(s) ({names}){why}. Build the jitted function once, at module scope.")
+    later = after_warmup(watched_calls(submission.forward, cases, module=submission, path=submission_path))
+    if later.compiles:
+        why = (f"; each call builds {later.built // 3 or 1} new jax.jit wrapper(s), which JAX has never seen"
+               if later.built else "")
+        fail(f"3 more calls of forward with new arrays of the same shapes compiled {later.compiles} time(s) "
+             f"({later.names}){why}. Build the jitted function once, at module scope.")
     # A function that cannot be traced (a host read before its jit) may still run a jit: not said of it.
-    ran = any(w.programs for w in watched) or not all(w.traced for w in watched)
-    check(ran,
+    check(later.ran_jit,
           "forward ran no jitted program of yours: its layers ran op by op. Jit it once at module scope "
           "(`@jax.jit`, or `forward = jax.jit(...)`), so a call runs one compiled program.")
-    check(not built, f"3 more calls of forward built {built} new jax.jit wrapper(s): the jit is made inside "
-                     "the call, a new function object each time, which JAX must look up (or trace) again before "
-                     "it runs. Jit it once at module scope (`@jax.jit`, or `forward = jax.jit(...)`).")
+    check(not later.built,
+          f"3 more calls of forward built {later.built} new jax.jit wrapper(s): the jit is made inside the call, "
+          "a new function object each time, which JAX must look up (or trace) again before it runs. Jit it once "
+          "at module scope (`@jax.jit`, or `forward = jax.jit(...)`).")

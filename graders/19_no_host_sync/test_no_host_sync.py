@@ -15,7 +15,7 @@ from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
 from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
 from course.grading.observe.calls.waits import ClockRead, Gate, TimingLog, WaitRecorder
-from course.grading.observe.calls.warmup import unreported_compiles, watched_calls
+from course.grading.observe.calls.warmup import after_warmup, watched_calls
 from course.grading.observe.traces.loops import line_text
 
 D, B = 8, 32
@@ -144,13 +144,10 @@ def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submiss
     cases = [(*_inputs(rng, GATED_STEPS), LR) for _ in range(3)]
     # The first call is the warm-up. The compiles are reported where the calls ran, and weighed here
     # against the programs' own texts: a call that runs a program no earlier call ran compiled it.
-    watched = watched_calls(submission.train, cases, module=submission, path=submission_path)
-    compiled, built = [n for w in watched[1:] for n in w.compiled], sum(w.built for w in watched[1:])
-    unseen = unreported_compiles(watched)
-    if compiled or unseen:
-        why = f"; each call builds {max(built // 2, 1)} new jax.jit wrapper(s)" if built else ""
-        names = ", ".join(dict.fromkeys(compiled)) or "a program no earlier call ran, though no compile was reported"
-        fail(f"2 more calls of train compiled {len(compiled) or len(unseen)} time(s) ({names}){why}: build the "
+    later = after_warmup(watched_calls(submission.train, cases, module=submission, path=submission_path))
+    if later.compiles:
+        why = f"; each call builds {max(later.built // 2, 1)} new jax.jit wrapper(s)" if later.built else ""
+        fail(f"2 more calls of train compiled {later.compiles} time(s) ({later.names}){why}: build the "
              "jitted step once, at module scope, and call it in the loop.")
 
 

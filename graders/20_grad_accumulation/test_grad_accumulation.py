@@ -16,7 +16,7 @@ import pytest
 from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
 from course.grading.observe.calls.programs import call_jitted, compile_program, size_text
-from course.grading.observe.calls.warmup import unreported_compiles, watched_calls
+from course.grading.observe.calls.warmup import after_warmup, watched_calls
 from course.grading.observe.traces.loops import EqnRuns, eqn_runs, line_text, loops_in, type_text
 from course.grading.observe.traces.matmuls import Matmul, matmuls_of
 
@@ -201,20 +201,16 @@ def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submiss
     cases = [(*_inputs(rng, 512), 4) for _ in range(4)]
     # The first call is the warm-up. The compiles are reported where the calls ran, and weighed here
     # against the programs' own texts: a call that runs a program no earlier call ran compiled it.
-    watched = watched_calls(submission.accumulated_grads, cases, module=submission, path=submission_path)
-    later = watched[1:]
-    compiled, built = [n for w in later for n in w.compiled], sum(w.built for w in later)
-    unseen = unreported_compiles(watched)
-    if compiled or unseen:
-        why = f"; each call builds {max(built // 3, 1)} new jax.jit wrapper(s)" if built else ""
-        names = ", ".join(dict.fromkeys(compiled)) or "a program no earlier call ran, though no compile was reported"
-        fail(f"3 more calls with new batches compiled {len(compiled) or len(unseen)} time(s) ({names}){why}: build "
+    later = after_warmup(watched_calls(submission.accumulated_grads, cases, module=submission, path=submission_path))
+    if later.compiles:
+        why = f"; each call builds {max(later.built // 3, 1)} new jax.jit wrapper(s)" if later.built else ""
+        fail(f"3 more calls with new batches compiled {later.compiles} time(s) ({later.names}){why}: build "
              "the jit once, at module scope, with num_micro static (`static_argnames=\"num_micro\"`), and call it.")
     # A function that cannot be traced (a host read before its jit) may still run a jit: not said of it.
-    ran = any(w.programs for w in watched) or not all(w.traced for w in watched)
-    check(ran,
+    check(later.ran_jit,
           "accumulated_grads ran no jitted program of yours: its loop ran op by op. Jit it once at module "
           "scope, with num_micro static (`functools.partial(jax.jit, static_argnames=\"num_micro\")`).")
-    check(not built, f"3 more calls of accumulated_grads built {built} new jax.jit wrapper(s): the jit is made "
-                     "inside the call, a new function object each time, which JAX must look up (or trace) again "
-                     "before it runs. Build it once, at module scope, with num_micro static.")
+    check(not later.built,
+          f"3 more calls of accumulated_grads built {later.built} new jax.jit wrapper(s): the jit is made inside "
+          "the call, a new function object each time, which JAX must look up (or trace) again before it runs. "
+          "Build it once, at module scope, with num_micro static.")

@@ -62,6 +62,29 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, di
         return dict(zip([f.stem for f in files], pool.map(lambda f: _check(root, f), files), strict=True))
 
 
+def _one_exercise_course(tmp_path: Path, folder: str) -> Path:
+    """A course of one exercise of the real course (`folder`, such as `12_sharded_donated_step`), as its 01."""
+    course, name = tmp_path / "course", folder.split("_", 1)[1]
+    for top in ("exercises", "graders", "solutions"):
+        shutil.copytree(REPO / top / folder, course / top / f"01_{name}", ignore=shutil.ignore_patterns("__pycache__"))
+    (course / "course.toml").write_text(f'format_version = 1\ntitle = "One"\nexercises = ["{name}"]\n',
+                                        encoding="utf-8")
+    return course
+
+
+def _graded_class(tmp_path: Path, course: Path, name: str, files: dict[str, Path]) -> dict[str, dict]:
+    """Each student's results.json after `course grade` (with the sandbox) of their file for `name`."""
+    subs = tmp_path / "subs"
+    for student, source in files.items():
+        (subs / student).mkdir(parents=True)
+        shutil.copyfile(source, subs / student / f"{name}.py")
+    done = subprocess.run([str(COURSE_BIN), "grade", str(subs), "--out", str(tmp_path / "out"), "--course",
+                           str(course), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=900,
+                          check=False)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    return {s: json.loads((tmp_path / "out" / s / "results.json").read_text(encoding="utf-8")) for s in files}
+
+
 def test_the_reference_passes_split(checked: dict[str, tuple[int, dict, Path]]) -> None:
     """The control: the reference solution passes every check, the judge's and the executor's."""
     code, result, _ = checked["update_with_donate"]
@@ -87,12 +110,7 @@ def test_patching_numpy_passed_before_the_split(tmp_path: Path) -> None:
     the attack is real, and only the judge stops it."""
     from course.engine import runner
 
-    course = tmp_path / "course"
-    for top in ("exercises", "graders", "solutions"):
-        shutil.copytree(REPO / top / "01_update_with_donate", course / top / "01_update_with_donate",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    (course / "course.toml").write_text('format_version = 1\ntitle = "One"\nexercises = ["update_with_donate"]\n',
-                                        encoding="utf-8")
+    course = _one_exercise_course(tmp_path, "01_update_with_donate")
     exercise = load_course(course).get("update_with_donate")
     grader = exercise.grader_path
     grader.write_text(grader.read_text(encoding="utf-8").replace("@pytest.mark.judge\n", ""), encoding="utf-8")
@@ -176,23 +194,12 @@ def test_course_grade_judges_the_values_too(tmp_path: Path) -> None:
     """Through `course grade` with the sandbox, as an instructor grades a class: the file that patches
     NumPy scores the points of the checks it can forge in its own process, never the values check,
     and its classmate's reference solution scores everything."""
-    course = tmp_path / "course"
-    for top in ("exercises", "graders", "solutions"):
-        shutil.copytree(REPO / top / "01_update_with_donate", course / top / "01_update_with_donate",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    (course / "course.toml").write_text('format_version = 1\ntitle = "One"\nexercises = ["update_with_donate"]\n',
-                                        encoding="utf-8")
-    subs = tmp_path / "subs"
-    for student, source in (("ada", SOLUTION), ("mallory", ATTACKS / "rebind_less_equal.py")):
-        (subs / student).mkdir(parents=True)
-        shutil.copyfile(source, subs / student / "update_with_donate.py")
-    done = subprocess.run([str(COURSE_BIN), "grade", str(subs), "--out", str(tmp_path / "out"), "--course",
-                           str(course), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=900,
-                          check=False)
-    assert done.returncode in (0, 1), done.stderr[-2000:]
+    course = _one_exercise_course(tmp_path, "01_update_with_donate")
+    graded = _graded_class(tmp_path, course, "update_with_donate",
+                           {"ada": SOLUTION, "mallory": ATTACKS / "rebind_less_equal.py"})
 
     def results(student: str) -> dict:
-        return json.loads((tmp_path / "out" / student / "results.json").read_text(encoding="utf-8"))
+        return graded[student]
 
     assert results("ada")["score"] == 7.0, results("ada")["output"]
     mallory = results("mallory")
@@ -207,24 +214,11 @@ def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path)
     with the sandbox, the judge now reads each call's program text: a new program for each learning rate,
     reported as no compile, fails "no compile after warm-up" and that check only; a classmate's reference
     solution scores everything."""
-    course = tmp_path / "course"
-    name = "12_sharded_donated_step"
-    for top in ("exercises", "graders", "solutions"):  # the course's only exercise, so its folder is 01
-        shutil.copytree(REPO / top / name, course / top / "01_sharded_donated_step",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    (course / "course.toml").write_text('format_version = 1\ntitle = "One"\nexercises = ["sharded_donated_step"]\n',
-                                        encoding="utf-8")
-    subs = tmp_path / "subs"
-    for student, source in (("ada", REPO / "solutions" / name / "sharded_donated_step.py"),
-                            ("mallory", ATTACKS / "hide_compiles.py")):
-        (subs / student).mkdir(parents=True)
-        shutil.copyfile(source, subs / student / "sharded_donated_step.py")
-    done = subprocess.run([str(COURSE_BIN), "grade", str(subs), "--out", str(tmp_path / "out"), "--course",
-                           str(course), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=900,
-                          check=False)
-    assert done.returncode in (0, 1), done.stderr[-2000:]
-    ada, mallory = (json.loads((tmp_path / "out" / s / "results.json").read_text(encoding="utf-8"))
-                    for s in ("ada", "mallory"))
+    course = _one_exercise_course(tmp_path, "12_sharded_donated_step")
+    graded = _graded_class(tmp_path, course, "sharded_donated_step", {
+        "ada": REPO / "solutions" / "12_sharded_donated_step" / "sharded_donated_step.py",
+        "mallory": ATTACKS / "hide_compiles.py"})
+    ada, mallory = graded["ada"], graded["mallory"]
     assert ada["score"] == 11.0, ada["output"]
     lost = [t for t in mallory["tests"] if t["score"] < t["max_score"]]
     assert len(lost) == 1 and "learning rates compile nothing" in lost[0]["name"], mallory["tests"]

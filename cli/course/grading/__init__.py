@@ -70,7 +70,9 @@ if TYPE_CHECKING:
     )
     from course.grading.observe.calls.tpu import interpreter_failure, run_strict, strict_params, tpu_interpret
     from course.grading.observe.calls.waits import ClockRead, Gate, HostWait, TimingLog, WaitRecorder
-    from course.grading.observe.calls.warmup import WatchedCall, unreported_compiles, watched_calls
+    from course.grading.observe.calls.warmup import (
+        AfterWarmup, WatchedCall, after_warmup, unreported_compiles, watched_calls,
+    )
     from course.grading.observe.kernels.accumulators import Accumulator, TaintPass, find_accumulators, taint_pass
     from course.grading.observe.kernels.aliasing import (
         Hazard, first_hazard, first_read_after_write, overlaps, reads_after_writes, run_aliased, unrolled_loops,
@@ -179,7 +181,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "strict_params": "observe.calls.tpu", "tpu_interpret": "observe.calls.tpu",
     "ClockRead": "observe.calls.waits", "Gate": "observe.calls.waits", "HostWait": "observe.calls.waits",
     "TimingLog": "observe.calls.waits", "WaitRecorder": "observe.calls.waits",
-    "WatchedCall": "observe.calls.warmup", "unreported_compiles": "observe.calls.warmup",
+    "AfterWarmup": "observe.calls.warmup", "WatchedCall": "observe.calls.warmup",
+    "after_warmup": "observe.calls.warmup", "unreported_compiles": "observe.calls.warmup",
     "watched_calls": "observe.calls.warmup",
     "Accumulator": "observe.kernels.accumulators", "TaintPass": "observe.kernels.accumulators",
     "find_accumulators": "observe.kernels.accumulators", "taint_pass": "observe.kernels.accumulators",
@@ -285,7 +288,7 @@ __all__ = [
     "abstract_tpu", "jitted_once", "needs_tpu", "runs_here", "strict_values", "tpu_fallback",
     "interpreter_failure", "run_strict", "strict_params", "tpu_interpret",
     "ClockRead", "Gate", "HostWait", "TimingLog", "WaitRecorder",
-    "WatchedCall", "unreported_compiles", "watched_calls",
+    "AfterWarmup", "WatchedCall", "after_warmup", "unreported_compiles", "watched_calls",
     "Accumulator", "TaintPass", "find_accumulators", "taint_pass",
     "Hazard", "first_hazard", "first_read_after_write", "overlaps", "reads_after_writes", "run_aliased",
     "unrolled_loops",

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from course.grading import CheckFailed, unreported_compiles, watched_calls
+from course.grading import CheckFailed, after_warmup, unreported_compiles, watched_calls
 from course.grading.observe.calls.warmup import _judged, watch
 from support import served
 
@@ -103,6 +103,10 @@ def test_a_report_of_no_compile_for_a_new_program_is_caught(tmp_path: Path) -> N
     records = watch(module.static, _calls(), module=module, path=Path(module.__file__))
     forged = [records[0], *({**r, "compiled": []} for r in records[1:])]
     assert unreported_compiles(_judged(forged, 4)) == [1, 2, 3]
+    later = after_warmup(_judged(forged, 4))
+    assert later.compiled == () and later.compiles == 3 and "no earlier call ran" in later.names
+    honest = after_warmup(_judged(records, 4))
+    assert honest.compiles == 3 and honest.names == "jit(_static)" and honest.ran_jit and honest.built == 0
     same = watch(module.traced, _calls(), module=module, path=Path(module.__file__))
     assert unreported_compiles(_judged([same[0], *({**r, "compiled": []} for r in same[1:])], 4)) == []
 

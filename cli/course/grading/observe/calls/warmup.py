@@ -23,7 +23,7 @@ from course.grading.observe.calls.compiles import CompileRecorder, own_function_
 from course.grading.observe.calls.donation import JitCall, jit_calls, judged, record_of
 from course.grading.observe.calls.patching import count_jit_builds
 
-__all__ = ["WatchedCall", "unreported_compiles", "watched_calls"]
+__all__ = ["AfterWarmup", "WatchedCall", "after_warmup", "unreported_compiles", "watched_calls"]
 
 
 @dataclass(frozen=True)
@@ -113,3 +113,35 @@ def unreported_compiles(watched: Sequence[WatchedCall]) -> list[int]:
             missing.append(i)
         seen |= texts
     return missing
+
+
+@dataclass(frozen=True)
+class AfterWarmup:
+    """What the calls after the first (the warm-up) did, for a "compiles once" check to word."""
+
+    compiled: tuple[str, ...]
+    """The compiles reported, in order (`jit(step)` once per compile)."""
+    built: int
+    """jax.jit wrappers built."""
+    unreported: tuple[int, ...]
+    """Calls that ran a program no earlier call ran, though no compile was reported for them."""
+    ran_jit: bool
+    """Whether any call runs a jitted program of the learner's (or could not be traced to tell)."""
+
+    @property
+    def compiles(self) -> int:
+        """How many compiles the later calls made, at the least."""
+        return len(self.compiled) or len(self.unreported)
+
+    @property
+    def names(self) -> str:
+        """What compiled, in words."""
+        return ", ".join(dict.fromkeys(self.compiled)) or "a program no earlier call ran, though none was reported"
+
+
+def after_warmup(watched: Sequence[WatchedCall]) -> AfterWarmup:
+    """The calls after the first of `watched`: their compiles, reported and read from the programs, and builds."""
+    later = watched[1:]
+    return AfterWarmup(compiled=tuple(n for w in later for n in w.compiled), built=sum(w.built for w in later),
+                       unreported=tuple(unreported_compiles(watched)),
+                       ran_jit=any(w.programs for w in watched) or not all(w.traced for w in watched))
