@@ -197,12 +197,8 @@ def test_course_grade_judges_the_values_too(tmp_path: Path) -> None:
     course = _one_exercise_course(tmp_path, "01_update_with_donate")
     graded = _graded_class(tmp_path, course, "update_with_donate",
                            {"ada": SOLUTION, "mallory": ATTACKS / "rebind_less_equal.py"})
-
-    def results(student: str) -> dict:
-        return graded[student]
-
-    assert results("ada")["score"] == 7.0, results("ada")["output"]
-    mallory = results("mallory")
+    assert graded["ada"]["score"] == 7.0, graded["ada"]["output"]
+    mallory = graded["mallory"]
     values = [t for t in mallory["tests"] if "Returns state + delta" in t["name"]]
     assert len(values) == 1 and values[0]["score"] == 0, mallory["tests"]
     assert mallory["score"] == 6.0 and mallory["extra_data"]["exercises"]["update_with_donate"]["status"] == "failed"

@@ -41,6 +41,15 @@ def reads_first(x, lr):
     return _traced(x, lr * scale)
 
 
+_first = jax.jit(lambda x: x * 2)
+_second = jax.jit(lambda x: x * 2)
+_second.__wrapped__.__name__ = "second"
+
+
+def by_name(x, lr):
+    return _first(x) if lr < 0.25 else _second(x)
+
+
 def closed_over(x, lr):
     return jax.jit(lambda x: x * np.full(8, lr, np.float32))(x)
 '''
@@ -94,6 +103,14 @@ def test_a_function_that_cannot_be_traced_is_watched_without_its_programs(tmp_pa
     watched = watched_calls(module.reads_first, _calls(), module=module, path=Path(module.__file__))
     assert [bool(w.compiled) for w in watched] == [True, False, False, False]
     assert not any(w.traced or w.programs for w in watched) and unreported_compiles(watched) == []
+
+
+def test_one_body_under_two_names_is_two_programs(tmp_path: Path) -> None:
+    """Two jits of the same body under different names lower to two modules: each call's text is its own."""
+    module = _module(tmp_path)
+    watched = watched_calls(module.by_name, _calls(), module=module, path=Path(module.__file__))
+    texts = [w.programs[0].program for w in watched]
+    assert texts[0] == texts[1] != texts[2] == texts[3] and "second" in texts[2]
 
 
 def test_a_report_of_no_compile_for_a_new_program_is_caught(tmp_path: Path) -> None:

@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 
-
 def is_consumed(x: Any) -> bool:
     """True when `x` is a jax.Array whose buffer is gone (donated or deleted)."""
     return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer) and x.is_deleted()

@@ -31,7 +31,6 @@ def rebuilt_call(eqn: Any) -> Any:
 
     donated = eqn.params["donated_invars"]
     run = jaxpr_as_fun(eqn.params["jaxpr"])
-
     single = len(eqn.outvars) == 1
 
     def program(*args: Any) -> Any:
@@ -99,7 +98,9 @@ def _program_key(eqn: Any) -> Any:
         return None
     operands = tuple((v.aval.shape, str(v.aval.dtype), getattr(v.aval, "weak_type", False),
                       str(getattr(v.aval, "sharding", None))) for v in eqn.invars)
-    return (str(closed), tuple(np.asarray(c).tobytes() + str(np.asarray(c).dtype).encode() for c in consts),
+    values = (np.asarray(c) for c in consts)
+    # The name too: the rebuilt program is named after the learner's jit, and its text says so.
+    return (str(eqn.params.get("name")), str(closed), tuple((v.tobytes(), str(v.dtype)) for v in values),
             tuple(eqn.params["donated_invars"]), str(eqn.params.get("in_shardings")),
             str(eqn.params.get("out_shardings")), bool(eqn.params.get("keep_unused", False)), operands)
 
