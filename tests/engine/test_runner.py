@@ -72,6 +72,25 @@ def test_a_file_that_does_not_compile_is_answered_without_a_grading(mini_course:
     assert early.checks and all("def double(x)\n" in c.message and "^" in c.message for c in early.checks)
 
 
+def test_a_file_nested_too_deeply_to_compile_is_the_learners_failure(mini_course: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose nesting exhausts Python's parser (RecursionError, not SyntaxError) fails every check with
+    that reason, answered without a grading; the stub rule, which parses it too, does not crash on it."""
+    from course.engine import isolation
+
+    exercise = load_course(mini_course).get("ex_pass")
+    path = mini_course / exercise.stub_rel
+    path.write_text("def double(x):\n    return x" + " * 1" * 100_000 + "\n")
+
+    def no_grading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a grading process was started for a file that does not compile")
+
+    monkeypatch.setattr(isolation, "run_isolated", no_grading)
+    r = grade(exercise, path, seed=3)
+    assert r.status == "failed" and not r.not_tried and r.checks
+    assert all("too deeply nested for Python to compile" in c.message for c in r.checks)
+
+
 def test_loop_is_stopped_by_its_cpu_time_in_the_check_it_was_in(results: dict) -> None:
     """A loop in the second check is stopped by its CPU time (never the clock: the cap is far above it);
     the first check keeps its pass, the second fails pointing at the learner's line, the third was not run."""

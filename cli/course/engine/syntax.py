@@ -12,6 +12,7 @@ from pathlib import Path
 
 from course.engine.verdict import CheckResult, ExerciseResult, summarize
 from course.grading.judge.source import syntax_message
+from course.pyast import TOO_DEEP
 from course.registry import Exercise
 
 
@@ -23,6 +24,8 @@ def error(source: bytes, path: Path) -> str:
         return syntax_message(exc)
     except ValueError:  # a null byte, in older Pythons: the grading's import says the same in its words
         return ""
+    except (RecursionError, MemoryError) as exc:  # a learner's nesting, never the platform's failure
+        return f"your file is {TOO_DEEP} ({type(exc).__name__}), so no check can run: flatten the deepest expression."
     return ""
 
 
