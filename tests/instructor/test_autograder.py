@@ -217,8 +217,11 @@ def test_a_run_stopped_midway_keeps_what_it_graded(gradescope: Path) -> None:
     _fresh(gradescope, {"ex_pass.py": SOLUTION, "ex_fail.py": SLEEPS})
     results = gradescope / "results" / "results.json"
     log = gradescope / "stdout.txt"
+    scratch = gradescope.parent / "tmp"  # the killed run's scratch folders stay there, as in a killed container
+    scratch.mkdir()
     with log.open("wb") as sink:
-        proc = subprocess.Popen([str(gradescope / "run_autograder")], cwd=gradescope, env=_environment(gradescope),
+        proc = subprocess.Popen([str(gradescope / "run_autograder")], cwd=gradescope,
+                                env=_environment(gradescope, TMPDIR=str(scratch)),
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         seen = _wait_for(results, lambda data: data["extra_data"]["exercises"]["ex_pass"]["status"] != "error")

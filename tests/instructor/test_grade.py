@@ -234,7 +234,11 @@ def test_a_killed_run_loses_only_the_students_in_flight(tmp_path: Path) -> None:
     for k in range(6):
         write_folder(subs / f"s{k}", {"ex_pass.py": SOLUTION, "ex_fail.py": WRONG})
     argv = [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--jobs", "1", "--json"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    scratch = tmp_path / "tmp"  # a killed run cannot remove its scratch folders: keep them out of the machine's /tmp
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=env)
     deadline = time.monotonic() + 60
     while not list(out.glob("*/results.json")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -244,7 +248,7 @@ def test_a_killed_run_loses_only_the_students_in_flight(tmp_path: Path) -> None:
     assert 1 <= len(survived) < 6
     for path in out.glob("*/results.json"):
         json.loads(path.read_text(encoding="utf-8"))  # every file there is whole
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, env=env)
     summary = json.loads(done.stdout)
     assert done.returncode == 0 and summary["graded_now"] == 6 - len(survived), summary
     assert summary["totals"] == {f"s{k}": 3.0 for k in range(6)}
