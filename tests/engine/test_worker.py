@@ -236,16 +236,23 @@ def test_compilation_cache_keeps_verdicts(worker: Worker, tmp_path: Path) -> Non
     exercise = course.get("update_with_donate")
     cache = tmp_path / "xla-cache"
     wrong = exercise.wrong_dir / "jit_per_call.py"
-    verdicts = []
+    verdicts, entries = [], []
     for source in (exercise.solution_path, wrong, exercise.solution_path, wrong):
         dest = tmp_path / source.stem / "update_with_donate.py"
         dest.parent.mkdir(exist_ok=True)
         dest.write_bytes(source.read_bytes())
+        for entry in cache.glob("*-cache"):  # long unused: a hit must make it recent
+            os.utime(entry, (1e9, 1e9))
         result = grade(exercise, dest, seed=11, worker=worker, cache_dir=cache)
         verdicts.append((result.status, sorted(c.id for c in result.checks if c.status != "passed")))
-    assert any(cache.iterdir())
+        entries.append({p.name: p.stat().st_mtime for p in cache.glob("*-cache")})
     assert verdicts[0] == verdicts[2] == ("passed", [])
     assert verdicts[1] == verdicts[3] and "test_helper_built_once" in verdicts[1][1]
+    # The solution graded again wrote nothing new and marked what it used; JAX's own bound (a lock file,
+    # access-time files) is not in use, and no half-written entry is left.
+    assert entries[0] and entries[2].keys() == entries[1].keys()
+    assert any(when > 1e9 for when in entries[2].values())
+    assert sorted(p.name for p in cache.iterdir()) == sorted(entries[3])
 
 
 class KeyThief:

@@ -10,16 +10,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from course.engine import isolation, protections, system
+from course.engine import compile_cache, isolation, protections, system
 from course.engine.protections import Confinement
 from course.engine.sandbox import Policy
 from course.engine.verdict import CheckEvent, ExerciseResult
 from course.registry import Exercise
-
-CACHE_MAX_BYTES = 256 * 2**20
-READ_ONLY_CACHE = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e9", "JAX_COMPILATION_CACHE_MAX_SIZE": "-1"}
-"""Settings that make JAX only read its compilation cache: no compile is slow enough to be written,
-and without a size limit there is no lock file or access time to write either."""
 
 
 def cancelled(name: str, seed: int) -> ExerciseResult:
@@ -160,8 +155,10 @@ def command(exercise: Exercise, submission: Path, workdir: Path, report_path: Pa
 def environment(exercise: Exercise, cache_dir: Path | None, read_only_cache: bool = False) -> dict[str, str]:
     """A small, clean environment: CPU JAX with the device count the grader needs."""
     devices = f"--xla_force_host_platform_device_count={exercise.meta.devices}"
-    only_read = READ_ONLY_CACHE if cache_dir is not None and read_only_cache else {}
-    return {**base_environment(cache_dir), "XLA_FLAGS": devices, **only_read}
+    env = {**base_environment(cache_dir), "XLA_FLAGS": devices}
+    if cache_dir is not None and read_only_cache:
+        env.update(compile_cache.environment(cache_dir, read_only=True))
+    return env
 
 
 def base_environment(cache_dir: Path | None = None) -> dict[str, str]:
@@ -170,7 +167,7 @@ def base_environment(cache_dir: Path | None = None) -> dict[str, str]:
     With `cache_dir`, JAX's persistent compilation cache keeps every executable there: a
     re-check of unchanged code loads its programs instead of compiling them again, which is most
     of a grading's time on the CPU. Compile events still fire on a cache hit, so compile counts
-    are unchanged. The cache holds at most CACHE_MAX_BYTES (least recently used go first).
+    are unchanged. `course.engine.compile_cache` keeps it within its size.
     """
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "TZ")
     env = {k: os.environ[k] for k in keep if k in os.environ}
@@ -184,11 +181,5 @@ def base_environment(cache_dir: Path | None = None) -> dict[str, str]:
         }
     )
     if cache_dir is not None:
-        env.update(
-            {
-                "JAX_COMPILATION_CACHE_DIR": str(cache_dir),
-                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-                "JAX_COMPILATION_CACHE_MAX_SIZE": str(CACHE_MAX_BYTES),
-            }
-        )
+        env.update(compile_cache.environment(cache_dir))
     return env

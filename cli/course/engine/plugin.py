@@ -110,8 +110,10 @@ def _preload() -> None:
 
     import numpy  # noqa: F401
 
+    from course.engine import compile_cache
     from course.grading.observe.calls import compiles
 
+    compile_cache.in_grading()  # before any compile: whole writes and touched hits
     compiles.install_listener()
 
 

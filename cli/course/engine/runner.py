@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from course import files, stubs
-from course.engine import cohort, invocation, isolation, judge, limits, notary, remote, report
-from course.engine.invocation import CACHE_MAX_BYTES, READ_ONLY_CACHE, base_environment, cancelled
+from course.engine import cohort, compile_cache, invocation, isolation, judge, limits, notary, remote, report
+from course.engine.invocation import base_environment, cancelled
 from course.engine.isolation import Launcher
 from course.engine.protections import Confinement
 from course.engine.stopwatch import Stopwatch, what_holds
@@ -29,7 +29,7 @@ from course.registry import Exercise
 if TYPE_CHECKING:
     from course.engine.worker import Worker
 
-__all__ = ["CACHE_MAX_BYTES", "CANCELLED", "READ_ONLY_CACHE", "base_environment", "cancelled", "command_for", "grade",
+__all__ = ["CANCELLED", "base_environment", "cancelled", "command_for", "grade",
            "grade_many", "grading_environment", "map_jobs", "not_tried", "start_worker"]
 CANCELLED = isolation.CANCELLED
 T = TypeVar("T")
@@ -84,6 +84,8 @@ def grade(
     if broken is not None:  # certain at once: no process, no JAX, no grader to wait for
         broken.duration_s = time.monotonic() - started
         return broken
+    if cache_dir is not None and not read_only_cache:
+        compile_cache.trim_once(cache_dir)  # once per command: gradings write it unbounded
     if exercise.meta.processes > 1:
         return cohort.grade(exercise, submission, seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
                             hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel,
