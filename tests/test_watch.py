@@ -116,10 +116,14 @@ def test_a_burst_of_saves_is_graded_once(watcher: Watcher) -> None:
     graded = watcher.n_graded
     for _ in range(5):
         watcher.on_save(watcher.path)
-        clock.now += 0.02  # type: ignore[attr-defined]
+        assert watcher.until_due(1.0) == pytest.approx(watcher.quiet_s)  # the loop wakes when it is due
+        clock.now += watcher.quiet_s / 2  # type: ignore[attr-defined]
         assert watcher.tick() is None
-    clock.now += 0.1  # type: ignore[attr-defined]
+    assert watcher.until_due(1.0) == pytest.approx(watcher.quiet_s / 2)
+    clock.now += watcher.quiet_s  # type: ignore[attr-defined]
+    assert watcher.until_due(1.0) == 0.0
     assert watcher.tick() is not None
+    assert watcher.until_due(1.0) == 1.0  # nothing pending
     assert watcher.tick() is None
     assert watcher.n_graded == graded + 1
 
@@ -379,6 +383,9 @@ def test_the_footer_is_redrawn_as_soon_as_a_message_changes_it() -> None:
 
         def tick(self) -> None:
             pass
+
+        def until_due(self, longest: float) -> float:
+            return longest
 
     events: queue.Queue = queue.Queue()
     for message in (("save", "x.py"), ("check", (1, None)), ("graded", (1, []))):

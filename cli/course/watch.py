@@ -52,7 +52,7 @@ class Watcher:
 
     def __init__(self, session: Session, exercise: Exercise | None = None, *, worker: Launcher | None = None,
                  clock: Callable[[], float] = time.monotonic, clear: Callable[[], None] | None = None,
-                 debounce_s: float = 0.2, quiet_s: float = 0.03, jobs: int = 0, post: Post | None = None,
+                 debounce_s: float = 0.2, quiet_s: float = 0.01, jobs: int = 0, post: Post | None = None,
                  footer: watching.Footer | None = None) -> None:
         self.session, self.worker, self.clock = session, worker, clock
         self.clear = clear or (lambda: None)
@@ -125,6 +125,15 @@ class Watcher:
             return False
         now = self.clock()
         return now - self._last_save >= self.quiet_s or now - self._first_save >= self.debounce_s
+
+    def until_due(self, longest: float) -> float:
+        """Seconds until a pending save is due (at most `longest`, which is also the wait with none pending),
+        so the loop wakes when the grading should start, not at its next timed tick."""
+        if self._first_save is None or self.busy:
+            return longest
+        now = self.clock()
+        due = min(self._last_save + self.quiet_s, self._first_save + self.debounce_s)
+        return min(longest, max(due - now, 0.0))
 
     def tick(self) -> ExerciseResult | None:
         """Grade if a save is due; the new verdict when it came at once (inline gradings), else None."""

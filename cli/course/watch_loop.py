@@ -95,7 +95,7 @@ def _loop(watcher: Watcher, events: queue.Queue[tuple[str, Any]], redraw: Callab
     quarter of a second later, which a verdict's screen would otherwise wait for to settle."""
     while not watcher.done:
         try:
-            kind, value = events.get(timeout=0.02)
+            kind, value = events.get(timeout=watcher.until_due(0.02))
         except queue.Empty:
             watcher.tick()
             continue
