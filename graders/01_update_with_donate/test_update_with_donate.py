@@ -12,8 +12,8 @@ import pytest
 
 from course.grading import (
     CheckFailed,
-    CompileRecorder,
     Copy,
+    JitBuilds,
     JitCall,
     argument_copies,
     assert_array,
@@ -22,10 +22,10 @@ from course.grading import (
     fail,
     is_consumed,
     is_deleted_error,
-    jit_builds_per_call,
     jit_calls,
     learner_location,
 )
+from course.grading.observe.calls.warmup import WatchedCall, unreported_compiles, watched_calls
 
 LARGE = 100_003
 TOL = {"rtol": 1e-6, "atol": 1e-6}
@@ -194,35 +194,51 @@ def _no_alias_message(call: JitCall, n: int) -> str:
                    "without a warning. Keep the result float32.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
-def test_helper_built_once(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
+def test_helper_built_once(fresh_submission: types.ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Compiles once per shape, not once per call."""
-    names = {c.name for c in _jit_calls(submission, submission_path, 32)}
-    if not names:
+    lengths = (32, 64)
+    calls = [_inputs(rng, n)[:2] for n in lengths for _ in range(3)]  # made before counting starts
+    # JAX's caches emptied first: earlier checks compiled these shapes, also through jits of JAX's own functions.
+    watched = _watched(fresh_submission, submission_path, calls)
+    if all(w.traced for w in watched) and not any(w.programs for w in watched):
         fail("`update_with_donate` runs nothing through jax.jit, so there is no compiled helper to reuse. "
              "Build the donating jit once, at the top level of your file, and call it from the function.")
-    jax.clear_caches()  # earlier checks may have compiled these shapes through shared caches
-    compiled: list[list[str]] = []  # per call, the programs of yours it compiled
-
-    def counted(state: jax.Array, delta: jax.Array) -> None:
-        """One call, keeping the names of the programs of theirs that it compiled."""
-        with CompileRecorder(names) as rec:
-            _call(submission, submission_path, state, delta)
-        compiled.append(rec.fun_names())
-
-    for n in (32, 64):
-        inputs = [_inputs(rng, n)[:2] for _ in range(3)]  # made before counting starts
-        builds = jit_builds_per_call(counted, inputs, keys=[f"float32[{n}] inputs"] * 3, path=submission_path)
+    # The compiles are reported where the calls ran; a call whose program text is new needed one anyway.
+    missing = unreported_compiles(watched)
+    if missing:
+        n = lengths[missing[0] // 3]
+        fail(f"a call with float32[{n}] inputs runs a program that no earlier call ran (its text differs), yet "
+             "the record of that call says nothing was compiled: a new program is always compiled. Create the "
+             "jitted helper once and reuse it.")
+    for k, n in enumerate(lengths):
+        group = watched[3 * k:3 * k + 3]
+        builds = JitBuilds(tuple(w.built for w in group), (f"float32[{n}] inputs",) * 3)
         if message := builds.message("update_with_donate"):
             fail(message)
-        per_call = [len(c) for c in compiled[-3:]]
+        per_call = [len(w.compiled) for w in group]
         if any(per_call[1:]):
             fail(f"three calls with float32[{n}] inputs compiled {per_call} times: a repeated call of the "
                  "same shape compiled again. Create the jitted helper once and reuse it.")
-    programs = [name for names_of_call in compiled for name in names_of_call]
+    programs = [name for w in watched for name in w.compiled]
     if len(programs) > 2:
         fail(f"lengths 32 and 64 compiled your jitted code {len(programs)} times in all ({', '.join(programs)}); "
              "one compile per shape, twice in all, is expected.")
+
+
+def _watched(sub: types.ModuleType, path: Path, calls: list[tuple[jax.Array, jax.Array]]) -> list[WatchedCall]:
+    """The calls made where the learner's code runs, with what each compiled and built and the programs it ran."""
+    try:
+        return watched_calls(sub.update_with_donate, calls, module=sub, path=path, fresh_caches=True)
+    except CheckFailed:
+        raise
+    except (RuntimeError, ValueError) as exc:
+        if not is_deleted_error(exc):
+            raise
+        fail(f"your code used an array after donating it{learner_location(exc.__traceback__, path)}: once an "
+             "array is passed to a donating jitted call, its buffer belongs to the result and the old array is "
+             "deleted. Use the value the call returns instead.")
 
 
 @pytest.mark.points(1)

@@ -115,10 +115,11 @@ class RemoteFunction:
         texts of the programs, from which the judge reads what is really reused."""
         return self._run(args, {}, jit=False, jits=True)
 
-    def watched_calls(self, calls: list[list[Any]]) -> Any:
+    def watched_calls(self, calls: list[list[Any]], *, fresh_caches: bool = False) -> Any:
         """Call it there once per argument list, noting what each call compiled and built, then trace each
-        call for its programs' texts (`course.grading.watched_calls`), which the judge reads."""
-        return self._run((calls,), {}, jit=False, watch=True)
+        call for its programs' texts (`course.grading.watched_calls`), which the judge reads; with
+        `fresh_caches`, JAX's caches are emptied there first."""
+        return self._run((calls,), {}, jit=False, watch={"fresh": bool(fresh_caches)})
 
     def strict(self, *args: Any, **overrides: Any) -> Any:
         """Run it there as `course.grading.strict_values` runs a kernel: strictly interpreted (and jitted once
@@ -126,7 +127,7 @@ class RemoteFunction:
         return self._run(args, {}, jit=self.jitted, strict=overrides)
 
     def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None,
-             grad: list[int] | None = None, jits: bool = False, watch: bool = False) -> Any:
+             grad: list[int] | None = None, jits: bool = False, watch: dict[str, bool] | None = None) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
@@ -145,8 +146,8 @@ class RemoteFunction:
             body["grad"] = grad
         if jits:
             body["jits"] = True
-        if watch:
-            body["watch"] = True
+        if watch is not None:
+            body["watch"] = watch
         if strict is not None:
             body["strict"] = {str(k): v for k, v in strict.items()}
         # A check inside `tpu_interpret`: the call runs under it there.

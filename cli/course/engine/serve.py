@@ -212,12 +212,13 @@ def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
     strict, interpret = header.get("strict"), header.get("interpret")
     if strict is not None:
         return _strict(fn, str(header.get("name")), args, strict, jit=header.get("jit") is True)
-    if header.get("watch") is True:
+    if isinstance(asked := header.get("watch"), dict):
         from course.grading.observe.calls.warmup import watch
 
         if kwargs or len(args) != 1 or not all(isinstance(call, list) for call in args[0]):
             raise wire.WireError("the calls to watch are malformed")
-        return watch(fn, [tuple(call) for call in args[0]], module=module, path=path)
+        return watch(fn, [tuple(call) for call in args[0]], module=module, path=path,
+                     fresh_caches=asked.get("fresh") is True)
     if header.get("jits") is True:
         from course.grading.observe.calls.donation import jit_calls, record_of
 

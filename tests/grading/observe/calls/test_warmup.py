@@ -52,6 +52,23 @@ def by_name(x, lr):
 
 def closed_over(x, lr):
     return jax.jit(lambda x: x * np.full(8, lr, np.float32))(x)
+
+
+@functools.cache
+def _adder():
+    return jax.jit(jax.numpy.add, donate_argnums=0)  # made on first use, of a function of JAX's own
+
+
+def lazy_add(x, lr):
+    return _adder()(x, x * lr)
+
+
+_hands_back = jax.jit(lambda x: x + 1, donate_argnums=0)
+
+
+def returns_donated(x, lr):
+    _hands_back(x)
+    return x
 '''
 
 
@@ -151,3 +168,39 @@ def test_the_judge_watches_through_the_executor(tmp_path: Path) -> None:
     assert all(x.is_deleted() for x, _ in calls)
     assert len({w.programs[0].program for w in static}) == 4 and all(w.compiled for w in static)
     assert np.dtype(far[0].programs[0].out_info[0].dtype) == np.float32
+
+
+def _by_shape() -> list[tuple[Any, float]]:
+    """Two calls at each of two shapes."""
+    return [(jax.numpy.arange(float(n)), 0.5) for n in (8, 8, 16, 16)]
+
+
+def test_a_jit_of_jaxs_own_function_made_lazily_counts_once_its_caches_are_emptied(tmp_path: Path) -> None:
+    """`jax.jit(jnp.add)` made on first use is named `add`, no function of the file, yet it is called from the
+    file, so its compiles are the learner's. Its programs were compiled before (JAX's caches are shared by every
+    wrapper of `jnp.add`): only with `fresh_caches` does each new shape's first call compile, as the texts say."""
+    module = _module(tmp_path)
+    path = Path(module.__file__)
+    watch(module.lazy_add, _by_shape(), module=module, path=path)  # earlier checks compiled these programs
+    warm = watched_calls(module.lazy_add, _by_shape(), module=_module(tmp_path), path=path)
+    assert not any(w.compiled for w in warm) and unreported_compiles(warm) == [2]
+    fresh = watched_calls(module.lazy_add, _by_shape(), module=_module(tmp_path), path=path, fresh_caches=True)
+    assert [w.compiled for w in fresh] == [("jit(add)",), (), ("jit(add)",), ()]
+    assert unreported_compiles(fresh) == [] and {p.name for w in fresh for p in w.programs} == {"add"}
+
+
+def test_a_call_that_returns_its_donated_argument_is_still_watched(tmp_path: Path) -> None:
+    """Handing back an array the call donated is for the donation checks to name: the calls are watched."""
+    module = _module(tmp_path)
+    watched = watched_calls(module.returns_donated, _calls(), module=module, path=Path(module.__file__))
+    assert [bool(w.compiled) for w in watched] == [True, False, False, False]
+
+
+def test_the_executor_empties_its_caches_when_asked(tmp_path: Path) -> None:
+    """Through the executor, `fresh_caches` empties that process's caches, not the judge's."""
+    with served(tmp_path / "learner.py", LEARNER) as module:
+        watched_calls(module.lazy_add, _by_shape(), module=module)
+        warm = watched_calls(module.lazy_add, _by_shape(), module=module)
+        fresh = watched_calls(module.lazy_add, _by_shape(), module=module, fresh_caches=True)
+    assert not any(w.compiled for w in warm)
+    assert [bool(w.compiled) for w in fresh] == [True, False, True, False] and unreported_compiles(fresh) == []

@@ -42,30 +42,37 @@ class WatchedCall:
 
 
 def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType,
-                  path: Path | None = None) -> list[WatchedCall]:
+                  path: Path | None = None, fresh_caches: bool = False) -> list[WatchedCall]:
     """Call `fn(*args)` for each tuple of `calls`, in order, recording each call's compiles (of `module`'s own
-    functions) and the jits built by the file at `path`; then trace each call again at its arguments' types
-    for the programs it runs. The learner's function seen from the judge makes the calls in the executor,
-    which knows its own module and file and sends the programs' texts for the judge to read."""
+    functions, and of any jitted function called from the file at `path`) and the jits built by that file;
+    then trace each call again at its arguments' types for the programs it runs. The learner's function seen
+    from the judge makes the calls in the executor, which knows its own module and file and sends the
+    programs' texts for the judge to read. With `fresh_caches`, JAX's caches are emptied there first, so
+    that the first call of each program compiles it even when it wraps a function of JAX's own
+    (`jax.jit(jnp.add)`), whose programs earlier checks compiled whatever module held the wrapper."""
     remote = getattr(fn, "watched_calls", None)
     if remote is not None:
-        return _judged(remote([list(args) for args in calls]), len(calls))
-    return _judged(watch(fn, calls, module=module, path=path), len(calls))
+        return _judged(remote([list(args) for args in calls], fresh_caches=fresh_caches), len(calls))
+    return _judged(watch(fn, calls, module=module, path=path, fresh_caches=fresh_caches), len(calls))
 
 
 def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType | None,
-          path: Path | None) -> list[dict[str, Any]]:
+          path: Path | None, fresh_caches: bool = False) -> list[dict[str, Any]]:
     """What the executor sends for `watched_calls`: per call, its compiles, its builds and its programs."""
     if module is None:
         raise ValueError("watched_calls needs the learner's module, to know which compiles are theirs")
     names = own_function_names(module)
     specs = [tuple(_spec(a) for a in args) for args in calls]  # taken before a call consumes its arguments
+    if fresh_caches:
+        jax.clear_caches()
     records: list[dict[str, Any]] = []
     with count_jit_builds(path) as builds:
         for args in calls:
             before = builds[0]
-            with CompileRecorder(names) as rec:
-                jax.block_until_ready(fn(*args))
+            # By name, and by the file on the stack: a jit of JAX's own function made lazily (in a factory's
+            # cache) is called from the learner's file, though its name is not one of the file's.
+            with CompileRecorder(names, path=str(path) if path is not None else None) as rec:
+                _settled(fn(*args))
             records.append({"compiled": list(rec.fun_names()), "built": builds[0] - before})
     for record, spec in zip(records, specs, strict=True):  # traced after every call: no build or compile counted
         try:
@@ -73,6 +80,13 @@ def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: t
         except Exception:  # noqa: BLE001 - code that runs but cannot be traced: its programs stay unknown
             record["programs"], record["traced"] = [], False
     return records
+
+
+def _settled(out: Any) -> None:
+    """Wait for a call's results; one it returned already deleted (a donated argument handed back) is left
+    to the checks about donation, not made an error of this one's."""
+    leaves = jax.tree_util.tree_leaves(out)
+    jax.block_until_ready([x for x in leaves if not (isinstance(x, jax.Array) and x.is_deleted())])
 
 
 def _spec(arg: Any) -> Any:
