@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -13,16 +15,15 @@ import numpy as np
 import pytest
 
 from course.grading import (
-    CompileRecorder,
     JitBuilds,
-    ProgramRun,
-    RunRecorder,
+    JitCall,
+    WatchedCall,
     assert_array,
     assert_is_array,
     check,
-    count_jit_builds,
     fail,
-    own_function_names,
+    unreported_compiles,
+    watched_calls,
 )
 
 WIDTH = 64
@@ -140,43 +141,106 @@ def _bucket_cause(n: int, buckets: dict[int, int]) -> str:
 SIZES = (1000, 1, 64, 17, 513, 2, 300, 31, 3, 700, 16, 65, 5, 127, 9, 33, 7)
 
 
+# A program's parameters, as its text's `@main` signature gives them: `%arg0: tensor<16x64xf32>`.
+_MAIN = re.compile(r"@main\((.*?)\)\s*->", re.DOTALL)
+_PARAMETER = re.compile(r"%arg\d+: tensor<((?:\d+x)*)")
+
+
+def _shapes(program: JitCall) -> tuple[tuple[int, ...], ...]:
+    """The shapes of a program's parameters, read from its text (none when the text has no `@main`)."""
+    found = _MAIN.search(program.program or program.lowered)
+    if found is None:
+        return ()
+    return tuple(tuple(int(d) for d in dims.split("x") if d) for dims in _PARAMETER.findall(found.group(1)))
+
+
+def _size(shapes: tuple[tuple[int, ...], ...]) -> int:
+    """The number of elements of the largest of a program's parameters, 0 when it has none."""
+    return max((math.prod(shape) for shape in shapes), default=0)
+
+
 @dataclass(frozen=True)
 class _Call:
-    """One call of `scaled_softmax`: its batch, what it compiled and built, and the programs it ran."""
+    """One call of `scaled_softmax`: its batch, what it compiled and built (reported), and the programs it runs."""
 
     n: int
-    compiles: int
-    builds: int
-    runs: tuple[ProgramRun, ...]
+    watched: WatchedCall
+
+    @property
+    def compiles(self) -> int:
+        """The compiles of the learner's functions reported for the call."""
+        return len(self.watched.compiled)
+
+    @property
+    def builds(self) -> int:
+        """The jax.jit wrappers the learner's file was reported to build during the call."""
+        return self.watched.built
+
+    @property
+    def programs(self) -> tuple[JitCall, ...]:
+        """The learner's jitted programs the call runs, with their texts (none known when it was not traced)."""
+        return self.watched.programs
+
+    @property
+    def runs(self) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
+        """Each program of the learner's the call runs, as `jit(name)` and its parameters' shapes: read from the
+        programs' texts, or, for a call that could not be traced (an AOT executable's), as the executor recorded
+        the programs that ran (`runs=True`; reported, the only account there is of such a call)."""
+        if self.watched.traced:
+            return [(f"jit({p.name})", _shapes(p)) for p in self.programs]
+        return list(self.watched.ran)
 
     @property
     def rows(self) -> int:
-        """The most rows any of its programs ran on (n when none ran)."""
-        return max((r.largest_size() // WIDTH for r in self.runs), default=self.n)
+        """The most rows any of its programs runs on (n when none is known)."""
+        return max((_size(shapes) // WIDTH for _, shapes in self.runs), default=self.n)
 
 
-def _calls(submission: ModuleType, path: Path, xs: list[jax.Array], names: set[str]) -> list[_Call]:
-    """Call `scaled_softmax(x, 1.5)` for each x, recording each call's compiles, jit builds and runs."""
-    calls = []
-    with RunRecorder(names) as runs:
-        for x in xs:
-            start = len(runs.runs)
-            with CompileRecorder(names) as rec, count_jit_builds(path) as built:
-                jax.block_until_ready(submission.scaled_softmax(x, 1.5))
-            calls.append(_Call(int(x.shape[0]), rec.count(), built[0], tuple(runs.runs[start:])))
-    return calls
+def _watched(submission: ModuleType, path: Path, calls: list[tuple[Any, ...]], *,
+             fresh_caches: bool = False, runs: bool = False) -> list[WatchedCall]:
+    """Call `scaled_softmax(*args)` for each args where the learner's code runs, in order, with each call's
+    compiles and jit builds (reported there) and the texts of the programs it runs (traced there, read here);
+    with `fresh_caches`, JAX's caches are emptied there before the first call."""
+    # One call at a time, so that each is traced right after it ran, in the state it left: traced after
+    # every call, a function that keeps state (the largest batch padded so far) would show the program of
+    # its last state for every call, not the one each call ran.
+    return [w for i, args in enumerate(calls)
+            for w in watched_calls(submission.scaled_softmax, [args], module=submission, path=path,
+                                   fresh_caches=fresh_caches and i == 0, runs=runs)]
 
 
+def _calls(submission: ModuleType, path: Path, xs: list[jax.Array], *, fresh_caches: bool = False,
+           runs: bool = False) -> list[_Call]:
+    """Call `scaled_softmax(x, 1.5)` for each x, with what each compiled, built and runs."""
+    watched = _watched(submission, path, [(x, 1.5) for x in xs], fresh_caches=fresh_caches, runs=runs)
+    return [_Call(int(x.shape[0]), w) for x, w in zip(xs, watched, strict=True)]
+
+
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_compiles_per_batch_size(fresh_submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """17 batch sizes from 1 to 1000 compile your code at most 11 times, through a jit built once"""
-    names = own_function_names(fresh_submission)
     # The last call repeats the first shape: a program kept anywhere (module scope, a dict, an
     # AOT cache filled per bucket) is reused, so nothing is built or compiled for it again.
-    calls = _calls(fresh_submission, submission_path, [jax.device_put(_x(rng, n)) for n in (*SIZES, SIZES[0])], names)
+    # JAX's caches are emptied first: a jit of JAX's own function (`jax.jit(jax.nn.softmax)`) shares them
+    # with every wrapper of it, so the programs earlier checks compiled would not compile again here.
+    calls = _calls(fresh_submission, submission_path, [jax.device_put(_x(rng, n)) for n in (*SIZES, SIZES[0])],
+                   fresh_caches=True)
+    # The compiles and builds are reported where the calls ran; a call whose program text is new needed a
+    # compile anyway, whatever was reported. (A call that could not be traced, an AOT executable's, say,
+    # has no text: its report stands alone.)
+    missing = unreported_compiles([c.watched for c in calls])
+    if missing:
+        fail(f"call {missing[0] + 1} of `scaled_softmax` (a batch of {_rows(calls[missing[0]].n)}) runs a program "
+             "that no earlier call ran (its text differs), yet the record of that call says nothing was compiled: "
+             "a new program is always compiled. Pad x to `bucket_size(n)` rows and call one jit built at import, "
+             "so that the batches of one bucket run one program.")
     if message := _rebuilt(calls):
         fail(message)
-    total = sum(c.compiles for c in calls[:-1])
+    # Each distinct program of the learner's is at least one compile: the texts count the programs of the 17
+    # batch sizes, the report their compiles, and the larger count is the one that must fit the budget.
+    programs = {p.program for c in calls[:-1] for p in c.programs if p.program}
+    total = max(sum(c.compiles for c in calls[:-1]), len(programs))
     if total <= MOST_PROGRAMS:
         return
     if calls[-1].compiles:
@@ -210,20 +274,23 @@ def _rebuilt(calls: list[_Call]) -> str | None:
     return builds.message("scaled_softmax")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
-def test_temperature_types(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_temperature_types(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """After a warm-up, 8 temperatures of mixed Python and NumPy types compile nothing"""
-    names = own_function_names(submission)
     n = 33  # a size of SIZES, so the eager helpers compile no new shape
     x = jax.device_put(_x(rng, n))
     temperatures = _temperatures(rng)
-    jax.block_until_ready(submission.scaled_softmax(x, 1.0))  # the warm-up: a Python float
-    compiled = []
-    for t in temperatures:
-        with CompileRecorder(names) as rec:
-            jax.block_until_ready(submission.scaled_softmax(x, t))
-        if rec.count():
-            compiled.append(t)
+    # The first call is the warm-up, with a Python float. The compiles are reported where the calls ran,
+    # and weighed here against the programs' own texts: a call that runs a program no earlier call ran compiled.
+    watched = _watched(submission, submission_path, [(x, 1.0), *((x, t) for t in temperatures)])
+    missing = unreported_compiles(watched)
+    if missing:
+        fail(f"after a warm-up with temperature 1.0, the call with temperature {_kind(temperatures[missing[0] - 1])} "
+             "runs a program that no earlier call ran (its text differs), yet the record of that call says nothing "
+             "was compiled: a new program is always compiled. Convert the temperature once, before the jitted "
+             "call, with `jnp.asarray(temperature, jnp.float32)`, so that every temperature runs one program.")
+    compiled = [t for t, w in zip(temperatures, watched[1:], strict=True) if w.compiled]
     if not compiled:
         return
     if any(t is temperatures[0] for t in compiled):
@@ -244,15 +311,17 @@ def test_temperature_types(submission: ModuleType, rng: np.random.Generator) -> 
 ROWS_ORDER = (64, 1000, 1, 16, 17, 300, 2, 513, 9, 1000, 33)
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_rows_run(fresh_submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """Each call runs its program on at most max(16, 2n - 1) rows, cached calls included"""
     # A module of its own: what earlier checks' calls left in the learner's caches would change the order
     # of batches this check reads (and what its message can say about a program reused from a larger one).
     submission = fresh_submission
-    names = own_function_names(submission)
     sizes = [*ROWS_ORDER, *(int(n) for n in rng.choice(SIZES, size=2, replace=False))]
-    calls = _calls(submission, submission_path, [jax.device_put(_x(rng, n)) for n in sizes], names)
+    # The rows are read from the parameters of the programs each call runs, as traced at its arguments; a call
+    # that could not be traced (an AOT executable's) has no text, and its programs are as the executor saw them.
+    calls = _calls(submission, submission_path, [jax.device_put(_x(rng, n)) for n in sizes], runs=True)
     for i, call in enumerate(calls):
         check(call.runs, f"`scaled_softmax` on {_rows(call.n)} ran no jitted program of yours: the softmax "
                          "ran op by op. Compute it in a function jitted once at module scope, called "
@@ -264,9 +333,9 @@ def test_rows_run(fresh_submission: ModuleType, rng: np.random.Generator, submis
 def _too_many_rows(submission: ModuleType, call: _Call, before: list[_Call]) -> str:
     """Why one call ran on more rows than its batch allows, from its own bucket and the calls before it."""
     n, rows = call.n, call.rows
-    run = max(call.runs, key=lambda r: r.largest_size())
-    head = (f"for a batch of {_rows(n)}, `{run.fun_name}` ran on arguments of shapes "
-            f"{', '.join(str(s) for s in run.shapes)}: {rows} rows of work where at most max(16, 2n - 1) = "
+    name, shapes = max(call.runs, key=lambda run: _size(run[1]))
+    head = (f"for a batch of {_rows(n)}, `{name}` ran on arguments of shapes "
+            f"{', '.join(str(s) for s in shapes)}: {rows} rows of work where at most max(16, 2n - 1) = "
             f"{_limit(n)} are allowed. ")
     bucket = submission.bucket_size(n)
     larger = next((c for c in before if c.rows == rows and c.n > n), None)

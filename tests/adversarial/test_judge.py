@@ -57,7 +57,8 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, di
     """Every attack and the reference solution, each graded once, two at a time."""
     root = tmp_path_factory.mktemp("judge")
     files = [*sorted(ATTACKS.glob("*.py")), SOLUTION]
-    files = [f for f in files if f.stem not in ("hidden_lookup", "mp_zeros_patched", "hide_compiles")]
+    files = [f for f in files if f.stem not in ("hidden_lookup", "mp_zeros_patched", "hide_compiles",
+                                                "hide_budget_compiles")]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip([f.stem for f in files], pool.map(lambda f: _check(root, f), files), strict=True))
 
@@ -119,7 +120,7 @@ def test_patching_numpy_passed_before_the_split(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["update_with_donate", "sharded_donated_step", "scan_layers", "no_host_sync",
-                                  "grad_accumulation"])
+                                  "grad_accumulation", "compile_budget"])
 def test_graders_that_ask_the_executor_pass_the_reference_unsplit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A grader whose judge checks ask the executor for programs and compiles (`jit_calls`, `watched_calls`)
     grades the same when every check runs beside the learner's code, as under a bare `pytest`."""
@@ -195,13 +196,28 @@ def test_course_grade_judges_the_values_too(tmp_path: Path) -> None:
     NumPy scores the points of the checks it can forge in its own process, never the values check,
     and its classmate's reference solution scores everything."""
     course = _one_exercise_course(tmp_path, "01_update_with_donate")
-    graded = _graded_class(tmp_path, course, "update_with_donate",
-                           {"ada": SOLUTION, "mallory": ATTACKS / "rebind_less_equal.py"})
+    graded = _graded_class(tmp_path, course, "update_with_donate", {
+        "ada": SOLUTION, "mallory": ATTACKS / "rebind_less_equal.py", "eve": ATTACKS / "hide_recompiles.py"})
     assert graded["ada"]["score"] == 7.0, graded["ada"]["output"]
     mallory = graded["mallory"]
     values = [t for t in mallory["tests"] if "Returns state + delta" in t["name"]]
     assert len(values) == 1 and values[0]["score"] == 0, mallory["tests"]
     assert mallory["score"] == 6.0 and mallory["extra_data"]["exercises"]["update_with_donate"]["status"] == "failed"
+    # Compiles hidden from the count, in the sandbox too: the programs' texts give them away.
+    lost = [t for t in graded["eve"]["tests"] if t["score"] < t["max_score"]]
+    assert len(lost) == 1 and lost[0]["name"].endswith("Compiles once per shape, not once per call."), lost
+    assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
+
+
+def test_compiles_hidden_from_the_count_show_in_update_with_donates_programs(
+        checked: dict[str, tuple[int, dict, Path]]) -> None:
+    """An `update_with_donate` that compiles a new program on every call and renames JAX's compile event after
+    its first call scored 7 of 7 while the count was all the evidence. Through `course check`, the judge reads
+    each call's program: a new shape's program, reported as no compile, fails "compiles once" alone."""
+    code, result, _ = checked["hide_recompiles"]
+    failed = [c for c in result["checks"] if c["status"] != "passed"]
+    assert code == 1 and [c["id"] for c in failed] == ["test_helper_built_once"], result
+    assert "runs a program that no earlier call ran" in failed[0]["message"], failed[0]
 
 
 def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path) -> None:
@@ -220,3 +236,21 @@ def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path)
     assert len(lost) == 1 and "learning rates compile nothing" in lost[0]["name"], mallory["tests"]
     assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
     assert mallory["score"] == 9.0
+
+
+def test_budget_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path) -> None:
+    """A `compile_budget` that never pads, so each of 17 batch sizes is a program of its own, and that renames
+    JAX's compile event after its first call scored 8 of 8 while the compile count was all the evidence (the
+    executor reports it). Through `course grade` with the sandbox, the judge now reads each call's program text:
+    a new program for each batch size, reported as no compile, fails "at most 11 compiles" and that check only;
+    a classmate's reference solution scores everything."""
+    course = _one_exercise_course(tmp_path, "07_compile_budget")
+    graded = _graded_class(tmp_path, course, "compile_budget", {
+        "ada": REPO / "solutions" / "07_compile_budget" / "compile_budget.py",
+        "mallory": ATTACKS / "hide_budget_compiles.py"})
+    ada, mallory = graded["ada"], graded["mallory"]
+    assert ada["score"] == 8.0, ada["output"]
+    lost = [t for t in mallory["tests"] if t["score"] < t["max_score"]]
+    assert len(lost) == 1 and "compile your code at most 11 times" in lost[0]["name"], mallory["tests"]
+    assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
+    assert mallory["score"] == 6.0

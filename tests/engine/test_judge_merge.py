@@ -183,3 +183,40 @@ def test_a_crash_in_a_judge_call_is_said_there_and_the_checks_before_it_keep_the
     assert by_id["test_first"].status == "passed", by_id["test_first"]
     assert by_id["test_crashes"].status == "failed" and by_id["test_crashes"].message != remote.GONE
     assert by_id["test_last"].status == NOT_RUN and 'during "crashes"' in by_id["test_last"].message
+
+
+ALL_JUDGED = '''import pytest
+
+
+@pytest.mark.judge
+def test_doubles(submission):
+    """doubles"""
+    assert submission.double(3) == 6
+
+
+@pytest.mark.judge
+def test_zero(submission):
+    """zero"""
+    assert submission.double(0) == 0
+'''
+
+
+def test_a_grader_whose_every_check_is_the_judges_grades(mini_course: Path, tmp_path: Path) -> None:
+    """The executor of a grader whose every check is a judge check has none of its own: it only answers the
+    judge, and the verdict is the judge's (a pass, or a fail), never "the grader defines no checks"."""
+    exercise = load_course(mini_course).exercises[0]
+    exercise.grader_path.write_text(ALL_JUDGED, encoding="utf-8")
+    right, wrong = tmp_path / "right.py", tmp_path / "wrong.py"
+    right.write_text("def double(x):\n    return 2 * x\n", encoding="utf-8")
+    wrong.write_text("def double(x):\n    return x + 2\n", encoding="utf-8")
+    passed = grade(exercise, right, seed=1, skip_stub=False)
+    assert passed.status == "passed" and [c.id for c in passed.checks] == ["test_doubles", "test_zero"], passed
+    failed = grade(exercise, wrong, seed=1, skip_stub=False)
+    assert failed.status == "failed" and [c.status for c in failed.checks] == ["failed", "failed"], failed
+
+
+def test_a_grading_with_no_check_on_either_side_is_the_courses_problem(mini_course: Path) -> None:
+    """An executor may have no checks, but when the judge has none either the grader defines none: an error
+    that sends the instructor to `course validate`, never a pass."""
+    merged = judge.merge(_exercise(mini_course), _side(), _side())
+    assert merged.status == "error" and "defines no checks" in merged.message

@@ -89,8 +89,8 @@ def grade(exercise: Exercise, submission: Path, *, seed: int, worker: Launcher |
         if any(p.outcome is None or p.outcome.cancelled for p in procs):
             return invocation.cancelled(exercise.name, seed)
         source = invocation.source_text(submission)
-        results = [verdict(exercise, p.report_path, p.key, p.outcome, submission.resolve(), source)
-                   for p in procs if p.outcome is not None]
+        results = [verdict(exercise, p.report_path, p.key, p.outcome, submission.resolve(), source,
+                           split=p.judged is not None) for p in procs if p.outcome is not None]
         results = [judge.merge(exercise, r, p.judged.wait(exercise.name)) if p.judged is not None else r
                    for p, r in zip(procs, results, strict=True)]
     finally:

@@ -160,6 +160,10 @@ def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -
                             tampered=executor.tampered, ended_by=executor.ended_by)
     merged.checks = sorted([*executor.checks, *judge.checks], key=position)
     summarize(merged)
+    if not merged.checks and merged.status != "error":  # an executor may have no checks, but not both sides
+        merged.status = "error"
+        merged.message = (f"the grader {exercise.grader_path.name} could not be collected: it defines no checks. "
+                          "This is a problem with the course, not your code: run `course validate`.")
     if executor.status == "timeout" or (reason and merged.status != "error"):
         merged.status = executor.status if executor.status in ("timeout", "failed") else merged.status
         if reason and where is not None:

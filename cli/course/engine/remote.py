@@ -115,11 +115,11 @@ class RemoteFunction:
         texts of the programs, from which the judge reads what is really reused."""
         return self._run(args, {}, jit=False, jits=True)
 
-    def watched_calls(self, calls: list[list[Any]], *, fresh_caches: bool = False) -> Any:
-        """Call it there once per argument list, noting what each call compiled and built, then trace each
-        call for its programs' texts (`course.grading.watched_calls`), which the judge reads; with
-        `fresh_caches`, JAX's caches are emptied there first."""
-        return self._run((calls,), {}, jit=False, watch={"fresh": bool(fresh_caches)})
+    def watched_calls(self, calls: list[list[Any]], *, fresh_caches: bool = False, runs: bool = False) -> Any:
+        """Call it there once per argument list, noting what each call compiled and built (and ran, with `runs`),
+        then trace each call for its programs' texts (`course.grading.watched_calls`), which the judge reads;
+        with `fresh_caches`, JAX's caches are emptied there first."""
+        return self._run((calls,), {}, jit=False, watch={"fresh": bool(fresh_caches), "runs": bool(runs)})
 
     def strict(self, *args: Any, **overrides: Any) -> Any:
         """Run it there as `course.grading.strict_values` runs a kernel: strictly interpreted (and jitted once

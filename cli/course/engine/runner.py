@@ -144,7 +144,7 @@ def grade(
             outcome.killed_for += what_holds(checks.import_mb)
         stopped = outcome.cancelled or (cancel is not None and cancel.is_set())  # killed for Ctrl-C: no verdict
         result = (cancelled(exercise.name, seed) if stopped
-                  else verdict(exercise, report_path, key, outcome, graded.resolve(), source))
+                  else verdict(exercise, report_path, key, outcome, graded.resolve(), source, split=judged is not None))
         if judged is not None:
             verdicts, judged = judged.wait(exercise.name), None
             result = result if stopped else judge.merge(exercise, result, verdicts)

@@ -218,7 +218,7 @@ def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
         if kwargs or len(args) != 1 or not all(isinstance(call, list) for call in args[0]):
             raise wire.WireError("the calls to watch are malformed")
         return watch(fn, [tuple(call) for call in args[0]], module=module, path=path,
-                     fresh_caches=asked.get("fresh") is True)
+                     fresh_caches=asked.get("fresh") is True, runs=asked.get("runs") is True)
     if header.get("jits") is True:
         from course.grading.observe.calls.donation import jit_calls, record_of
 

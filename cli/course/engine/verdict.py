@@ -122,10 +122,12 @@ class ExerciseResult:
 
 
 def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome, submission: Path | None = None,
-            source: str | None = None) -> ExerciseResult:
+            source: str | None = None, *, split: bool = False) -> ExerciseResult:
     """Decide the result from the signed manifest and report, and how the process ended.
 
     `submission` (the path the grading loaded) and its `source` let a stopped run say where it was.
+    `split`: this is the executor of a split grading, which may have no checks of its own when every
+    check is the judge's (a grader with no checks at all is still found out, by the merge).
     """
     base = ExerciseResult(name=exercise.name, status="failed", output=outcome.output)
     manifest, problem = _read(report.manifest_path(report_path), key)
@@ -142,7 +144,7 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome,
     if manifest is None:
         base.status, base.message = "error", _no_start_message(outcome)
         return base
-    if manifest["collect_errors"] or not manifest["checks"]:
+    if manifest["collect_errors"] or not (manifest["checks"] or split):
         base.status = "error"
         base.message = (
             f"the grader {exercise.grader_path.name} could not be collected: "

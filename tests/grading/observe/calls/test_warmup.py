@@ -149,6 +149,8 @@ def test_a_report_of_no_compile_for_a_new_program_is_caught(tmp_path: Path) -> N
     "no list", [], [{"compiled": "jit(f)", "built": 0, "programs": [], "traced": True}] * 4,
     [{"compiled": [], "built": 0, "programs": [], "traced": "yes"}] * 4,
     [{"compiled": [], "built": -1, "programs": [], "traced": True}] * 4, [{"compiled": [], "built": 0}] * 4,
+    [{"compiled": [], "built": 0, "programs": [], "traced": True, "ran": [["jit(f)", [[-1]]]]}] * 4,
+    [{"compiled": [], "built": 0, "programs": [], "traced": True, "ran": "jit(f)"}] * 4,
 ])
 def test_malformed_records_fail_the_check(records: Any) -> None:
     """Whatever else comes back fails the check in one sentence."""
@@ -204,3 +206,15 @@ def test_the_executor_empties_its_caches_when_asked(tmp_path: Path) -> None:
         fresh = watched_calls(module.lazy_add, _by_shape(), module=module, fresh_caches=True)
     assert not any(w.compiled for w in warm)
     assert [bool(w.compiled) for w in fresh] == [True, False, True, False] and unreported_compiles(fresh) == []
+
+
+def test_the_programs_a_call_ran_are_recorded_when_asked(tmp_path: Path) -> None:
+    """With `runs`, each call lists the programs of the learner's it ran and their arguments' shapes, as the
+    process that ran them saw them (the account of a call that cannot be traced); without, none."""
+    module = _module(tmp_path)
+    path = Path(module.__file__)
+    ran = watched_calls(module.reads_first, _calls()[:2], module=module, path=path, runs=True)
+    assert [w.ran for w in ran] == [(("jit(<lambda>)", ((8,), ())),)] * 2 and not ran[0].traced
+    assert watched_calls(module.reads_first, _calls()[:1], module=module, path=path)[0].ran == ()
+    with served(tmp_path / "far.py", LEARNER) as far:
+        assert watched_calls(far.reads_first, _calls()[:1], module=far, runs=True)[0].ran == ran[0].ran

@@ -10,6 +10,7 @@ report against the texts (`unreported_compiles`).
 
 from __future__ import annotations
 
+import contextlib
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import jax
 from course.grading.feedback import fail
 from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
 from course.grading.observe.calls.donation import JitCall, jit_calls, judged, record_of
+from course.grading.observe.calls.executions import RunRecorder
 from course.grading.observe.calls.patching import count_jit_builds
 
 __all__ = ["AfterWarmup", "WatchedCall", "after_warmup", "unreported_compiles", "watched_calls"]
@@ -39,25 +41,29 @@ class WatchedCall:
     traced: bool = True
     """False when the function could not be traced (it reads a value on the host before its jit, say):
     then its programs are unknown, and none is listed."""
+    ran: tuple[tuple[str, tuple[tuple[int, ...], ...]], ...] = ()
+    """With `runs`: each program of the learner's the call ran and its arguments' shapes, as the process that
+    ran it recorded them (reported, not read from a text: the evidence for a call that cannot be traced)."""
 
 
 def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType,
-                  path: Path | None = None, fresh_caches: bool = False) -> list[WatchedCall]:
+                  path: Path | None = None, fresh_caches: bool = False, runs: bool = False) -> list[WatchedCall]:
     """Call `fn(*args)` for each tuple of `calls`, in order, recording each call's compiles (of `module`'s own
     functions, and of any jitted function called from the file at `path`) and the jits built by that file;
     then trace each call again at its arguments' types for the programs it runs. The learner's function seen
     from the judge makes the calls in the executor, which knows its own module and file and sends the
     programs' texts for the judge to read. With `fresh_caches`, JAX's caches are emptied there first, so
     that the first call of each program compiles it even when it wraps a function of JAX's own
-    (`jax.jit(jnp.add)`), whose programs earlier checks compiled whatever module held the wrapper."""
+    (`jax.jit(jnp.add)`), whose programs earlier checks compiled whatever module held the wrapper. With
+    `runs`, the programs each call ran are recorded there too, with their arguments' shapes (`WatchedCall.ran`)."""
     remote = getattr(fn, "watched_calls", None)
     if remote is not None:
-        return _judged(remote([list(args) for args in calls], fresh_caches=fresh_caches), len(calls))
-    return _judged(watch(fn, calls, module=module, path=path, fresh_caches=fresh_caches), len(calls))
+        return _judged(remote([list(args) for args in calls], fresh_caches=fresh_caches, runs=runs), len(calls))
+    return _judged(watch(fn, calls, module=module, path=path, fresh_caches=fresh_caches, runs=runs), len(calls))
 
 
 def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType | None,
-          path: Path | None, fresh_caches: bool = False) -> list[dict[str, Any]]:
+          path: Path | None, fresh_caches: bool = False, runs: bool = False) -> list[dict[str, Any]]:
     """What the executor sends for `watched_calls`: per call, its compiles, its builds and its programs."""
     if module is None:
         raise ValueError("watched_calls needs the learner's module, to know which compiles are theirs")
@@ -71,9 +77,12 @@ def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: t
             before = builds[0]
             # By name, and by the file on the stack: a jit of JAX's own function made lazily (in a factory's
             # cache) is called from the learner's file, though its name is not one of the file's.
-            with CompileRecorder(names, path=str(path) if path is not None else None) as rec:
+            with CompileRecorder(names, path=str(path) if path is not None else None) as rec, \
+                    (RunRecorder(names) if runs else contextlib.nullcontext()) as ran:
                 _settled(fn(*args))
             records.append({"compiled": list(rec.fun_names()), "built": builds[0] - before})
+            if ran is not None:
+                records[-1]["ran"] = [[r.fun_name, [list(shape) for shape in r.shapes]] for r in ran.runs]
     for record, spec in zip(records, specs, strict=True):  # traced after every call: no build or compile counted
         try:
             record["programs"], record["traced"] = [record_of(c) for c in jit_calls(fn, *spec, path=path)], True
@@ -104,7 +113,8 @@ def _judged(records: Any, count: int) -> list[WatchedCall]:
     if not isinstance(records, list) or len(records) != count or not all(_is_record(r) for r in records):
         fail("the description of your step's calls came back malformed, which no call of `jax.jit` makes.")
     return [WatchedCall(compiled=tuple(r["compiled"]), built=r["built"], programs=tuple(judged(r["programs"])),
-                        traced=r["traced"]) for r in records]
+                        traced=r["traced"], ran=tuple((n, tuple(map(tuple, shapes))) for n, shapes in r.get("ran", [])))
+            for r in records]
 
 
 def _is_record(r: Any) -> bool:
@@ -112,7 +122,15 @@ def _is_record(r: Any) -> bool:
     return (isinstance(r, dict) and isinstance(r.get("compiled"), list)
             and all(isinstance(n, str) for n in r["compiled"]) and type(r.get("built")) is int and r["built"] >= 0
             and isinstance(r.get("programs"), list) and type(r.get("traced")) is bool
-            and (r["traced"] or not r["programs"]))
+            and (r["traced"] or not r["programs"]) and _is_ran(r.get("ran", [])))
+
+
+def _is_ran(ran: Any) -> bool:
+    """Whether `ran` lists programs as `watch` records them: a name and its arguments' shapes."""
+    return isinstance(ran, list) and all(
+        isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and isinstance(r[1], list)
+        and all(isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape) for shape in r[1])
+        for r in ran)
 
 
 def unreported_compiles(watched: Sequence[WatchedCall]) -> list[int]:
