@@ -8,12 +8,14 @@ from pathlib import Path
 
 
 def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False, private: bool = False,
-                 mode: int | None = None) -> None:
+                 mode: int | None = None, durable: bool = True) -> None:
     """Replace `path` with `data`: a temporary file in the same folder, flushed to disk, then renamed.
 
     The new file gets the usual permissions (0666 less the umask), as any program's output does, so
     others may read what is meant for them; `private` makes it 0600 (progress, keys, caches), `mode`
     exactly that mode whatever the umask. With `keep_mode`, it gets the permissions of the file it replaces.
+    Without `durable`, nothing is flushed to disk: a reader still never sees half of it, but a crash of the
+    machine may lose it (a cache entry, which is only ever a saving).
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -25,7 +27,8 @@ def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False, priv
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         if keep_mode and path.exists():
             mode = path.stat().st_mode & 0o7777
         if mode is not None:

@@ -220,37 +220,28 @@ def test_compiles_hidden_from_the_count_show_in_update_with_donates_programs(
     assert "runs a program that no earlier call ran" in failed[0]["message"], failed[0]
 
 
-def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path) -> None:
-    """A `sharded_donated_step` with a static lr that renames JAX's compile event after its first call scored
-    11 of 11 while the compile count was all the evidence (the executor reports it). Through `course grade`
-    with the sandbox, the judge now reads each call's program text: a new program for each learning rate,
-    reported as no compile, fails "no compile after warm-up" and that check only; a classmate's reference
-    solution scores everything."""
-    course = _one_exercise_course(tmp_path, "12_sharded_donated_step")
-    graded = _graded_class(tmp_path, course, "sharded_donated_step", {
-        "ada": REPO / "solutions" / "12_sharded_donated_step" / "sharded_donated_step.py",
-        "mallory": ATTACKS / "hide_compiles.py"})
-    ada, mallory = graded["ada"], graded["mallory"]
-    assert ada["score"] == 11.0, ada["output"]
-    lost = [t for t in mallory["tests"] if t["score"] < t["max_score"]]
-    assert len(lost) == 1 and "learning rates compile nothing" in lost[0]["name"], mallory["tests"]
-    assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
-    assert mallory["score"] == 9.0
+# folder, attack, the reference's score, the one check the attack loses (its title), the attack's score
+HIDDEN_COMPILES = [
+    ("12_sharded_donated_step", "hide_compiles", 11.0, "learning rates compile nothing", 9.0),
+    ("07_compile_budget", "hide_budget_compiles", 8.0, "compile your code at most 11 times", 6.0),
+]
 
 
-def test_budget_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path) -> None:
-    """A `compile_budget` that never pads, so each of 17 batch sizes is a program of its own, and that renames
-    JAX's compile event after its first call scored 8 of 8 while the compile count was all the evidence (the
-    executor reports it). Through `course grade` with the sandbox, the judge now reads each call's program text:
-    a new program for each batch size, reported as no compile, fails "at most 11 compiles" and that check only;
-    a classmate's reference solution scores everything."""
-    course = _one_exercise_course(tmp_path, "07_compile_budget")
-    graded = _graded_class(tmp_path, course, "compile_budget", {
-        "ada": REPO / "solutions" / "07_compile_budget" / "compile_budget.py",
-        "mallory": ATTACKS / "hide_budget_compiles.py"})
+@pytest.mark.parametrize(("folder", "attack", "full", "lost_check", "score"), HIDDEN_COMPILES)
+def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path, folder: str, attack: str,
+                                                                 full: float, lost_check: str, score: float) -> None:
+    """A file that makes a new program where it should not (`sharded_donated_step` with a static lr,
+    `compile_budget` that never pads) and renames JAX's compile event after its first call scored full marks
+    while the compile count was all the evidence (the executor reports it). Through `course grade` with the
+    sandbox, the judge now reads each call's program text: a new program, reported as no compile, fails the
+    compile check and that check only; a classmate's reference solution scores everything."""
+    name = folder.split("_", 1)[1]
+    course = _one_exercise_course(tmp_path, folder)
+    graded = _graded_class(tmp_path, course, name, {
+        "ada": REPO / "solutions" / folder / f"{name}.py", "mallory": ATTACKS / f"{attack}.py"})
     ada, mallory = graded["ada"], graded["mallory"]
-    assert ada["score"] == 8.0, ada["output"]
+    assert ada["score"] == full, ada["output"]
     lost = [t for t in mallory["tests"] if t["score"] < t["max_score"]]
-    assert len(lost) == 1 and "compile your code at most 11 times" in lost[0]["name"], mallory["tests"]
+    assert len(lost) == 1 and lost_check in lost[0]["name"], mallory["tests"]
     assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
-    assert mallory["score"] == 6.0
+    assert mallory["score"] == score

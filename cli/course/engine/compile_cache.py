@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from course import files
+
 MAX_BYTES = 256 * 2**20
 """The size a workspace's cache is trimmed to (least recently used entries go first)."""
 KEEP_FRACTION = 0.75
@@ -60,11 +62,8 @@ def in_grading() -> None:
         if getattr(self, "eviction_enabled", True) or not key or not isinstance(self.path, Path):
             return put(self, key, value)
         path = self.path / f"{key}{ENTRY}"
-        if path.exists():
-            return None
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_bytes(value)
-        os.replace(temp, path)
+        if not path.exists():
+            files.write_atomic(path, value, durable=False)
         return None
 
     def touched_get(self: Any, key: str) -> bytes | None:
