@@ -96,7 +96,10 @@ CASES = [
     Case("swap_helper_code", message=TAMPERED + r": your code rewrote __code__ of a function of the grading"),
     Case("patch_is_deleted", exercise="donate_double", message=TAMPERED + r".*jax\._src\.array\.ArrayImpl\.is_deleted"),
     Case("patch_listeners", exercise="donate_double", message=TAMPERED + r".*jax monitoring's _event_duration"),
-    Case("race_report_thread", message=r"report was damaged, so the grading machinery was tampered|" + TAMPERED),
+    # Under load the racing thread can leave the report empty as the grading ends: then it reads as a run that
+    # ended before reporting. Either way the file fails with nothing earned, which is what this case holds.
+    Case("race_report_thread", message=r"report was damaged, so the grading machinery was tampered|" + TAMPERED
+         + "|" + END_EARLY),
     Case("ctypes_memory", message=TAMPERED + r": your code used ctypes"),
     Case("proc_self_mem", message=TAMPERED + r": your code opened raw memory \(/proc/\d+/mem\)"),
     # A child removes the report's folder: the learner's doing (exit 1, recorded), never exit 3.
