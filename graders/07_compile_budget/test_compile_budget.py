@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +21,7 @@ from course.grading import (
     assert_is_array,
     check,
     fail,
+    parameter_shapes,
     unreported_compiles,
     watched_calls,
 )
@@ -141,17 +141,9 @@ def _bucket_cause(n: int, buckets: dict[int, int]) -> str:
 SIZES = (1000, 1, 64, 17, 513, 2, 300, 31, 3, 700, 16, 65, 5, 127, 9, 33, 7)
 
 
-# A program's parameters, as its text's `@main` signature gives them: `%arg0: tensor<16x64xf32>`.
-_MAIN = re.compile(r"@main\((.*?)\)\s*->", re.DOTALL)
-_PARAMETER = re.compile(r"%arg\d+: tensor<((?:\d+x)*)")
-
-
 def _shapes(program: JitCall) -> tuple[tuple[int, ...], ...]:
-    """The shapes of a program's parameters, read from its text (none when the text has no `@main`)."""
-    found = _MAIN.search(program.program or program.lowered)
-    if found is None:
-        return ()
-    return tuple(tuple(int(d) for d in dims.split("x") if d) for dims in _PARAMETER.findall(found.group(1)))
+    """The shapes of a program's parameters, read from its compiled text (none when there is none)."""
+    return parameter_shapes(program.compiled)
 
 
 def _size(shapes: tuple[tuple[int, ...], ...]) -> int:

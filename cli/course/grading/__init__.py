@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from course.grading.judge.arrays import (
         BlockMismatch, assert_array, assert_dtype, assert_is_array, assert_shape, block_mismatches, describe_value,
     )
-    from course.grading.judge.donors import ProgramBuffers, program_buffers
+    from course.grading.judge.donors import ProgramBuffers, parameter_shapes, program_buffers
     from course.grading.judge.named import (
         ViewCase, axis_entries, numpy_index, numpy_view, selector_code, selector_entries, selectors, view_cases,
     )
@@ -131,7 +131,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "BlockMismatch": "judge.arrays", "assert_array": "judge.arrays", "assert_dtype": "judge.arrays",
     "assert_is_array": "judge.arrays", "assert_shape": "judge.arrays", "block_mismatches": "judge.arrays",
     "describe_value": "judge.arrays",
-    "ProgramBuffers": "judge.donors", "program_buffers": "judge.donors",
+    "ProgramBuffers": "judge.donors", "parameter_shapes": "judge.donors", "program_buffers": "judge.donors",
     "ViewCase": "judge.named", "axis_entries": "judge.named", "numpy_index": "judge.named",
     "numpy_view": "judge.named", "selector_code": "judge.named", "selector_entries": "judge.named",
     "selectors": "judge.named", "view_cases": "judge.named",
@@ -262,7 +262,7 @@ __all__ = [
     "CheckFailed", "check", "fail",
     "BlockMismatch", "assert_array", "assert_dtype", "assert_is_array", "assert_shape", "block_mismatches",
     "describe_value",
-    "ProgramBuffers", "program_buffers",
+    "ProgramBuffers", "parameter_shapes", "program_buffers",
     "ViewCase", "axis_entries", "numpy_index", "numpy_view", "selector_code", "selector_entries", "selectors",
     "view_cases",
     "assert_gave", "check_property",

@@ -11,7 +11,7 @@ import pytest
 from eight_devices import on_eight_devices
 
 from course.grading import CheckFailed, jit_calls
-from course.grading.judge.donors import program_buffers
+from course.grading.judge.donors import parameter_shapes, program_buffers
 from course.grading.observe.calls.donation import judged, record_of
 from support import served
 
@@ -175,3 +175,11 @@ def test_the_judge_reads_the_executors_programs_itself(tmp_path: Any) -> None:
     assert [(c.alias_bytes, c.reused, c.not_usable, c.donated) for c in far] == [
         (c.alias_bytes, c.reused, c.not_usable, c.donated) for c in local]
     assert far[0].reused == (0,) and far[1].alias_bytes == 0 and far[0].line == 9
+
+
+def test_parameter_shapes_are_read_from_the_compiled_text() -> None:
+    """Each parameter's shape, as XLA compiled it (a scalar too); nothing from a text without a layout."""
+    spec = jax.ShapeDtypeStruct((16, 64), jnp.float32)
+    call = jit_calls(jax.jit(lambda x, t: x / t), spec, jax.ShapeDtypeStruct((), jnp.float32))[0]
+    assert parameter_shapes(call.compiled) == ((16, 64), ())
+    assert parameter_shapes("") == ()

@@ -19,7 +19,7 @@ import numpy as np
 
 from course.grading.feedback import fail
 
-__all__ = ["ProgramBuffers", "program_buffers"]
+__all__ = ["ProgramBuffers", "parameter_shapes", "program_buffers"]
 
 _ALIAS = re.compile(r"\{[\d,\s]*\}:\s*\((\d+),\s*\{[\d,\s]*\}")
 _ARRAY = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
@@ -77,6 +77,11 @@ def program_buffers(lowered: str, compiled: str, donated: Sequence[bool],
     if not marked <= {i for i, d in enumerate(donated) if d} or not aliased <= marked | donors:
         _contradicts()
     return ProgramBuffers(params, results, frozenset(marked), aliased, kept)
+
+
+def parameter_shapes(compiled: str) -> tuple[tuple[int, ...], ...]:
+    """The shapes of a compiled program's parameters, from its HLO module's first line (`JitCall.compiled`)."""
+    return tuple(_shape_dtype(t)[0] for t in _layout(compiled)[0])
 
 
 def _contradicts() -> None:
