@@ -109,8 +109,14 @@ for p in procs:
 
 
 def grading_env(devices: int = 1) -> dict[str, str]:
-    """The environment a bare pytest run gets: CPU JAX with the exercise's device count, like a graded run."""
-    return {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    """The environment a bare pytest run gets: CPU JAX with the exercise's device count and the compiler flags of
+    a graded run, so that a baseline compiles as fast as the grading it is compared with."""
+    from course.engine import invocation
+
+    flags = [f"--xla_force_host_platform_device_count={devices}"]
+    if invocation.jaxlib_version().startswith(invocation.FAST_COMPILE_JAXLIB):
+        flags.append(invocation.FAST_COMPILE)
+    return {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": " ".join(flags)}
 
 
 def interleaved(

@@ -1,5 +1,6 @@
 """`devices = N` in exercise.toml gives that grader exactly N CPU devices, cold or forked from the warm worker,
-and the next grading in the same worker gets its own count again."""
+and the next grading in the same worker gets its own count again; every grading compiles with XLA's faster
+CPU emitters when the installed jaxlib is one known to accept the flag."""
 
 from __future__ import annotations
 
@@ -7,16 +8,27 @@ from pathlib import Path
 
 import pytest
 
+from course.engine import invocation
 from course.engine.runner import grade, grade_many, start_worker
 from course.registry import load_course
 
 GRADER = '''
+import os
+
 import jax
+import jax.numpy as jnp
 
 def test_devices(submission):
     """The grader sees exactly the devices its exercise asks for."""
     assert jax.device_count() == submission.WANT, f"saw {jax.device_count()} devices, wanted {submission.WANT}"
-'''
+
+def test_compiles_with_the_fast_emitters():
+    """The grading's XLA was given the fast-compile flag, and accepts it: a program compiles and runs."""
+    assert "FAST_COMPILE" in os.environ["XLA_FLAGS"].split(), os.environ["XLA_FLAGS"]
+    text = jax.jit(jnp.tanh).lower(jnp.ones(8)).compile().as_text()
+    assert "wrapped_" not in text, "a single operation is still wrapped in a fusion: the flag had no effect"
+    assert float(jax.jit(lambda x: jnp.tanh(x) + 1)(jnp.zeros(8)).sum()) == 8.0
+'''.replace("FAST_COMPILE", invocation.FAST_COMPILE)
 
 
 def _course(root: Path) -> Path:
@@ -52,3 +64,16 @@ def test_each_path_sees_exactly_the_devices_asked_for(tmp_path: Path) -> None:
     finally:
         worker.close()
     assert all(r.passed for r in warm), [c.message for r in warm for c in r.checks]
+
+
+def test_the_fast_compile_flag_is_given_only_to_a_jaxlib_known_to_accept_it(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    """XLA aborts at start-up on a flag it does not know: another jaxlib release grades without it."""
+    (tmp_path / "course").mkdir()
+    eight = load_course(_course(tmp_path / "course")).exercises[0]
+    pinned = invocation.environment(eight, None)["XLA_FLAGS"].split()
+    assert pinned == ["--xla_force_host_platform_device_count=8", invocation.FAST_COMPILE]
+    monkeypatch.setattr(invocation, "jaxlib_version", lambda: "0.11.0")
+    assert invocation.environment(eight, None)["XLA_FLAGS"].split() == ["--xla_force_host_platform_device_count=8"]
+    monkeypatch.setattr(invocation, "jaxlib_version", lambda: "")
+    assert invocation.FAST_COMPILE not in invocation.environment(eight, None)["XLA_FLAGS"]
