@@ -153,9 +153,9 @@ def command(exercise: Exercise, submission: Path, workdir: Path, report_path: Pa
     ]
 
 
-# XLA's CPU fusion emitters, its default, take twice as long to compile a small program as its
-# older emitters, and a grading compiles dozens: the 25 reference solutions grade in 35 s instead of
-# 49 s (benchmarks/README.md). The programs keep their operations, buffers and aliasing; only
+# XLA's CPU fusion emitters, its default, take about twice as long to compile a small program as its
+# older emitters, and a grading compiles dozens: the 25 reference solutions grade in 0.87 of the time
+# (`benchmarks/bench_compile.py`). The programs keep their operations, buffers and aliasing; only
 # single operations are no longer wrapped in fusions of their own, which no check reads.
 FAST_COMPILE = "--xla_cpu_use_fusion_emitters=false"
 FAST_COMPILE_JAXLIB = "0.10."
