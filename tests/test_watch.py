@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,7 @@ from course.progress import ProgressStore
 from course.session import Session, init_workspace
 from course.ui.watching import NO_TERMINAL
 from course.watch import Grading, Watcher, _digest
+from course.watch_loop import handle
 from support import ended, git_commit
 from terminal import Terminal
 
@@ -126,6 +129,69 @@ def test_a_burst_of_saves_is_graded_once(watcher: Watcher) -> None:
     assert watcher.until_due(1.0) == 1.0  # nothing pending
     assert watcher.tick() is None
     assert watcher.n_graded == graded + 1
+
+
+def _pump(watcher: Watcher, events: queue.Queue[tuple[str, Any]], until: Callable[[], bool]) -> None:
+    """Feed the background gradings' messages to the watcher, as the real loop does, until `until()` holds."""
+    deadline = time.monotonic() + 120
+    while not until():
+        assert time.monotonic() < deadline, "the watcher never got there"
+        try:
+            kind, value = events.get(timeout=0.02)
+        except queue.Empty:
+            watcher.tick()
+            continue
+        handle(watcher, kind, value)
+        watcher.tick()
+
+
+@pytest.fixture
+def background(state: Session, worker: Worker) -> Iterator[tuple[Watcher, queue.Queue[tuple[str, Any]]]]:
+    """A watcher grading in the background, as `course watch` does, once its first verdict is shown."""
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+    watcher = Watcher(state, worker=worker, post=events.put)
+    watcher.start()
+    _pump(watcher, events, lambda: watcher.result is not None)
+    yield watcher, events
+    watcher.quit()
+
+
+def test_a_save_runs_the_grading_started_ahead_of_it(background: tuple[Watcher, queue.Queue[tuple[str, Any]]]) -> None:
+    """Once a verdict is shown, the next grading of the file is already started and waits; the save lets it
+    go, on the file as saved, and the one after it is started in turn."""
+    watcher, events = background
+    ahead = watcher.armed
+    assert ahead is not None and ahead.thread is not None and ahead.thread.is_alive() and watcher.grading is None
+    time.sleep(0.5)
+    assert ahead.thread.is_alive(), "the grading started ahead ran without a save"
+    watcher.path.write_text("def double(x):\n    return x + x\n")
+    assert watcher.on_save(watcher.path)
+    _pump(watcher, events, lambda: watcher.grading is not None)
+    assert watcher.grading is ahead and ahead.digest == _digest(watcher.path)
+    _pump(watcher, events, lambda: watcher.grading is None)
+    assert watcher.result is not None and watcher.result.passed and watcher.n_graded == 2
+    assert watcher.armed is not None and watcher.armed is not ahead
+
+
+def test_a_save_that_needs_no_grading_calls_off_the_one_started_ahead(
+    background: tuple[Watcher, queue.Queue[tuple[str, Any]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that does not compile is said at once, as always: the waiting grading is called off, never let go
+    on it; so is the waiting grading when watch quits."""
+    watcher, events = background
+    ahead = watcher.armed
+    assert ahead is not None
+    capsys.readouterr()
+    watcher.path.write_text("def double(x):\n    return (\n")
+    watcher.on_save(watcher.path)
+    _pump(watcher, events, lambda: watcher.n_graded == 2)
+    assert ahead.cancel.is_set() and watcher.grading is None
+    assert watcher.result is not None and not watcher.result.passed
+    assert "SyntaxError" in capsys.readouterr().out
+    again = watcher.armed
+    assert again is not None and again is not ahead
+    watcher.quit()
+    assert again.cancel.is_set() and watcher.armed is None
 
 
 def test_other_files_are_ignored(watcher: Watcher) -> None:

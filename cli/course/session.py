@@ -23,6 +23,7 @@ UNRECORDED = ("error", "cancelled")
 """Results that are no verdict on the learner's file: the platform's failure, a grading stopped on request."""
 
 if TYPE_CHECKING:  # imported only when used, so `course list` stays light
+    from course.engine.gate import Gate
     from course.engine.isolation import Launcher
     from course.engine.verdict import CheckEvent, ExerciseResult
     from course.hints import Hint
@@ -196,8 +197,10 @@ class Session:
         on_result: Callable[[ExerciseResult], None] | None = None,
         on_event: Callable[[CheckEvent], None] | None = None,
         cancel: threading.Event | None = None,
+        gate: Gate | None = None,
     ) -> list[ExerciseResult]:
-        """Grade `exercises` without recording anything (`course watch` records on its own thread)."""
+        """Grade `exercises` without recording anything (`course watch` records on its own thread); with `gate`,
+        the gradings get ready now and run once it opens (`course.engine.gate`)."""
         from course.engine.runner import grade_many, start_worker
 
         pairs = [(e, self.submission(e)) for e in exercises]
@@ -214,6 +217,7 @@ class Session:
                 worker=worker or own,
                 cache_dir=self.paths.cache,
                 cancel=cancel,
+                gate=gate,
             )
         finally:
             if own is not None:

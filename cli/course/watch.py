@@ -28,6 +28,7 @@ from course.session import Session
 from course.ui import verdicts, views, watching
 
 if TYPE_CHECKING:
+    from course.engine.gate import Gate
     from course.engine.isolation import Launcher
     from course.engine.verdict import CheckEvent, ExerciseResult
     from course.registry import Exercise
@@ -45,6 +46,8 @@ class Grading:
     cancel: threading.Event = field(default_factory=threading.Event)
     id: int = field(default_factory=lambda: next(_ids))
     thread: threading.Thread | None = None
+    gate: Gate | None = None
+    """Set for a grading started ahead of the next save, which opens it (`course.engine.gate`)."""
 
 
 class Watcher:
@@ -65,6 +68,9 @@ class Watcher:
         self.result: ExerciseResult | None = None
         self.passed_digest: bytes | None = None
         self.grading: Grading | None = None
+        self.armed: Grading | None = None
+        """The next grading of the watched file, started and waiting for its save (background mode only)."""
+        self.called_off: list[threading.Thread] = []
         self.done = False
         self.n_graded = 0
         # One seed per watch session: each save is graded on the same inputs, so a learner sees
@@ -144,10 +150,55 @@ class Watcher:
         if self._first_save is None:
             self._checking()
         self._first_save = None
+        if self._fire():
+            return None
         return self._launch([self.exercise], _digest(self.path))
+
+    def _fire(self) -> bool:
+        """Let the grading started ahead run on the file as it is now; False when there is none to use (or the
+        file needs none: missing, the stub, not compiling, which a grading of its own says at once)."""
+        from course.engine.runner import precheck
+
+        armed, self.armed = self.armed, None
+        if armed is None or armed.gate is None:
+            return False
+        usable = (armed.names == [self.name] and armed.thread is not None and armed.thread.is_alive()
+                  and precheck(self.exercise, self.path, self.seed) is None)
+        if not usable:
+            armed.cancel.set()
+            return False
+        armed.digest = _digest(self.path)
+        self.grading = armed
+        self.footer.state, self.footer.since = "checking", self.clock()
+        armed.gate.open()
+        return True
+
+    def _arm(self) -> None:
+        """Start the next grading of the watched file now, to wait for its save (`course.engine.gate`)."""
+        from course.engine.gate import Gate
+
+        self._disarm()
+        if self.post is None or self.name is None or self.exercise.meta.processes > 1:
+            return
+        self.armed = Grading([self.name], b"", gate=Gate())
+        self._start(self.armed, [self.exercise])
+
+    def _disarm(self) -> None:
+        """Call off the grading waiting for a save (its processes end at once; `ending` waits for its thread)."""
+        if self.armed is not None:
+            self.armed.cancel.set()
+            self.called_off = [t for t in (*self.called_off, self.armed.thread) if t is not None and t.is_alive()]
+            self.armed = None
+
+    def ending(self) -> list[threading.Thread]:
+        """The threads of gradings called off or in flight that have not finished: their clean-up removes their
+        work folders, so watch waits for them (briefly) before it ends."""
+        threads = [*self.called_off, *(g.thread for g in (self.grading, self.armed) if g is not None and g.thread)]
+        return [t for t in threads if t is not None and t.is_alive()]
 
     def _launch(self, exercises: list[Exercise], digest: bytes) -> ExerciseResult | None:
         """Start a grading of `exercises`; inline, wait for it and take its verdict."""
+        self._disarm()
         grading = Grading([e.name for e in exercises], digest)
         self.grading = grading
         self.footer.state, self.footer.since = "checking", self.clock()
@@ -155,7 +206,13 @@ class Watcher:
             results = self.session.grade(exercises, jobs=self.jobs, seed=self._seed(exercises), worker=self.worker,
                                          on_event=watching.event if len(exercises) == 1 else None)
             return self.on_graded(grading.id, results)
+        self._start(grading, exercises)
+        return None
+
+    def _start(self, grading: Grading, exercises: list[Exercise]) -> None:
+        """Run `grading` on a thread of its own, which posts its check events and its results back."""
         post = self.post
+        assert post is not None
 
         def work() -> None:
             """Grade on this thread; hand the results (or the failure) back to the loop."""
@@ -163,7 +220,7 @@ class Watcher:
                 results = self.session.grade(
                     exercises, jobs=self.jobs, seed=self._seed(exercises), worker=self.worker,
                     on_event=(lambda e: post(("check", (grading.id, e)))) if len(exercises) == 1 else None,
-                    cancel=grading.cancel)
+                    cancel=grading.cancel, gate=grading.gate)
             except BaseException as exc:  # noqa: BLE001 - the loop's thread reports it, at its edge
                 post(("failed", (grading.id, exc)))
             else:
@@ -171,7 +228,6 @@ class Watcher:
 
         grading.thread = threading.Thread(target=work, daemon=True, name=f"grading-{grading.id}")
         grading.thread.start()
-        return None
 
     def _seed(self, exercises: list[Exercise]) -> int | None:
         """The session's seed for the watched exercise; fresh inputs for the final re-check of all."""
@@ -202,6 +258,7 @@ class Watcher:
         watching.screen(self.session, result)
         # Recorded once shown: the lock and the flush to disk need not delay the verdict.
         self.session.record(exercises, results)
+        self._arm()
         return result
 
     def _checking(self, *, again: bool = False) -> None:
@@ -223,10 +280,15 @@ class Watcher:
         if action is not None:
             action()
 
-    def quit(self) -> None:
-        """Leave watch mode, ending the grading in flight."""
+    def stop(self) -> None:
+        """End the grading in flight and call off the one waiting for a save."""
         if self.grading is not None:
             self.grading.cancel.set()
+        self._disarm()
+
+    def quit(self) -> None:
+        """Leave watch mode, ending the grading in flight."""
+        self.stop()
         self.done = True
         ui.line("Bye. `course watch` picks up where you left off.")
 

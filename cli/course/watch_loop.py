@@ -15,6 +15,7 @@ import select
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,12 +77,12 @@ def _end(watcher: Watcher | None, worker: Any) -> None:
     """
     from course.engine import isolation
 
-    grading = watcher.grading if watcher is not None else None
-    if grading is not None:
-        grading.cancel.set()
-        isolation.stop_all()
-        if grading.thread is not None:
-            grading.thread.join(timeout=5)  # its clean-up removes the grading's work folder
+    if watcher is not None:
+        watcher.stop()  # the grading waiting for a save is called off too
+    isolation.stop_all()
+    deadline = time.monotonic() + 5
+    for thread in watcher.ending() if watcher is not None else []:
+        thread.join(timeout=max(deadline - time.monotonic(), 0))  # its clean-up removes the grading's work folder
     if worker is not None:
         with contextlib.suppress(OSError):
             os.kill(worker.pid, signal.SIGTERM)
@@ -99,20 +100,26 @@ def _loop(watcher: Watcher, events: queue.Queue[tuple[str, Any]], redraw: Callab
         except queue.Empty:
             watcher.tick()
             continue
-        if kind == "save":
-            watcher.on_save(value)
-        elif kind == "key":
-            watcher.on_key(value)
-        elif kind == "check":
-            watcher.on_event(*value)
-        elif kind == "graded":
-            watcher.on_graded(*value)
-        elif kind == "failed" and watcher.grading is not None and value[0] == watcher.grading.id:
-            raise value[1]
-        elif kind == "error":
-            raise UsageError(NO_EVENTS.format(reason=value))
+        handle(watcher, kind, value)
         watcher.tick()
         redraw()
+
+
+def handle(watcher: Watcher, kind: str, value: Any) -> None:
+    """Give the watcher one message: a save, a key, a grading's check event, result or failure (a failure of a
+    grading that no longer counts, superseded or called off, is dropped like its verdict)."""
+    if kind == "save":
+        watcher.on_save(value)
+    elif kind == "key":
+        watcher.on_key(value)
+    elif kind == "check":
+        watcher.on_event(*value)
+    elif kind == "graded":
+        watcher.on_graded(*value)
+    elif kind == "failed" and watcher.grading is not None and value[0] == watcher.grading.id:
+        raise value[1]
+    elif kind == "error":
+        raise UsageError(NO_EVENTS.format(reason=value))
 
 
 def file_events(root: Path, events: queue.Queue[tuple[str, Any]], stop: threading.Event) -> None:

@@ -217,7 +217,7 @@ def test_worker_refuses_other_jax_settings(mini: Course, worker: Worker) -> None
     env = {**os.environ, "JAX_ENABLE_X64": "1"}
     child = worker.launch(
         [sys.executable, "-I", "-m", "pytest", "x"],
-        fds={"keyfd": 0, "eventsfd": 0, "linkfd": 0},
+        fds={"keyfd": 0, "eventsfd": 0, "linkfd": 0, "gofd": 0},
         cwd=MINI,
         env=env,
         memory_mb=exercise.meta.memory_mb,

@@ -5,8 +5,9 @@ JAX threads deadlocks), so this process never runs JAX code: it imports, then wa
 grading child becomes what a cold `python -I -m pytest` run is: its own session and process
 group, a folder the learner does not control, the grading environment (the device count is
 read when the child's backend starts), the memory cap, stdout and stderr on the output pipe,
-the key on fd 3, the events pipe on fd 4, a split grading's link on fd 5; then `pytest.main` with the cold command's
-arguments. `course.engine.worker` is the course side and describes the protocol.
+the key on fd 3, the events pipe on fd 4, a split grading's link on fd 5, the go pipe
+(`course.engine.gate`) on fd 6; then `pytest.main` with the cold command's arguments.
+`course.engine.worker` is the course side and describes the protocol.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any, NoReturn
 
 from course.engine import isolation, sandbox, system
 
-FD_NAMES = ("keyfd", "eventsfd", "linkfd")
+FD_NAMES = ("keyfd", "eventsfd", "linkfd", "gofd")
 """The descriptors a grading receives besides its output, at 3, 4, ... in the child, in this order."""
 FIRST_FD = 3
 MAX_MESSAGE = 1 << 20

@@ -148,6 +148,8 @@ def command(exercise: Exercise, submission: Path, workdir: Path, report_path: Pa
         "{keyfd}",
         "--course-events-fd",
         "{eventsfd}",
+        "--course-go-fd",
+        "{gofd}",
         "--course-hard-exit",
         *(["--exitfirst"] if first_failure else []),
     ]

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from course.engine import gate as gates
 from course.engine import system
+from course.engine.gate import Gate
 from course.engine.limits import STACK_SIGNAL, WALL_FACTOR, Budget
 from course.engine.output import OUTPUT_LIMIT, OutputSink
 from course.engine.sandbox import Policy, wrap
@@ -98,6 +100,7 @@ def run_isolated(
     watch: Callable[[int], str] | None = None,
     link: int | None = None,
     light: bool = False,
+    gate: Gate | None = None,
 ) -> Outcome:
     """Run `command` under the limits; `{keyfd}` becomes a pipe carrying `key`, `{eventsfd}` one for events.
 
@@ -117,6 +120,8 @@ def run_isolated(
     `link` (a socket, the grading's end of a split grading's link, `course.engine.roles`) becomes
     `{linkfd}`; it is closed here once the process has it. `light`: a process that runs no learner code
     (a judge) has its CPU time and memory read ten times less often (each read walks the process table).
+    With `gate`, the process gets ready and waits until the gate opens (`course.engine.gate`); the wall clock
+    starts then.
     """
     kept_in = sandbox is not None and sandbox.processes  # its processes end with it: nothing to sweep
     if not kept_in:
@@ -127,8 +132,9 @@ def run_isolated(
     with _active_lock:
         confined = {"sandbox": sandbox.to_json()} if sandbox is not None else {}
         limits = {"cwd": cwd, "env": env, "memory_mb": memory_mb, **confined}
+        go_r, go_w = gates.go_pipe(gate)
         fds = {"keyfd": _key_pipe(key), "eventsfd": events_w,
-               "linkfd": link if link is not None else os.open(os.devnull, os.O_RDONLY)}
+               "linkfd": link if link is not None else os.open(os.devnull, os.O_RDONLY), "gofd": go_r}
         proc = launcher.launch(command, fds=fds, **limits) if launcher else None
         if proc is None:
             # A worker that gave up may still have forked a child that read the key: a cold run
@@ -143,13 +149,14 @@ def run_isolated(
     # From here on the process is ended whatever happens: a Ctrl-C that lands before the wait (a busy
     # machine makes that moment long) must not leave it running for the caller to wait out its limits.
     try:
-        os.close(fds["keyfd"])
-        os.close(fds["linkfd"])
-        os.close(events_w)
+        for fd in (fds["keyfd"], fds["linkfd"], fds["gofd"], events_w):
+            os.close(fd)
         born = system.started_at(proc.pid) or born
         for pid in (proc.pid, *(p.pid for p in system.descendants(proc.pid))):
             system.cap_memory(pid, memory_mb)  # a contained grading runs as its starter's child
         sink, events = OutputSink(proc.stdout, marker), _EventReader(events_r, on_event)
+        gates.release(go_w, gate is not None and gate.wait(cancel, lambda: _running(proc)))
+        go_w = None
         budget = Budget(timeout_s, wall_s or WALL_FACTOR * timeout_s)
         outcome.timed_out, why = _wait(proc, sink, budget, memory_mb, seen, cancel, watch, 10.0 if light else 1.0)
         outcome.cancelled = why == CANCELLED
@@ -157,6 +164,7 @@ def run_isolated(
         if not outcome.cancelled and (outcome.timed_out or why or sink.flooded):
             _ask_for_stack(proc, stack_path)
     finally:
+        gates.release(go_w, False)  # still waiting at the gate: it never goes on
         seen.update((p.pid, p) for p in system.descendants(proc.pid))
         _kill_group(proc)
         system.kill(list(seen.values()))
@@ -174,6 +182,15 @@ def run_isolated(
             "was stopped; print less, or nothing, inside the function"
         )
     return outcome
+
+
+def _running(proc: Any) -> bool:
+    """Whether the process has not exited yet (a forked one's exit comes from the worker: it is waited for)."""
+    try:
+        proc.wait(timeout=0.001)
+    except subprocess.TimeoutExpired:
+        return True
+    return False
 
 
 def _key_pipe(key: bytes) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from course import files, pyast
 from course.engine import invocation, isolation, limits, protections, remote, report
+from course.engine.gate import Gate
 from course.engine.limits import Budget
 from course.engine.verdict import NOT_RUN, CheckResult, ExerciseResult, summarize, verdict
 from course.registry import Exercise
@@ -75,13 +76,14 @@ class JudgeRun:
 def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: Budget, link: socket.socket,
           env: dict[str, str], worker: isolation.Launcher | None, on_event: Callable[[dict], None] | None,
           cancel: threading.Event | None, place: str = "", watch: Callable[[int], str] | None = None,
-          on_end: Callable[[int | None], None] | None = None, first_failure: bool = False) -> JudgeRun:
+          on_end: Callable[[int | None], None] | None = None, first_failure: bool = False,
+          gate: Gate | None = None) -> JudgeRun:
     """Start the judge of one grading in a thread; `link` is its end of the link, given away here.
 
     One of several processes (`course.engine.cohort`) has a judge each: `place` joins the judges to
     one another (`--course-process`), `watch` may end it (as the cohort's watch does its processes),
     and `on_end` hears its exit code. With `first_failure`, it stops at its first failing check, and
-    so does the executor (`course.engine.roles`)."""
+    so does the executor (`course.engine.roles`). With `gate`, it waits there as the executor does."""
     run = JudgeRun(workdir=Path(tempfile.mkdtemp(prefix="course-judge-")))
     report_path = run.workdir / "report" / f"{secrets.token_hex(16)}.json"
     report_path.parent.mkdir(mode=0o700)
@@ -100,7 +102,7 @@ def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: 
                 command, key=key, cwd=run.workdir, env=env, timeout_s=budget.cpu_s,
                 wall_s=budget.wall_s + WALL_MARGIN_S, memory_mb=exercise.meta.memory_mb, launcher=worker,
                 on_event=on_event, sandbox=protections.contained(), stack_path=report.stack_path(report_path),
-                marker=report.output_marker(key), cancel=cancel, link=fd, watch=watch, light=True)
+                marker=report.output_marker(key), cancel=cancel, link=fd, watch=watch, light=True, gate=gate)
             code = outcome.returncode
             ours = outcome.cancelled or outcome.timed_out or bool(outcome.killed_for)
             if (code or 0) < 0 and not ours and not _complete(report_path, key):

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from course.engine import guard, notary, peers, roles, streams, submission, system
+from course.engine import gate, guard, notary, peers, roles, streams, submission, system
 from course.engine.report import RUNNING, manifest_path, stack_path
 
 _SESSION = pytest.StashKey["Grading"]()
@@ -42,6 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(peers.OPTION, help="I/N@HOST:PORT: this is process I of N, joined at HOST:PORT")
     group.addoption("--course-role", choices=(roles.JUDGE, roles.EXECUTOR), help="this side of a split grading")
     group.addoption("--course-link-fd", type=int, help="file descriptor of the socket between judge and executor")
+    group.addoption("--course-go-fd", type=int, help="file descriptor to wait on before the checks run")
 
 
 @pytest.hookimpl(trylast=True)
@@ -73,14 +74,16 @@ def pytest_configure(config: pytest.Config) -> None:
         guarded_files=(_package_dir("course"), _package_dir("_pytest"), _package_dir("pluggy"),
                        *(os.path.dirname(os.path.abspath(a)) + os.sep for a in config.args)),
     )
+    go_fd = config.getoption("--course-go-fd")
     state = Grading(
         submission_path=sub_path,
-        source=submission.read_source(sub_path) if sub_path else None,
+        source=submission.read_source(sub_path) if sub_path and go_fd is None else None,  # else once let go
         seed=int(config.getoption("--course-seed")),
         hard_exit=bool(config.getoption("--course-hard-exit")),
         events_fd=config.getoption("--course-events-fd"),
         stack_fd=stack,
         streams=(sys.stdout, sys.stderr),
+        go_fd=go_fd,
     )
     streams.line_buffered(state.streams)
     state.split = roles.install(config, config.getoption("--course-role"), config.getoption("--course-link-fd"),
@@ -115,6 +118,13 @@ def _preload() -> None:
 
     compile_cache.in_grading()  # before any compile: whole writes and touched hits
     compiles.install_listener()
+
+
+def _start_backend() -> None:
+    """Start JAX's backend now, while the grading waits at its gate, rather than at the first check."""
+    import jax
+
+    jax.devices()
 
 
 def _package_dir(name: str) -> str:
@@ -194,6 +204,8 @@ class Grading:
     """How much the last import of the learner's file grew the process, in MiB."""
     split: roles.Split | None = None
     """This side of a split grading (`course.engine.roles`), or None when one process runs every check."""
+    go_fd: int | None = None
+    """The go pipe (`course.engine.gate`): the checks wait for it, and the learner's file is read then."""
 
     def flush_output(self) -> None:
         """Flush the standard streams Python buffers; one the learner closed or detached is no matter."""
@@ -223,7 +235,19 @@ class Grading:
         self.flush_output()
         notary.notify("course.manifest", listed, tuple(self.collect_errors),
                       tuple(c.item for c in self.checks.values()), self.seed, snap)
+        self._let_go(session.config)
         self._emit({"checks": "begin"})  # no learner code has run before this line
+
+    def _let_go(self, config: pytest.Config) -> None:
+        """Wait at the gate (starting JAX's backend meanwhile when asked), then read the learner's file."""
+        if self.go_fd is None:
+            return
+        if not gate.await_go(self.go_fd, warm=_start_backend):
+            os._exit(0)  # the grading was called off before it began: nothing to report
+        self.go_fd = None
+        if self.submission_path is not None:
+            self.source = submission.read_source(self.submission_path)
+            roles.set_source(config, self.source)
 
     def _emit(self, event: dict[str, Any]) -> None:
         """Tell the parent one event (display and diagnosis only); a closed pipe is no matter."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from course import files, stubs
 from course.engine import cohort, compile_cache, invocation, isolation, judge, limits, notary, remote, report
+from course.engine.gate import Gate
 from course.engine.invocation import base_environment, cancelled
 from course.engine.isolation import Launcher
 from course.engine.protections import Confinement
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from course.engine.worker import Worker
 
 __all__ = ["CANCELLED", "base_environment", "cancelled", "command_for", "grade",
-           "grade_many", "grading_environment", "map_jobs", "not_tried", "start_worker"]
+           "grade_many", "grading_environment", "map_jobs", "not_tried", "precheck", "start_worker"]
 CANCELLED = isolation.CANCELLED
 T = TypeVar("T")
 R = TypeVar("R")
@@ -51,6 +52,7 @@ def grade(
     cancel: threading.Event | None = None,
     deadline: limits.Deadline | None = None,
     first_failure: bool = False,
+    gate: Gate | None = None,
 ) -> ExerciseResult:
     """Grade `submission` against `exercise`'s grader in a fresh process (forked by `worker` if given).
 
@@ -69,24 +71,23 @@ def grade(
     graded by N processes at once (`course.engine.cohort`). With `first_failure`, a grading in one
     process or split in two stops at its first failing check, and the checks after it are not run
     (`course validate --mutants` needs only to know that a mutant fails); N processes run every check.
+    With `gate`, the grading starts now but its checks wait until the gate opens (`course.engine.gate`): the
+    file is read where it is, then, and the caller checks it with `precheck` before opening (`course watch`,
+    which grades in no sandbox). An exercise graded by several processes starts only once the gate opens.
     """
     seed = secrets.randbelow(2**31) if seed is None else seed
     started = time.monotonic()
     if cancel is not None and cancel.is_set():
         return cancelled(exercise.name, seed)
-    if not submission.is_file():
-        why = f"not tried: {submission} does not exist; `course reset {exercise.name}` restores the stub"
-        return not_tried(exercise, seed, why)
-    untouched = stubs.untouched(exercise, submission) if skip_stub else ""
-    if untouched:
-        return not_tried(exercise, seed, untouched)
-    broken = not_compiling(exercise, submission, seed, hidden=hidden)
-    if broken is not None:  # certain at once: no process, no JAX, no grader to wait for
-        broken.duration_s = time.monotonic() - started
-        return broken
+    early = precheck(exercise, submission, seed, hidden=hidden, skip_stub=skip_stub) if gate is None else None
+    if early is not None:  # certain at once: no process, no JAX, no grader to wait for
+        early.duration_s = time.monotonic() - started
+        return early
     if cache_dir is not None and not read_only_cache:
         compile_cache.trim_once(cache_dir)  # once per command: gradings write it unbounded
     if exercise.meta.processes > 1:
+        if gate is not None:
+            gate.wait(cancel, lambda: True)
         return cohort.grade(exercise, submission, seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
                             hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel,
                             deadline=deadline)
@@ -105,7 +106,8 @@ def grade(
         policy = invocation.policy(sandbox, workdir, exercise, submission, own_graders=own)
         graded, folder = invocation.hand_over(policy, workdir, exercise, submission, own_graders=own)
         folder = folder or (invocation.graders_link(workdir, exercise) if sandbox else None)
-        source = invocation.source_text(submission)  # the lines a stopped run's stack points at
+        # The lines a stopped run's stack points at: with a gate, the file as it was let go, read after the run.
+        source = invocation.source_text(submission) if gate is None else None
         budget = limits.budget(exercise.meta)
         oom_before = limits.oom_kills()
         checks = Stopwatch(exercise.name, budget, on_event)
@@ -117,7 +119,7 @@ def grade(
             theirs, link = judge.links()
             judged = judge.start(exercise, graded.resolve(), seed=seed, hidden=hidden, budget=budget, link=theirs,
                                  env=env, worker=worker, on_event=checks.raw_event, cancel=cancel,
-                                 first_failure=first_failure)
+                                 first_failure=first_failure, gate=gate)
             command = judge.role(command, "executor")
         outcome = isolation.run_isolated(
             command,
@@ -135,7 +137,9 @@ def grade(
             cancel=cancel,
             watch=lambda pid: (deadline.watch(pid) if deadline is not None else "") or checks.watch(pid),
             link=link.detach() if link is not None else None,
+            gate=gate,
         )
+        source = source if gate is None else invocation.source_text(submission)
         if not (outcome.cancelled or outcome.timed_out or outcome.killed_for):
             outcome.killed_for = limits.memory_kill(outcome.returncode, oom_before)
         if checks.stopped is not None:  # stopped at one check's own limit: a timeout, as at the grading's
@@ -161,6 +165,18 @@ def grade(
         files.remove_folder(workdir)
     result.seed, result.duration_s = seed, time.monotonic() - started
     return result
+
+
+def precheck(exercise: Exercise, submission: Path, seed: int, *, hidden: bool = False,
+             skip_stub: bool = True) -> ExerciseResult | None:
+    """The verdict a file gets without a grading (missing, still the stub, not compiling), or None."""
+    if not submission.is_file():
+        why = f"not tried: {submission} does not exist; `course reset {exercise.name}` restores the stub"
+        return not_tried(exercise, seed, why)
+    untouched = stubs.untouched(exercise, submission) if skip_stub else ""
+    if untouched:
+        return not_tried(exercise, seed, untouched)
+    return not_compiling(exercise, submission, seed, hidden=hidden)
 
 
 def unrun_after_first_failure(result: ExerciseResult) -> None:
@@ -196,9 +212,10 @@ def grade_many(
     skip_stub: bool = True,
     cancel: threading.Event | None = None,
     first_failure: bool = False,
+    gate: Gate | None = None,
 ) -> list[ExerciseResult]:
     """Grade several exercises, `jobs` at a time; results come back in the order given (`grade` says
-    what each keyword does).
+    what each keyword does; one `gate` holds every grading).
 
     Setting `cancel` stops every grading in flight and those not started (status "cancelled")."""
     pairs = list(items)
@@ -206,7 +223,8 @@ def grade_many(
     def one(pair: tuple[Exercise, Path]) -> ExerciseResult:
         """Grade one pair and report it."""
         result = grade(pair[0], pair[1], seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
-                       hidden=hidden, sandbox=sandbox, skip_stub=skip_stub, cancel=cancel, first_failure=first_failure)
+                       hidden=hidden, sandbox=sandbox, skip_stub=skip_stub, cancel=cancel, first_failure=first_failure,
+                       gate=gate)
         if on_result is not None:
             on_result(result)
         return result

@@ -7,8 +7,8 @@ reserved until we release it) and the caps; the runner still takes the verdict f
 report. Used by `course watch` and by `course check` when it grades several exercises.
 
 Protocol, one JSON message per packet on Unix SEQPACKET sockets:
-  control, course -> worker: {"op": "launch", ...} carrying four fds (a per-grading socket, the
-    output pipe, the key pipe, the events pipe), or {"op": "status"}; closing it stops the worker.
+  control, course -> worker: {"op": "launch", ...} carrying a per-grading socket, the output
+    pipe and the grading's own fds (`forkserver.FD_NAMES`), or {"op": "status"}; closing it stops the worker.
   control, worker -> course: {"ready": bool, "reason": str} once, then one reply per status (its pid, the
     JAX backends and threads it runs, the objects it froze, whether JAX's plugins were looked for).
   per grading, worker -> course: {"pid": n} or {"error": why}, later {"exit": code}; course ->
