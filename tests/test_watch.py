@@ -173,11 +173,11 @@ def test_a_save_runs_the_grading_started_ahead_of_it(background: tuple[Watcher, 
     assert watcher.armed is not None and watcher.armed is not ahead
 
 
-def test_a_save_that_needs_no_grading_calls_off_the_one_started_ahead(
+def test_a_save_that_needs_no_grading_keeps_the_one_started_ahead(
     background: tuple[Watcher, queue.Queue[tuple[str, Any]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A file that does not compile is said at once, as always: the waiting grading is called off, never let go
-    on it; so is the waiting grading when watch quits."""
+    """A file that does not compile is said at once, as always, and the waiting grading is not let go on it: it
+    waits on for the next save, which it grades; the one after it is called off when watch quits."""
     watcher, events = background
     ahead = watcher.armed
     assert ahead is not None
@@ -185,9 +185,15 @@ def test_a_save_that_needs_no_grading_calls_off_the_one_started_ahead(
     watcher.path.write_text("def double(x):\n    return (\n")
     watcher.on_save(watcher.path)
     _pump(watcher, events, lambda: watcher.n_graded == 2)
-    assert ahead.cancel.is_set() and watcher.grading is None
-    assert watcher.result is not None and not watcher.result.passed
+    assert watcher.result is not None and not watcher.result.passed and watcher.grading is None
     assert "SyntaxError" in capsys.readouterr().out
+    assert watcher.armed is ahead and not ahead.cancel.is_set() and ahead.thread is not None
+    assert ahead.thread.is_alive()
+    watcher.path.write_text(SOLVED)
+    watcher.on_save(watcher.path)
+    _pump(watcher, events, lambda: watcher.grading is ahead)
+    _pump(watcher, events, lambda: watcher.n_graded == 3)
+    assert watcher.result is not None and watcher.result.passed
     again = watcher.armed
     assert again is not None and again is not ahead
     watcher.quit()

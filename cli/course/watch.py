@@ -155,28 +155,37 @@ class Watcher:
         return self._launch([self.exercise], _digest(self.path))
 
     def _fire(self) -> bool:
-        """Let the grading started ahead run on the file as it is now; False when there is none to use (or the
-        file needs none: missing, the stub, not compiling, which a grading of its own says at once)."""
+        """Let the grading started ahead run on the file as it is now; False when there is none to use, or when
+        the file needs no grading (missing, the stub, not compiling: a grading of its own says so at once, and
+        the one waiting stays for the next save)."""
         from course.engine.runner import precheck
 
-        armed, self.armed = self.armed, None
+        armed = self.armed
         if armed is None or armed.gate is None:
             return False
-        usable = (armed.names == [self.name] and armed.thread is not None and armed.thread.is_alive()
-                  and precheck(self.exercise, self.path, self.seed) is None)
-        if not usable:
-            armed.cancel.set()
+        if not self._waiting(armed):
+            self._disarm()
             return False
+        if precheck(self.exercise, self.path, self.seed) is not None:
+            return False
+        self.armed = None
         armed.digest = _digest(self.path)
         self.grading = armed
         self.footer.state, self.footer.since = "checking", self.clock()
         armed.gate.open()
         return True
 
+    def _waiting(self, armed: Grading) -> bool:
+        """Whether `armed` is a grading of the watched exercise still waiting at its gate."""
+        return armed.names == [self.name] and armed.thread is not None and armed.thread.is_alive()
+
     def _arm(self) -> None:
-        """Start the next grading of the watched file now, to wait for its save (`course.engine.gate`)."""
+        """Start the next grading of the watched file now, to wait for its save (`course.engine.gate`); one
+        already waiting is kept."""
         from course.engine.gate import Gate
 
+        if self.armed is not None and self._waiting(self.armed):
+            return
         self._disarm()
         if self.post is None or self.name is None or self.exercise.meta.processes > 1:
             return
@@ -198,7 +207,6 @@ class Watcher:
 
     def _launch(self, exercises: list[Exercise], digest: bytes) -> ExerciseResult | None:
         """Start a grading of `exercises`; inline, wait for it and take its verdict."""
-        self._disarm()
         grading = Grading([e.name for e in exercises], digest)
         self.grading = grading
         self.footer.state, self.footer.since = "checking", self.clock()
@@ -359,6 +367,7 @@ class Watcher:
 
     def _finish(self) -> ExerciseResult | None:
         """Re-check every exercise; congratulate only if all still pass, else go to the first failing."""
+        self._disarm()
         self.clear()
         ui.line("Every exercise has passed once; checking them all again...", style="bold")
         return self._launch(self.session.course.exercises, b"")
