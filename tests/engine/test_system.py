@@ -99,3 +99,25 @@ def test_same_verdicts_without_linux_features(tmp_path: Path) -> None:
     assert verdicts[0] == verdicts[1]
     statuses = {status for status, _ in verdicts[0].values()}
     assert {"passed", "failed", "timeout", "error"} <= statuses, verdicts[0]
+
+
+def test_an_exit_descriptor_turns_readable_when_its_child_exits() -> None:
+    """Linux's pidfd: not readable while the child runs, readable once it has exited (the worker tells a grading's
+    exit the moment it happens instead of at its next poll); elsewhere None, and the worker polls."""
+    import select
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    fd = system.exit_fd(child.pid)
+    if fd is None:
+        child.kill()
+        child.wait()
+        assert not hasattr(os, "pidfd_open") or sys.platform != "linux", "Linux has pidfds since 5.3"
+        return
+    try:
+        assert select.select([fd], [], [], 0.2)[0] == [], "readable while the child still runs"
+        assert child.stdin is not None
+        child.stdin.close()  # the child reads to the end of its input, then exits
+        assert select.select([fd], [], [], 60)[0] == [fd]
+        assert child.wait(timeout=60) == 0
+    finally:
+        os.close(fd)

@@ -34,6 +34,8 @@ FD_NAMES = ("keyfd", "eventsfd", "linkfd", "gofd")
 FIRST_FD = 3
 MAX_MESSAGE = 1 << 20
 POLL_S = 0.01
+_EXITED = object()
+"""What the selector holds beside a child's exit descriptor."""
 # What a grader needs; importing them is most of a cold run's start-up. None starts a backend.
 # Every submodule of `course.grading` is imported too (`_warm_up`).
 WARM_MODULES = (
@@ -70,6 +72,8 @@ class _Grading:
     pid: int
     sock: socket.socket
     reported: bool = False
+    exit_fd: int | None = None
+    """Readable once the child has exited (a pidfd), so its exit is told at once; None: found by polling."""
 
 
 def serve(ctl_fd: int) -> None:
@@ -91,11 +95,13 @@ def serve(ctl_fd: int) -> None:
     try:
         while True:
             for key, _ in sel.select(POLL_S if gradings else None):
+                if key.data is _EXITED:
+                    continue  # a child has exited: told below
                 if key.fileobj is not ctl:
                     _finish(key.data, sel, gradings)  # "release", or its `course` thread is gone
                 elif not _on_control(ctl, sel, gradings):
                     return
-            _report_exits(gradings)
+            _report_exits(gradings, sel)
     finally:
         for grading in list(gradings.values()):
             _finish(grading, sel, gradings)
@@ -210,8 +216,10 @@ def _launch(request: dict[str, Any], fds: list[int], sel: selectors.BaseSelector
         send(sock, {"error": problem, "fatal": bool(unsafe)})
         sock.close()
         return
-    gradings[pid] = _Grading(pid, sock)
+    gradings[pid] = _Grading(pid, sock, exit_fd=system.exit_fd(pid))
     sel.register(sock, selectors.EVENT_READ, gradings[pid])
+    if gradings[pid].exit_fd is not None:
+        sel.register(gradings[pid].exit_fd, selectors.EVENT_READ, _EXITED)
     send(sock, {"pid": pid})
 
 
@@ -295,7 +303,7 @@ def _reseed() -> None:
         numpy.random.seed()
 
 
-def _report_exits(gradings: dict[int, _Grading]) -> None:
+def _report_exits(gradings: dict[int, _Grading], sel: selectors.BaseSelector) -> None:
     """Tell each waiting `course` thread its child's exit code; keep the zombie until released."""
     for grading in gradings.values():
         if grading.reported:
@@ -309,6 +317,16 @@ def _report_exits(gradings: dict[int, _Grading]) -> None:
             grading.reported = True
             code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
             send(grading.sock, {"exit": code})
+        if grading.reported:
+            _close_exit_fd(grading, sel)
+
+
+def _close_exit_fd(grading: _Grading, sel: selectors.BaseSelector) -> None:
+    """Stop watching for the child's exit (a pidfd stays readable once it has happened)."""
+    if grading.exit_fd is not None:
+        sel.unregister(grading.exit_fd)
+        os.close(grading.exit_fd)
+        grading.exit_fd = None
 
 
 def _finish(grading: _Grading, sel: selectors.BaseSelector, gradings: dict[int, _Grading]) -> None:
@@ -319,6 +337,7 @@ def _finish(grading: _Grading, sel: selectors.BaseSelector, gradings: dict[int, 
         os.waitpid(grading.pid, 0)
     sel.unregister(grading.sock)
     grading.sock.close()
+    _close_exit_fd(grading, sel)
     del gradings[grading.pid]
     deadline = time.monotonic() + isolation.SWEEP_S
     while time.monotonic() < deadline and _sweep(set(gradings)):

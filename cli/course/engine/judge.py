@@ -12,6 +12,7 @@ verdicts are merged here in that order.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import secrets
 import socket
@@ -190,11 +191,22 @@ def _order(exercise: Exercise) -> dict[str, int]:
     names: list[str] = []
     for path in (exercise.grader_path, exercise.hidden_grader_path):
         try:
-            tree = pyast.parse(path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, ValueError):
+            stat = path.stat()
+        except OSError:
             continue
-        names += [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+        names += _check_names(str(path), stat.st_mtime_ns, stat.st_size)
     return {name: i for i, name in enumerate(names)}
+
+
+@functools.lru_cache(maxsize=64)
+def _check_names(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """The check functions of one grader file, in order; parsed once per version of the file (its time and size
+    key the cache), not once per grading: a save in `course watch` should not wait for it."""
+    try:
+        tree = pyast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    return tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test"))
 
 
 __all__ = ["JudgeRun", "links", "merge", "role", "start", "wanted"]

@@ -122,6 +122,18 @@ def die_with_parent() -> bool:
     return _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def exit_fd(pid: int) -> int | None:
+    """A descriptor that becomes readable when child `pid` exits (Linux's pidfd), or None where there is none:
+    the caller then polls for the exit."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:  # a kernel before 5.3, or a seccomp filter that refuses it
+        return None
+
+
 def resident_mb(pid: int) -> float:
     """Resident size of `pid` in MiB, 0 when it cannot be read."""
     try:
