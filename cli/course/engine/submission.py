@@ -25,7 +25,7 @@ class SubmissionError(Exception):
 
 
 def read_source(path: Path) -> bytes | None:
-    """The file's bytes, read once at start-up so later edits or deletions change nothing."""
+    """The file's bytes, read once before the first check, so later edits or deletions change nothing."""
     try:
         return path.read_bytes()
     except OSError:
@@ -57,7 +57,7 @@ RELEASE_ABOVE_MB = 64.0
 
 
 class Importing(Protocol):
-    """What a grading knows of the learner's file: where it is, the source read at start-up, and how
+    """What a grading knows of the learner's file: where it is, the source read before the first check, and how
     much the last import of it grew the process (kept for the message should memory run out)."""
 
     submission_path: Path | None
