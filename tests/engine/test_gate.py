@@ -128,3 +128,25 @@ def test_a_process_waits_for_go_and_warms_on_the_way(opened: bool) -> None:
     assert write is None and gates.await_go(read) is True
     with pytest.raises(OSError):
         os.fstat(read)  # closed once read
+
+
+def test_an_exercise_of_several_processes_waits_for_its_gate_then_grades_as_any(tmp_path: Path) -> None:
+    """Several processes are not started ahead: the grading waits for its gate before anything, gives no verdict
+    if called off meanwhile, and once let go checks the file as it is then (one that does not compile is said so
+    at once, without a process)."""
+    course = load_course(Path(__file__).parents[1] / "fixtures" / "multi_course")
+    exercise = course.exercises[0]
+    assert exercise.meta.processes > 1
+    cancel = threading.Event()
+    thread, out = _in_thread(lambda: grade(exercise, exercise.stub_path, gate=Gate(), cancel=cancel))
+    time.sleep(0.3)
+    assert thread.is_alive() and not out and psutil.Process().children() == []
+    cancel.set()
+    thread.join(60)
+    assert out["result"].status == "cancelled"
+    learner = tmp_path / exercise.stub_path.name
+    learner.write_text("def total(:\n")
+    gate = Gate()
+    gate.open()
+    result = grade(exercise, learner, gate=gate)
+    assert result.status == "failed" and all("SyntaxError" in c.message for c in result.checks), result.checks

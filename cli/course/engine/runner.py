@@ -86,8 +86,12 @@ def grade(
     if cache_dir is not None and not read_only_cache:
         compile_cache.trim_once(cache_dir)  # once per command: gradings write it unbounded
     if exercise.meta.processes > 1:
-        if gate is not None:
-            gate.wait(cancel, lambda: True)
+        if gate is not None:  # several processes are not started ahead: this one waits, then grades as any
+            if not gate.wait(cancel, lambda: True):
+                return cancelled(exercise.name, seed)
+            early = precheck(exercise, submission, seed, hidden=hidden, skip_stub=skip_stub)
+            if early is not None:
+                return early
         return cohort.grade(exercise, submission, seed=seed, worker=worker, cache_dir=cache_dir, on_event=on_event,
                             hidden=hidden, sandbox=sandbox, read_only_cache=read_only_cache, cancel=cancel,
                             deadline=deadline)
