@@ -32,11 +32,6 @@ class Gate:
         """Let every process waiting at this gate go on."""
         self._opened.set()
 
-    @property
-    def is_open(self) -> bool:
-        """True once opened."""
-        return self._opened.is_set()
-
     def wait(self, cancel: threading.Event | None, alive: Callable[[], bool]) -> bool:
         """Block until the gate opens (True), or the grading is cancelled or its process has ended (False)."""
         while not self._opened.wait(POLL_S):

@@ -166,13 +166,18 @@ FAST_COMPILE_JAXLIB = "0.10."
 
 def environment(exercise: Exercise, cache_dir: Path | None, read_only_cache: bool = False) -> dict[str, str]:
     """A small, clean environment: CPU JAX with the device count the grader needs, compiling fast."""
-    flags = [f"--xla_force_host_platform_device_count={exercise.meta.devices}"]
-    if jaxlib_version().startswith(FAST_COMPILE_JAXLIB):
-        flags.append(FAST_COMPILE)
-    env = {**base_environment(cache_dir), "XLA_FLAGS": " ".join(flags)}
+    env = {**base_environment(cache_dir), "XLA_FLAGS": xla_flags(exercise.meta.devices)}
     if cache_dir is not None and read_only_cache:
         env.update(compile_cache.environment(cache_dir, read_only=True))
     return env
+
+
+def xla_flags(devices: int) -> str:
+    """XLA_FLAGS of a grading: `devices` CPU devices, and the fast compiler where the jaxlib accepts it."""
+    flags = [f"--xla_force_host_platform_device_count={devices}"]
+    if jaxlib_version().startswith(FAST_COMPILE_JAXLIB):
+        flags.append(FAST_COMPILE)
+    return " ".join(flags)
 
 
 @functools.cache
