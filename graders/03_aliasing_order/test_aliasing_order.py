@@ -14,8 +14,9 @@ import pytest
 
 from course.grading import CheckFailed, check, fail
 from course.grading.judge.arrays import assert_array
-from course.grading.observe.calls.donation import assert_consumed
-from course.grading.observe.calls.patching import jit_builds_per_call
+from course.grading.observe.calls.donation import assert_consumed, jit_calls
+from course.grading.observe.calls.patching import JitBuilds
+from course.grading.observe.calls.warmup import unreported_compiles, watched_calls
 from course.grading.observe.kernels.aliasing import first_hazard, run_aliased
 from course.grading.observe.kernels.kernels import pallas_calls
 
@@ -109,7 +110,8 @@ def test_aliasing_declared(submission: ModuleType, submission_path: Path) -> Non
                                  f"{aliases or '{}'}`; declare `{{0: 0}}` so the output may reuse x's buffer.")
 
 
-def test_x_consumed(submission: ModuleType, rng: np.random.Generator) -> None:
+@pytest.mark.judge
+def test_x_consumed(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """Both wrappers consume `x`: its buffer is donated to the output"""
     for name in WRAPPERS:
         x = jnp.asarray(_draw(rng, SHAPES[0]))
@@ -117,16 +119,31 @@ def test_x_consumed(submission: ModuleType, rng: np.random.Generator) -> None:
         assert_consumed(x, "x", hint=f"`x` was not consumed by `{name}`: the call did not donate "
                                      "its buffer, so the alias could not reuse it. Jit the wrapper "
                                      "with `donate_argnums=(0,)` (and do not copy `x` first).")
+        # `x` being gone is reported by the process that ran the call; the program a call compiles to must
+        # also write an output into `x`'s own buffer, as its text shows, for that to be donation.
+        calls = jit_calls(getattr(submission, name), jax.ShapeDtypeStruct(SHAPES[0], jnp.float32),
+                          path=submission_path)
+        check(any(c.sources[i].arg == 0 and c.sources[i].via is None for c in calls for i in c.reused),
+              f"`x` was deleted by `{name}`, but no jitted call of yours writes its result into `x`'s buffer: "
+              "deleting an array is not donating it. Jit the wrapper with `donate_argnums=(0,)` and pass `x` "
+              "itself, so that the output reuses its buffer.")
 
 
+@pytest.mark.judge
 def test_jitted_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """Both wrappers run through a `jax.jit` built once, not on every call"""
     for name in WRAPPERS:
-        fn = getattr(submission, name)
-        closed = jax.make_jaxpr(fn)(jnp.ones(SHAPES[0], jnp.float32))
-        check(any(e.primitive.name in ("jit", "pjit") for e in closed.jaxpr.eqns),
-              f"`{name}` does not run through `jax.jit`; jit it once, at import, with `donate_argnums=(0,)`.")
         calls = [(jnp.asarray(_draw(rng, SHAPES[0])),) for _ in range(2)]  # made before counting
-        builds = jit_builds_per_call(lambda x, fn=fn: jax.block_until_ready(fn(x)), calls, path=submission_path)
+        watched = watched_calls(getattr(submission, name), calls, module=submission, path=submission_path)
+        check(not all(w.traced for w in watched) or any(w.programs for w in watched),
+              f"`{name}` does not run through `jax.jit`; jit it once, at import, with `donate_argnums=(0,)`.")
+        # What each call built is reported where it ran; a call whose program text is new compiled, whatever
+        # was reported, and the same shape twice needs no new program.
+        check(not unreported_compiles(watched),
+              f"a second call of `{name}` with the same shape runs a program the first did not (its text differs), "
+              "yet the record of that call says nothing was compiled: a new program is always compiled. Build the "
+              "jit once, at import, and call that same object.")
+        key = f"float32[{','.join(map(str, SHAPES[0]))}]"  # as JAX writes the type
+        builds = JitBuilds(tuple(w.built for w in watched), (key,) * len(watched))
         message = builds.message(name)
         check(message is None, message or "")

@@ -10,30 +10,26 @@ from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from course.grading import (
-    CompileRecorder,
     KernelMemory,
-    ProgramRun,
-    RunRecorder,
     assert_array,
     assert_dtype,
     assert_is_array,
     assert_shape,
     check,
-    count_jit_builds,
     fail,
     kernel_memory,
     matches_name,
-    own_function_names,
     pallas_calls,
     strict_values,
     tpu_interpret,
 )
+from course.grading.judge.source import defined_names
+from course.grading.observe.calls.warmup import after_warmup, watched_calls
 
 LANES = 128
 # The name an un-jitted `pallas_call` compiles under, from the learner's call: Pallas's, but their doing.
@@ -220,7 +216,7 @@ def _learners(names: list[str], own: set[str]) -> list[str]:
     return [n for n in names if matches_name(n, frozenset(own)) or n == PALLAS_WRAPPER]
 
 
-def _compile_advice(names: list[str], built: int, runs: list[ProgramRun]) -> str:
+def _compile_advice(names: list[str], built: int, runs: list[tuple[str, tuple[tuple[int, ...], ...]]]) -> str:
     """Why the learner's programs compiled again: no jit, a jit built per call, new shapes, or static lengths."""
     if PALLAS_WRAPPER in names:
         return ("`pl.pallas_call(...)(...)` called outside `jax.jit` builds and compiles its "
@@ -230,7 +226,7 @@ def _compile_advice(names: list[str], built: int, runs: list[ProgramRun]) -> str
                 "made anew (a lambda, a closure, a `functools.partial`), so nothing compiled "
                 "before could be reused. Build the jitted function once, at module scope, and "
                 "call that same object every time.")
-    shapes = sorted({max(run.shapes, key=len) for run in runs if run.fun_name in names and run.shapes})
+    shapes = sorted({max(shapes, key=len) for name, shapes in runs if name in names and shapes})
     if len(shapes) > 1:
         shown = ", then ".join(str(s) for s in shapes[:3])
         return (f"the compiled program ran on a new shape for each length vector ({shown}): a shape "
@@ -241,6 +237,7 @@ def _compile_advice(names: list[str], built: int, runs: list[ProgramRun]) -> str
             "kernel by scalar prefetch.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_new_lengths_compile_nothing(fresh_submission: ModuleType, rng: np.random.Generator,
                                      submission_path: Path) -> None:
@@ -252,21 +249,26 @@ def test_new_lengths_compile_nothing(fresh_submission: ModuleType, rng: np.rando
     for cap, vector in zip((time, 8, 16, 24), vectors, strict=True):
         vector[:] = np.minimum(vector, cap)  # new maxima too, so a length-dependent shape shows
         vector[0] = cap
-    own = own_function_names(fresh_submission)
-    recorder = CompileRecorder(names=own, path=str(submission_path))
-    with tpu_interpret():
-        jax.block_until_ready(fresh_submission.masked_row_sum(x, jnp.asarray(vectors[0])))
-        with count_jit_builds(submission_path) as built, RunRecorder(own) as runs, recorder:
-            for vector in vectors[1:]:
-                jax.block_until_ready(fresh_submission.masked_row_sum(x, jnp.asarray(vector)))
-    names = _learners(recorder.fun_names(), own)
-    if not names and built[0]:
-        fail(f"after a warm-up call, three calls with new lengths compiled nothing, but built {built[0]} new "
+    calls = [(x, jnp.asarray(vector)) for vector in vectors]
+    with tpu_interpret():  # the calls run, and are traced, under the interpreter where the learner's code runs
+        watched = watched_calls(fresh_submission.masked_row_sum, calls, module=fresh_submission,
+                                path=submission_path, runs=True)
+    later = after_warmup(watched)
+    # The learner's names are read here, from the graded text: the compiles reported are kept only if theirs.
+    names = _learners(list(later.compiled), defined_names(submission_path))
+    if later.unreported and not names:
+        fail("after a warm-up call, a call with new lengths and the same shapes runs a program that no earlier "
+             "call ran (its text differs), yet the record of that call says nothing was compiled: a new program is "
+             "always compiled. The lengths became part of the program; keep them an int32 array that reaches the "
+             "kernel by scalar prefetch.")
+    if not names and later.built:
+        fail(f"after a warm-up call, three calls with new lengths compiled nothing, but built {later.built} new "
              "`jax.jit` wrapper(s): `masked_row_sum` makes its jit inside the call, and JAX finds the program in "
              "its caches only because the function wrapped is the same each time; every call still builds a "
              "wrapper and looks the program up again. Jit `masked_row_sum` once, at module scope (`@jax.jit`).")
     if not names:
         return
+    runs = [run for w in watched[1:] for run in w.ran]
     counted = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in Counter(names).items())
     fail(f"after a warm-up call, three calls with new lengths and the same shapes compiled your "
-         f"code {len(names)} time(s) ({counted}): {_compile_advice(names, built[0], runs.runs)}")
+         f"code {len(names)} time(s) ({counted}): {_compile_advice(names, later.built, runs)}")

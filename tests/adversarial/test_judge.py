@@ -29,6 +29,13 @@ STUB = "exercises/01_update_with_donate/update_with_donate.py"
 SOLUTION = REPO / "solutions" / "01_update_with_donate" / "update_with_donate.py"
 WRONG_VALUES = r"differs from the expected value"
 GONE = r"ended|os\._exit|sys\.exit"
+# Attacks on other exercises than update_with_donate: attack -> (the exercise's folder, the one check it loses,
+# a pattern of that check's message).
+OTHER_EXERCISES = {
+    "hide_smem_recompiles": ("05_smem_scalar", "test_new_lengths_compile_nothing",
+                             r"runs a program that no earlier call ran"),
+    "delete_not_donate": ("03_aliasing_order", "test_x_consumed", r"deleting an array is not donating it"),
+}
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {
     "rebind_less_equal": WRONG_VALUES,
@@ -58,27 +65,31 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, di
     root = tmp_path_factory.mktemp("judge")
     files = [*sorted(ATTACKS.glob("*.py")), SOLUTION]
     files = [f for f in files if f.stem not in ("hidden_lookup", "mp_zeros_patched", "hide_compiles",
-                                                "hide_budget_compiles")]
+                                                "hide_budget_compiles", *OTHER_EXERCISES)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip([f.stem for f in files], pool.map(lambda f: _check(root, f), files), strict=True))
 
 
-def _one_exercise_course(tmp_path: Path, folder: str) -> Path:
-    """A course of one exercise of the real course (`folder`, such as `12_sharded_donated_step`), as its 01."""
-    course, name = tmp_path / "course", folder.split("_", 1)[1]
-    for top in ("exercises", "graders", "solutions"):
-        shutil.copytree(REPO / top / folder, course / top / f"01_{name}", ignore=shutil.ignore_patterns("__pycache__"))
-    (course / "course.toml").write_text(f'format_version = 1\ntitle = "One"\nexercises = ["{name}"]\n',
+def _one_exercise_course(tmp_path: Path, *folders: str) -> Path:
+    """A course of exercises of the real course (`folder`, such as `12_sharded_donated_step`), numbered from 01."""
+    course, names = tmp_path / "course", [folder.split("_", 1)[1] for folder in folders]
+    for number, (folder, name) in enumerate(zip(folders, names, strict=True), start=1):
+        for top in ("exercises", "graders", "solutions"):
+            shutil.copytree(REPO / top / folder, course / top / f"{number:02d}_{name}",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+    (course / "course.toml").write_text(f'format_version = 1\ntitle = "One"\nexercises = {json.dumps(names)}\n',
                                         encoding="utf-8")
     return course
 
 
-def _graded_class(tmp_path: Path, course: Path, name: str, files: dict[str, Path]) -> dict[str, dict]:
-    """Each student's results.json after `course grade` (with the sandbox) of their file for `name`."""
+def _graded_class(tmp_path: Path, course: Path, name: str, files: dict[str, Path | dict[str, Path]]) -> dict[str, dict]:
+    """Each student's results.json after `course grade` (with the sandbox) of their file for `name` (or of their
+    files, by exercise name)."""
     subs = tmp_path / "subs"
     for student, source in files.items():
         (subs / student).mkdir(parents=True)
-        shutil.copyfile(source, subs / student / f"{name}.py")
+        for exercise, path in (source if isinstance(source, dict) else {name: source}).items():
+            shutil.copyfile(path, subs / student / f"{exercise}.py")
     done = subprocess.run([str(COURSE_BIN), "grade", str(subs), "--out", str(tmp_path / "out"), "--course",
                            str(course), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=900,
                           check=False)
@@ -245,3 +256,32 @@ def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path,
     assert len(lost) == 1 and lost_check in lost[0]["name"], mallory["tests"]
     assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
     assert mallory["score"] == score
+
+
+def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None:
+    """Facts only the learner's process can report, checked against the programs it compiled: `smem_scalar` with
+    a new program on every call and its compiles hidden from the count, and `aliasing_order` that deletes `x` by
+    hand instead of donating it, each scored full marks when the report was the only evidence. Through `course
+    check` and through `course grade` with the sandbox, each now fails the one check it forged, in the judge."""
+    folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()})
+    course = _one_exercise_course(tmp_path, *folders)
+    files = {folder.split("_", 1)[1]: ATTACKS / f"{attack}.py" for attack, (folder, _, _) in OTHER_EXERCISES.items()}
+    graded = _graded_class(tmp_path, course, "", {"mallory": files})["mallory"]
+    for attack, (folder, check, said) in OTHER_EXERCISES.items():
+        name = folder.split("_", 1)[1]
+        tests = [t for t in graded["tests"] if t["name"].startswith(f"{name}: ")]
+        lost = [t for t in tests if t["score"] < t["max_score"]]
+        assert len(tests) > 1 and len(lost) == 1 and lost[0]["extra_data"]["check"] == check, (attack, tests)
+        assert re.search(said, lost[0]["output"]), lost[0]
+        workspace = tmp_path / "check" / attack
+        init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(course)], capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert init.returncode == 0, init.stderr
+        shutil.copyfile(ATTACKS / f"{attack}.py", workspace / "exercises" / f"{folders.index(folder) + 1:02d}_{name}"
+                        / f"{name}.py")
+        done = subprocess.run([str(COURSE_BIN), "check", name, "--json", "-w", str(workspace), "--course", str(course)],
+                              capture_output=True, text=True, timeout=900, check=False)
+        result = json.loads(done.stdout)["exercises"][0]
+        failed = [c for c in result["checks"] if c["status"] != "passed"]
+        assert done.returncode == 1 and [c["id"] for c in failed] == [check], result
+        assert re.search(said, failed[0]["message"]), failed[0]

@@ -86,6 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
         go_fd=go_fd,
     )
     streams.line_buffered(state.streams)
+    if sub_path is not None:
+        submission.remember(sub_path, state.source)
     state.split = roles.install(config, config.getoption("--course-role"), config.getoption("--course-link-fd"),
                                 sub_path, state.source)
     config.stash[_SESSION] = state
@@ -247,6 +249,7 @@ class Grading:
         self.go_fd = None
         if self.submission_path is not None:
             self.source = submission.read_source(self.submission_path)
+            submission.remember(self.submission_path, self.source)
             roles.set_source(config, self.source)
 
     def _emit(self, event: dict[str, Any]) -> None:

@@ -205,13 +205,28 @@ class Executor:
 
 def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any], path: Path,
               module: types.ModuleType | None) -> Any:
-    """Call `fn` as the judge asked: plainly, under `jax.jit` (`call_jitted`), as `strict_values` runs a
-    kernel (`strict`), inside the strict interpreter block the judge's check has open (`interpret`),
-    traced for the jitted calls it makes (`jits`: their program texts, which the judge reads), or called
-    once per argument tuple with what each call compiled, built and ran noted (`watch`)."""
+    """Call `fn` as the judge asked: as `strict_values` runs a kernel (`strict`), or else as `_dispatch` says,
+    inside the strict interpreter block the judge's check has open (`interpret`), if any."""
     strict, interpret = header.get("strict"), header.get("interpret")
     if strict is not None:
         return _strict(fn, str(header.get("name")), args, strict, jit=header.get("jit") is True)
+    if interpret is None:
+        return _dispatch(fn, header, args, kwargs, path, module)
+    if not isinstance(interpret, dict):
+        raise wire.WireError("a call's interpreter overrides are malformed")
+    from course.grading.observe.calls.tpu import tpu_interpret
+
+    with tpu_interpret(**interpret):  # a watch or a trace too: the interpreter changes what compiles, and how
+        return _dispatch(fn, header, args, kwargs, path, module)
+
+
+def _dispatch(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any], path: Path,
+              module: types.ModuleType | None) -> Any:
+    """Call `fn` plainly, under `jax.jit` (`call_jitted`), traced for the jitted calls it makes (`jits`: their
+    program texts, which the judge reads), for the gradients of its sum (`grad`), or once per argument tuple
+    with what each call compiled, built and ran noted (`watch`); a plain call's result is waited for."""
+    import jax
+
     if isinstance(asked := header.get("watch"), dict):
         from course.grading.observe.calls.warmup import watch
 
@@ -236,16 +251,7 @@ def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
         from course.grading.observe.calls.programs import under_jit
 
         fn = under_jit(fn, args, kwargs)
-    if interpret is None:
-        return fn(*args, **kwargs)
-    if not isinstance(interpret, dict):
-        raise wire.WireError("a call's interpreter overrides are malformed")
-    import jax
-
-    from course.grading.observe.calls.tpu import tpu_interpret
-
-    with tpu_interpret(**interpret):
-        return jax.block_until_ready(fn(*args, **kwargs))
+    return jax.block_until_ready(fn(*args, **kwargs))
 
 
 def _strict(fn: Any, name: str, args: Any, overrides: Any, *, jit: bool) -> Any:

@@ -17,7 +17,7 @@ from course.grading.feedback import CheckFailed
 from course.grading.judge.source import describe_exception, learner_location, learner_traceback, syntax_message
 
 __all__ = ["SubmissionError", "check_seed", "describe", "describe_exception", "import_for", "learner_location", "load",
-           "read_source"]
+           "read_source", "remember"]
 
 
 class SubmissionError(Exception):
@@ -32,14 +32,20 @@ def read_source(path: Path) -> bytes | None:
         return None
 
 
+def remember(path: Path, source: bytes | None) -> None:
+    """Give linecache the graded text of `path`: tracebacks, JAX's source info and the judge's reading of the
+    learner's names then see what was graded, even if the file changes while the grading runs."""
+    if source is not None:
+        text = source.decode("utf-8", errors="replace")
+        linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))
+
+
 def load(path: Path, source: bytes | None) -> types.ModuleType:
     """Execute the learner's source as a fresh module named after the file; raise SubmissionError."""
     if source is None:
         raise SubmissionError(f"your file {path.name} could not be read; run `course reset` to restore the stub")
     name = path.stem
-    text = source.decode("utf-8", errors="replace")
-    # Tracebacks and JAX's source info read lines through linecache: give it the graded text.
-    linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))
+    remember(path, source)
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module

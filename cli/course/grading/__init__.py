@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from course.grading.judge.quoting import quote_line
     from course.grading.judge.rounding import RoundingReport, correctly_rounded, exact_matmul, rounding_report
     from course.grading.judge.source import (
-        callback_error, describe_exception, learner_frames, learner_location, learner_traceback, raised_in,
-        syntax_message,
+        callback_error, code_names, defined_names, describe_exception, learner_frames, learner_location,
+        learner_traceback, raised_in, syntax_message,
     )
     from course.grading.observe.calls.compiles import (
         BACKEND_COMPILE_EVENT, CompileEvent, CompileRecorder, install_listener, matches_name, own_function_names,
@@ -139,7 +139,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "quote_line": "judge.quoting",
     "RoundingReport": "judge.rounding", "correctly_rounded": "judge.rounding", "exact_matmul": "judge.rounding",
     "rounding_report": "judge.rounding",
-    "callback_error": "judge.source", "describe_exception": "judge.source", "learner_frames": "judge.source",
+    "callback_error": "judge.source", "code_names": "judge.source", "defined_names": "judge.source",
+    "describe_exception": "judge.source", "learner_frames": "judge.source",
     "learner_location": "judge.source", "learner_traceback": "judge.source", "raised_in": "judge.source",
     "syntax_message": "judge.source",
     "BACKEND_COMPILE_EVENT": "observe.calls.compiles", "CompileEvent": "observe.calls.compiles",
@@ -268,8 +269,8 @@ __all__ = [
     "assert_gave", "check_property",
     "quote_line",
     "RoundingReport", "correctly_rounded", "exact_matmul", "rounding_report",
-    "callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback", "raised_in",
-    "syntax_message",
+    "callback_error", "code_names", "defined_names", "describe_exception", "learner_frames", "learner_location",
+    "learner_traceback", "raised_in", "syntax_message",
     "BACKEND_COMPILE_EVENT", "CompileEvent", "CompileRecorder", "install_listener", "matches_name",
     "own_function_names", "record_compiles", "via_interpreter",
     "Copy", "DonationInfo", "JitCall", "Source", "WarningsCall", "alias_bytes", "argument_copies", "assert_consumed",

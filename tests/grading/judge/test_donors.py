@@ -183,3 +183,42 @@ def test_parameter_shapes_are_read_from_the_compiled_text() -> None:
     call = jit_calls(jax.jit(lambda x, t: x / t), spec, jax.ShapeDtypeStruct((), jnp.float32))[0]
     assert parameter_shapes(call.compiled) == ((16, 64), ())
     assert parameter_shapes("") == ()
+
+
+def test_an_effect_token_is_no_input_of_the_call() -> None:
+    """A program with an ordered host callback (as the TPU interpreter makes) threads a token through its first
+    parameter and result; what is reused is still said of the call's own inputs, and the token never counts."""
+    from jax.experimental import io_callback
+
+    def step(s: jax.Array, d: jax.Array) -> jax.Array:
+        io_callback(lambda: None, None, ordered=True)
+        return s + d
+
+    (call,) = _calls(jax.jit(step, donate_argnums=(1,)), (F32, F32))
+    assert "token[]" in call.compiled.split("->")[0], call.compiled[:300]  # the effect is really in the program
+    (read,) = judged([record_of(call)])
+    assert read.reused == (1,) and read.alias_bytes == 256 and read.not_usable == ()
+    assert [(o.shape, o.dtype) for o in read.out_info] == [((64,), jnp.float32)]
+    assert parameter_shapes(call.compiled) == ((64,), (64,))
+
+
+def test_every_trace_runs_the_learners_python_again() -> None:
+    """Two traces of a function whose Python state changes its program (a call counter given as a static
+    argument) show two programs: JAX's trace cache does not hand the first trace back for the second."""
+    calls = [0]
+    inner = jax.jit(lambda x, k: x + k, static_argnums=1)
+
+    def counted(x: jax.Array) -> jax.Array:
+        calls[0] += 1
+        return inner(x, calls[0])
+
+    first, second = (_one(jit_calls(counted, F32)) for _ in range(2))
+    assert calls[0] == 2 and first.program != second.program
+    double = jax.jit(lambda x: x * 2)  # no state: every trace shows the same program
+    assert _one(jit_calls(double, F32)).program == _one(jit_calls(double, F32)).program
+
+
+def _one(calls: list[Any]) -> Any:
+    """The only jitted call of a trace."""
+    assert len(calls) == 1
+    return calls[0]

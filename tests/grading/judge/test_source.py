@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.grading.judge.source import callback_error, describe_exception
+from course.grading.judge.source import callback_error, defined_names, describe_exception
 
 
 def _refuse(x: np.ndarray) -> np.ndarray:
@@ -36,3 +38,17 @@ def test_describe_exception_keeps_what_a_colon_announces() -> None:
     assert describe_exception(exc) == ("ValueError: shard_map in_specs argument must refer to an axis marked as "
                                        "manual, but: in_specs refers to 'ring' Check the in_specs values passed "
                                        "to shard_map.")
+
+
+def test_defined_names_are_read_from_the_graded_text(tmp_path: Path) -> None:
+    """The learner's names (functions at any depth, lambdas, classes) come from the text the grading read, even
+    once the file on disk has changed; a text that does not compile has none."""
+    from course.engine.submission import remember
+
+    path = tmp_path / "solution.py"
+    graded = b"import jax\n\ndef outer(x):\n    def inner(y):\n        return y\n    return jax.jit(lambda z: z)(x)\n"
+    path.write_bytes(b"def other():\n    pass\n")
+    remember(path, graded)
+    assert defined_names(path) == {"outer", "inner", "<lambda>"}
+    remember(path, b"def broken(:\n")
+    assert defined_names(path) == set()

@@ -23,6 +23,7 @@ __all__ = ["ProgramBuffers", "parameter_shapes", "program_buffers"]
 
 _ALIAS = re.compile(r"\{[\d,\s]*\}:\s*\((\d+),\s*\{[\d,\s]*\}")
 _ARRAY = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
+_TOKEN = "token[]"
 _NUMPY = {"pred": "bool", "s8": "int8", "u8": "uint8", "s16": "int16", "u16": "uint16", "f16": "float16",
           "bf16": "bfloat16", "s32": "int32", "u32": "uint32", "f32": "float32", "s64": "int64", "u64": "uint64",
           "f64": "float64", "c64": "complex64", "c128": "complex128"}
@@ -66,14 +67,18 @@ def program_buffers(lowered: str, compiled: str, donated: Sequence[bool],
     program JAX and XLA made for that call would."""
     kept = tuple(range(len(donated))) if kept is None else tuple(kept)
     header = compiled.split("\n", 1)[0]
-    params, results = _layout(header)
+    every, returned = _layout(header)
+    # A program with an ordered effect (a host callback, as the TPU interpreter makes) threads a token through
+    # it: a parameter and a result of its own, which are no input or output of the call.
+    position = {p: k for k, p in enumerate(p for p, t in enumerate(every) if t != _TOKEN)}
+    params, results = tuple(t for t in every if t != _TOKEN), tuple(t for t in returned if t != _TOKEN)
     if list(kept) != sorted(set(kept)) or any(i < 0 or i >= len(donated) for i in kept) or len(params) != len(kept):
         _contradicts()
-    if any(p >= len(kept) for p in _marked(lowered) | _donors(header) | _aliased(header)):
+    if any(p not in position for p in _marked(lowered) | _donors(header) | _aliased(header)):
         _contradicts()
-    marked = {kept[p] for p in _marked(lowered)}
-    aliased = frozenset(kept[p] for p in _aliased(header))
-    donors = {kept[p] for p in _donors(header)}
+    marked = {kept[position[p]] for p in _marked(lowered)}
+    aliased = frozenset(kept[position[p]] for p in _aliased(header))
+    donors = {kept[position[p]] for p in _donors(header)}
     if not marked <= {i for i, d in enumerate(donated) if d} or not aliased <= marked | donors:
         _contradicts()
     return ProgramBuffers(params, results, frozenset(marked), aliased, kept)
@@ -81,7 +86,7 @@ def program_buffers(lowered: str, compiled: str, donated: Sequence[bool],
 
 def parameter_shapes(compiled: str) -> tuple[tuple[int, ...], ...]:
     """The shapes of a compiled program's parameters, from its HLO module's first line (`JitCall.compiled`)."""
-    return tuple(_shape_dtype(t)[0] for t in _layout(compiled)[0])
+    return tuple(_shape_dtype(t)[0] for t in _layout(compiled)[0] if t != _TOKEN)
 
 
 def _contradicts() -> None:

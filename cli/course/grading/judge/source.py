@@ -5,13 +5,15 @@ Free of JAX: the plugin uses it to explain an exception, graders to point at the
 
 from __future__ import annotations
 
+import linecache
 import re
 import traceback
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["callback_error", "describe_exception", "learner_frames", "learner_location", "learner_traceback",
-           "raised_in", "syntax_message"]
+__all__ = ["callback_error", "code_names", "defined_names", "describe_exception", "learner_frames", "learner_location",
+           "learner_traceback", "raised_in", "syntax_message"]
 
 REMOTE_FRAMES = "__course_remote_frames__"
 """The local holding a remote exception's learner frames (`course.engine.remote.raise_remote`)."""
@@ -102,3 +104,29 @@ def callback_error(exc: BaseException) -> str | None:
     if found and found[-1][0].endswith("SilentWait"):  # the course's own sentence (`silent_waits`), said as it is
         return found[-1][1]
     return f"{found[-1][0]}: {found[-1][1]}" if found else None
+
+
+# Code objects Python makes for comprehensions: never a function a learner would jit.
+_NOT_FUNCTIONS = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+
+
+def defined_names(path: Path | str) -> set[str]:
+    """Names of every function, lambda and class body written in the file at `path`, read from its graded text.
+
+    A grading puts the text it graded in linecache, so what is read is what ran, even if the file has
+    changed since; read in the judge, they are the learner's names without asking their process.
+    """
+    source = "".join(linecache.getlines(str(path)))
+    try:
+        code = compile(source, str(path), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return set()
+    return set(code_names(code)) - _NOT_FUNCTIONS
+
+
+def code_names(code: types.CodeType) -> Iterator[str]:
+    """The name of `code` and of every function or lambda defined inside it."""
+    yield code.co_name
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from code_names(const)

@@ -14,7 +14,6 @@ listener is registered per process and dispatches to the recorders that are acti
 from __future__ import annotations
 
 import functools
-import linecache
 import sys
 import threading
 import types
@@ -22,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from course.grading.judge.source import code_names, defined_names
 from course.grading.observe.calls.ownership import call_is_jax_helper
 
 __all__ = [
@@ -180,7 +180,7 @@ def own_function_names(module: types.ModuleType) -> set[str]:
     path = getattr(module, "__file__", None)
     names: set[str] = set()
     if isinstance(path, str):
-        names.update(_file_function_names(path))
+        names.update(defined_names(path))
     for value in _held_values(module):
         compiled_from = _program_name(value)
         if compiled_from is not None:
@@ -189,27 +189,12 @@ def own_function_names(module: types.ModuleType) -> set[str]:
         target = _unwrap(value)
         code = getattr(target, "__code__", None)
         if isinstance(code, types.CodeType) and code.co_filename == path:
-            names.update(_code_names(code))
+            names.update(code_names(code))
         if target is not value:
             name = getattr(target, "__name__", None)
             if isinstance(name, str):
                 names.add(name)
     return names
-
-
-# Code objects Python makes for comprehensions: never a function a learner would jit.
-_NOT_FUNCTIONS = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
-
-
-def _file_function_names(path: str) -> set[str]:
-    """Names of every function, lambda and class body compiled from the file at `path`."""
-    # The plugin puts the graded text in linecache, so what was run is what is read.
-    source = "".join(linecache.getlines(path))
-    try:
-        code = compile(source, path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return set()
-    return set(_code_names(code)) - _NOT_FUNCTIONS
 
 
 def _held_values(module: types.ModuleType, depth: int = 3) -> Iterator[Any]:
@@ -254,11 +239,3 @@ def _unwrap(value: Any) -> Any:
         else:
             break
     return value
-
-
-def _code_names(code: types.CodeType) -> Iterator[str]:
-    """The name of `code` and of every function or lambda defined inside it."""
-    yield code.co_name
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _code_names(const)

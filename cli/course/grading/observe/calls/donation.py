@@ -208,7 +208,7 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
         return judged(remote(*(_zeros(a) for a in args)))
     # A Python number stays one, as in a real call: a jit that keeps it static needs it hashable.
     static = tuple(i for i, a in enumerate(args) if isinstance(a, (bool, int, float)))
-    closed = jax.make_jaxpr(fn, static_argnums=static)(*args)
+    closed = jax.make_jaxpr(_afresh(fn), static_argnums=static)(*args)
     origin: dict[Any, Source] = {v: Source(i) for i, v in enumerate(closed.jaxpr.invars)}
     calls = []
     with _on_mesh_of(args):
@@ -218,6 +218,16 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
                 calls.append(_describe_call(eqn, sources, learner_line(eqn, path), called_function_line(eqn, path)))
             _note_outputs(eqn, origin, learner_line(eqn, path))
     return calls
+
+
+def _afresh(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` behind a new function object: JAX keeps the trace of a function it has traced at these types, so
+    without this a second trace would show the program of the first, not what the learner's Python would
+    build now (a call counter that makes every call's program new, say)."""
+    def traced(*args: Any) -> Any:
+        return fn(*args)
+
+    return traced
 
 
 def _on_mesh_of(args: Any) -> Any:
