@@ -35,6 +35,7 @@ OTHER_EXERCISES = {
     "hide_smem_recompiles": ("05_smem_scalar", "test_new_lengths_compile_nothing",
                              r"runs a program that no earlier call ran"),
     "delete_not_donate": ("03_aliasing_order", "test_x_consumed", r"deleting an array is not donating it"),
+    "alias_order_patched": ("03_aliasing_order", "test_swap_halves_kernel_under_aliasing", WRONG_VALUES),
 }
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {
@@ -259,17 +260,20 @@ def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path,
 
 
 def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None:
-    """Facts only the learner's process can report, checked against the programs it compiled: `smem_scalar` with
-    a new program on every call and its compiles hidden from the count, and `aliasing_order` that deletes `x` by
-    hand instead of donating it, each scored full marks when the report was the only evidence. Through `course
-    check` and through `course grade` with the sandbox, each now fails the one check it forged, in the judge."""
+    """Facts only the learner's process can report, checked against the programs it compiled, and values it
+    computed, compared in the judge: `smem_scalar` with a new program on every call and its compiles hidden from
+    the count, `aliasing_order` that deletes `x` by hand instead of donating it, and `aliasing_order` whose
+    kernels are wrong under aliasing in a process where every NumPy comparison says yes. Each scored full marks
+    while its process had the last word. Through `course grade` with the sandbox (each attack a student of its
+    own) and through `course check`, each now fails the one check it forged."""
     folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()})
     course = _one_exercise_course(tmp_path, *folders)
-    files = {folder.split("_", 1)[1]: ATTACKS / f"{attack}.py" for attack, (folder, _, _) in OTHER_EXERCISES.items()}
-    graded = _graded_class(tmp_path, course, "", {"mallory": files})["mallory"]
+    students = {attack: {folder.split("_", 1)[1]: ATTACKS / f"{attack}.py"}
+                for attack, (folder, _, _) in OTHER_EXERCISES.items()}
+    graded = _graded_class(tmp_path, course, "", students)
     for attack, (folder, check, said) in OTHER_EXERCISES.items():
         name = folder.split("_", 1)[1]
-        tests = [t for t in graded["tests"] if t["name"].startswith(f"{name}: ")]
+        tests = [t for t in graded[attack]["tests"] if t["name"].startswith(f"{name}: ")]
         lost = [t for t in tests if t["score"] < t["max_score"]]
         assert len(tests) > 1 and len(lost) == 1 and lost[0]["extra_data"]["check"] == check, (attack, tests)
         assert re.search(said, lost[0]["output"]), lost[0]

@@ -30,6 +30,9 @@ def _kernel(x_ref, o_ref):
 
 def unwritten_plus(x):
     return pl.pallas_call(_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x)
+
+
+jitted_plus = jax.jit(unwritten_plus)
 '''
 
 
@@ -55,3 +58,49 @@ def test_call_inside_the_block_runs_strictly_there(submission: remote.RemoteModu
     np.testing.assert_array_equal(np.asarray(got), np.ones((8, 128), np.float32))
     again = submission.unwritten_plus(np.ones((8, 128), np.float32))  # the block is closed: as written again
     assert np.isnan(np.asarray(again)).all()
+
+
+def test_watched_calls_inside_the_block_run_and_trace_there_under_it(submission: remote.RemoteModule,
+                                                                      tmp_path: Path) -> None:
+    """`watched_calls` inside `tpu_interpret` makes the calls and their traces under the strict interpreter in the
+    executor: a kernel compiled for the interpreter (its program threads the interpreter's effect token) is read
+    in the judge as the call's own program, and a second call of the same shape compiles nothing."""
+    from course.grading.observe.calls.tpu import tpu_interpret
+    from course.grading.observe.calls.warmup import after_warmup, watched_calls
+
+    x = np.ones((8, 128), np.float32)
+    path = tmp_path / "learner.py"
+    with tpu_interpret(uninitialized_memory="zero"):
+        jitted = watched_calls(submission.jitted_plus, [(x,), (x,)], module=submission, path=path)  # type: ignore[arg-type]
+        plain = watched_calls(submission.unwritten_plus, [(x,), (x,)], module=submission, path=path)  # type: ignore[arg-type]
+    assert all(w.traced and w.programs for w in jitted) and not after_warmup(jitted).compiles
+    # The strict interpreter's host callbacks thread a token through the program; `interpret=True` has none.
+    assert "token[]" in jitted[0].programs[0].compiled.split("->")[0]
+    assert [w.compiled for w in plain] == [("jit(wrapped)",)] * 2  # an un-jitted pallas_call compiles every call
+
+
+ALIASED = b'''
+def swap_late(x_ref, o_ref):
+    n = x_ref.shape[1] // 2
+    o_ref[:, :n] = x_ref[:, n:]
+    o_ref[:, n:] = x_ref[:, :n]  # reads what the line above wrote, when the two refs are one
+'''
+
+
+def test_a_kernel_runs_aliased_there_and_its_values_come_back(tmp_path: Path) -> None:
+    """`run_aliased` of the learner's kernel seen from the judge runs it there with `x_ref` and `o_ref` one ref and
+    sends the values back for the judge to compare; `hazard_message` brings the executor's words for the read that
+    followed an overlapping write, naming the learner's line."""
+    import jax
+
+    from course.grading.observe.kernels.aliasing import hazard_message, run_aliased
+
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    spec = jax.ShapeDtypeStruct(x.shape, np.float32)
+    with served(tmp_path / "learner.py", ALIASED) as module:
+        shared = np.asarray(run_aliased(module.swap_late, x, out_shape=spec, input_output_aliases={0: 0}))
+        apart = np.asarray(run_aliased(module.swap_late, x, out_shape=spec, input_output_aliases={}))
+        said = hazard_message(module.swap_late, x, out_shape=spec, input_output_aliases={0: 0})
+    np.testing.assert_array_equal(apart, np.concatenate([x[:, 4:], x[:, :4]], axis=1))
+    np.testing.assert_array_equal(shared, np.concatenate([x[:, 4:], x[:, 4:]], axis=1))  # the left half was lost
+    assert said is not None and "line 5" in said and "line 4" in said, said

@@ -121,13 +121,23 @@ class RemoteFunction:
         with `fresh_caches`, JAX's caches are emptied there first."""
         return self._run((calls,), {}, jit=False, watch={"fresh": bool(fresh_caches), "runs": bool(runs)})
 
+    def aliased(self, *inputs: Any, out_shape: Any, aliases: dict[int, int], hazard: bool = False) -> Any:
+        """Run this kernel there as `run_aliased` runs one: each aliased input and its output one ref; with
+        `hazard`, the words of its first read after an overlapping write instead (`first_hazard`), or None."""
+        import jax.numpy as jnp
+
+        asked = {"aliases": [[int(i), int(o)] for i, o in aliases.items()], "shape": [int(d) for d in out_shape.shape],
+                 "dtype": jnp.dtype(out_shape.dtype).name, "hazard": bool(hazard)}
+        return self._run(inputs, {}, jit=False, aliased=asked)
+
     def strict(self, *args: Any, **overrides: Any) -> Any:
         """Run it there as `course.grading.strict_values` runs a kernel: strictly interpreted (and jitted once
         per shape, when this is `jitted_once`'s)."""
         return self._run(args, {}, jit=self.jitted, strict=overrides)
 
     def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None,
-             grad: list[int] | None = None, jits: bool = False, watch: dict[str, bool] | None = None) -> Any:
+             grad: list[int] | None = None, jits: bool = False, watch: dict[str, bool] | None = None,
+             aliased: dict[str, Any] | None = None) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
@@ -148,6 +158,8 @@ class RemoteFunction:
             body["jits"] = True
         if watch is not None:
             body["watch"] = watch
+        if aliased is not None:
+            body["aliased"] = aliased
         if strict is not None:
             body["strict"] = {str(k): v for k, v in strict.items()}
         # A check inside `tpu_interpret`: the call runs under it there.

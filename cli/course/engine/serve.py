@@ -234,6 +234,8 @@ def _dispatch(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
             raise wire.WireError("the calls to watch are malformed")
         return watch(fn, [tuple(call) for call in args[0]], module=module, path=path,
                      fresh_caches=asked.get("fresh") is True, runs=asked.get("runs") is True)
+    if isinstance(asked := header.get("aliased"), dict):
+        return _aliased(fn, args, asked, path, module)
     if header.get("jits") is True:
         from course.grading.observe.calls.donation import jit_calls, record_of
 
@@ -252,6 +254,26 @@ def _dispatch(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
 
         fn = under_jit(fn, args, kwargs)
     return jax.block_until_ready(fn(*args, **kwargs))
+
+
+def _aliased(kernel: Any, args: Any, asked: dict[str, Any], path: Path, module: types.ModuleType | None) -> Any:
+    """Run a kernel as `run_aliased` runs one, or (`hazard`) say its first read after an overlapping write."""
+    import jax
+
+    from course.grading.observe.kernels.aliasing import first_hazard, run_aliased
+
+    aliases, shape, dtype = asked.get("aliases"), asked.get("shape"), asked.get("dtype")
+    if not (isinstance(aliases, list) and all(isinstance(p, list) and len(p) == 2 and all(type(i) is int and i >= 0
+                                                                                        for i in p) for p in aliases)
+            and isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
+            and isinstance(dtype, str) and dtype in wire.DTYPES):
+        raise wire.WireError("a kernel's aliases are malformed")
+    spec, io = jax.ShapeDtypeStruct(tuple(shape), wire.dtype(dtype)), {i: o for i, o in aliases}
+    if asked.get("hazard") is not True:
+        return run_aliased(kernel, *args, out_shape=spec, input_output_aliases=io)
+    found = first_hazard(kernel, *args, out_shape=spec, input_output_aliases=io, path=path,
+                         namespaces=(vars(module),) if module is not None else ())
+    return None if found is None else found.message()
 
 
 def _strict(fn: Any, name: str, args: Any, overrides: Any, *, jit: bool) -> Any:

@@ -75,7 +75,8 @@ if TYPE_CHECKING:
     )
     from course.grading.observe.kernels.accumulators import Accumulator, TaintPass, find_accumulators, taint_pass
     from course.grading.observe.kernels.aliasing import (
-        Hazard, first_hazard, first_read_after_write, overlaps, reads_after_writes, run_aliased, unrolled_loops,
+        Hazard, first_hazard, first_read_after_write, hazard_message, overlaps, reads_after_writes, run_aliased,
+        unrolled_loops,
     )
     from course.grading.observe.kernels.dma_replay import DmaCopy, DmaReplay, Hang, Touch, WaitMismatch, replay_dmas
     from course.grading.observe.kernels.grid import (
@@ -188,6 +189,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "Accumulator": "observe.kernels.accumulators", "TaintPass": "observe.kernels.accumulators",
     "find_accumulators": "observe.kernels.accumulators", "taint_pass": "observe.kernels.accumulators",
     "Hazard": "observe.kernels.aliasing", "first_hazard": "observe.kernels.aliasing",
+    "hazard_message": "observe.kernels.aliasing",
     "first_read_after_write": "observe.kernels.aliasing", "overlaps": "observe.kernels.aliasing",
     "reads_after_writes": "observe.kernels.aliasing", "run_aliased": "observe.kernels.aliasing",
     "unrolled_loops": "observe.kernels.aliasing",
@@ -291,8 +293,8 @@ __all__ = [
     "ClockRead", "Gate", "HostWait", "TimingLog", "WaitRecorder",
     "AfterWarmup", "WatchedCall", "after_warmup", "unreported_compiles", "watched_calls",
     "Accumulator", "TaintPass", "find_accumulators", "taint_pass",
-    "Hazard", "first_hazard", "first_read_after_write", "overlaps", "reads_after_writes", "run_aliased",
-    "unrolled_loops",
+    "Hazard", "first_hazard", "first_read_after_write", "hazard_message", "overlaps", "reads_after_writes",
+    "run_aliased", "unrolled_loops",
     "DmaCopy", "DmaReplay", "Hang", "Touch", "WaitMismatch", "replay_dmas",
     "BlockUse", "GridInfo", "VmemItem", "grid_info", "tile_problem", "unwritten_tail", "vmem_bytes",
     "KernelTrace", "evaluate_jaxpr", "trace_kernel",

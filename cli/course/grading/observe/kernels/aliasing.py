@@ -26,8 +26,8 @@ import numpy as np
 from course.grading.observe.calls.patching import replaced
 from course.grading.observe.kernels.kernels import Access, KernelCall
 
-__all__ = ["Hazard", "first_hazard", "first_read_after_write", "overlaps", "reads_after_writes", "run_aliased",
-           "unrolled_loops"]
+__all__ = ["Hazard", "first_hazard", "first_read_after_write", "hazard_message", "overlaps", "reads_after_writes",
+           "run_aliased", "unrolled_loops"]
 
 # Loops longer than this keep their loop: the explanation would cost more than it tells.
 LOOP_LIMIT = 256
@@ -45,6 +45,11 @@ def run_aliased(kernel: Callable[..., Any], *inputs: Any, out_shape: Any,
     input start as NaN (or the smallest integer), so an unwritten element shows.
     """
     single = not isinstance(out_shape, (list, tuple))
+    remote = getattr(kernel, "aliased", None)
+    if remote is not None:  # the learner's kernel seen from the judge: run there, on refs made there
+        if grid or in_specs is not None or out_specs is not None or not single:
+            raise ValueError("in a judge check, run_aliased takes one output and no grid")
+        return remote(*inputs, out_shape=out_shape, aliases=input_output_aliases)
     outs = [out_shape] if single else list(out_shape)
     n_in = len(inputs)
     ins = list(in_specs) if in_specs is not None else [None] * n_in
@@ -131,6 +136,19 @@ def first_hazard(kernel: Callable[..., Any], *inputs: Any, out_shape: Any, input
     except Exception:  # noqa: BLE001 - a body that needs a traced index: fall back to the loop itself
         found = None
     return found if found is not None else hazard()
+
+
+def hazard_message(kernel: Callable[..., Any], *inputs: Any, out_shape: Any, input_output_aliases: dict[int, int],
+                   path: Any = None, namespaces: Sequence[dict[str, Any]] = ()) -> str | None:
+    """The words of `first_hazard`, worked out where the kernel runs (in a judge check, the executor, which
+    words its own trace of the kernel: an explanation for a message, never a verdict); None when none is found."""
+    remote = getattr(kernel, "aliased", None)
+    if remote is not None:
+        said = remote(*inputs, out_shape=out_shape, aliases=input_output_aliases, hazard=True)
+        return said if isinstance(said, str) else None
+    found = first_hazard(kernel, *inputs, out_shape=out_shape, input_output_aliases=input_output_aliases, path=path,
+                         namespaces=namespaces)
+    return found.message() if found is not None else None
 
 
 @contextlib.contextmanager
