@@ -24,6 +24,7 @@ from course.grading import CheckFailed, check, fail
 from course.grading.judge.arrays import assert_array
 from course.grading.judge.named import numpy_index, selector_code
 from course.grading.judge.source import describe_exception, learner_location
+from course.grading.observe.calls.there import in_executor
 from course.grading.observe.kernels.kernels import primitive_counts
 from course.grading.observe.kernels.refs import (
     describe_accesses,
@@ -175,6 +176,7 @@ def test_writes(submission: ModuleType, rng: np.random.Generator, submission_pat
                      name=f"the buffer after `{_show(sel)} = value` (value of shape {value.shape})")
 
 
+@pytest.mark.judge
 def test_scalar_fill_and_cast(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A write casts its value to the ref's dtype, and a scalar (a Python number or a 0-d array) fills the selection"""
     data = _draw(rng)
@@ -199,19 +201,27 @@ def test_scalar_fill_and_cast(submission: ModuleType, rng: np.random.Generator, 
 def _traced_scalar_fill(submission: ModuleType, rng: np.random.Generator, path: Path) -> None:
     """Inside `jax.jit`, a scalar argument is a 0-d tracer, and it too fills the selection."""
     data, fill = _draw(rng), np.float32(rng.standard_normal())
-    sel = {"dim": slice(1, 4), "layer": 2}
+    what = f"inside `jax.jit`, `{_show(TRACED_FILL)} = s` with `s` a float32 scalar argument (a 0-d tracer)"
+    with explained_ref_errors(what, path):
+        got = _filled_under_jit(submission, data, fill)
+    data[numpy_index(TRACED_FILL, AXES)] = fill
+    assert_array(got, data, name=f"the buffer after {what}")
 
+
+TRACED_FILL = {"dim": slice(1, 4), "layer": 2}
+
+
+@in_executor
+def _filled_under_jit(submission: ModuleType, data: np.ndarray, fill: np.ndarray) -> Any:
+    """The buffer after `r[TRACED_FILL] = s` inside the grader's `jax.jit`, made where the learner's code runs (a
+    jit cannot span two processes); the judge compares it."""
     @jax.jit
     def program(x: jax.Array, s: jax.Array) -> Any:
         r = submission.new_ref(x, AXES)
-        r[sel] = s
+        r[TRACED_FILL] = s
         return _contents(submission, r)
 
-    what = f"inside `jax.jit`, `{_show(sel)} = s` with `s` a float32 scalar argument (a 0-d tracer)"
-    with explained_ref_errors(what, path):
-        got = program(jnp.asarray(data), jnp.asarray(fill))
-    data[numpy_index(sel, AXES)] = fill
-    assert_array(got, data, name=f"the buffer after {what}")
+    return program(jnp.asarray(data), jnp.asarray(fill))
 
 
 # (selector, shape of a value that does not fit, the axes the selection keeps). The (1,) and (4, 1)
@@ -297,11 +307,22 @@ def test_freeze(submission: ModuleType, rng: np.random.Generator) -> None:
              "`jax.freeze` of the `jax.Ref` itself.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_under_jit(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """Creation, reads, writes and `freeze` work inside `jax.jit`"""
     data, row = _draw(rng), _draw(rng, (4, 3))
+    with explained_ref_errors("inside `jax.jit`, the program", submission_path):
+        read, frozen = _program_under_jit(submission, data, row)
+    data[:, 1, 0:5:2] = row[:, :3]
+    data[-1] = 0.5
+    assert_array(read, data[0:4:2, :, 3], name="`r[{'dim': 3, 'layer': slice(0, 4, 2)}]` inside `jax.jit`")
+    assert_array(frozen, data, name="`freeze(r)` inside `jax.jit` after two writes")
 
+
+@in_executor
+def _program_under_jit(submission: ModuleType, data: np.ndarray, row: np.ndarray) -> tuple[Any, Any]:
+    """A read and `freeze` after two writes, all inside the grader's `jax.jit`, made where the learner's code runs."""
     @jax.jit
     def program(x: jax.Array, v: jax.Array) -> tuple[jax.Array, jax.Array]:
         r = submission.new_ref(x, AXES)
@@ -309,12 +330,7 @@ def test_under_jit(submission: ModuleType, rng: np.random.Generator, submission_
         r[{"layer": -1}] = jnp.zeros(r.shape[1:], r.dtype) + 0.5
         return r[{"dim": 3, "layer": slice(0, 4, 2)}], submission.freeze(r)
 
-    with explained_ref_errors("inside `jax.jit`, the program", submission_path):
-        read, frozen = program(jnp.asarray(data), jnp.asarray(row))
-    data[:, 1, 0:5:2] = row[:, :3]
-    data[-1] = 0.5
-    assert_array(read, data[0:4:2, :, 3], name="`r[{'dim': 3, 'layer': slice(0, 4, 2)}]` inside `jax.jit`")
-    assert_array(frozen, data, name="`freeze(r)` inside `jax.jit` after two writes")
+    return program(jnp.asarray(data), jnp.asarray(row))
 
 
 def test_freeze_in_jaxpr(submission: ModuleType, rng: np.random.Generator) -> None:

@@ -22,6 +22,7 @@ from course.grading.judge.arrays import assert_array
 from course.grading.judge.named import ViewCase, numpy_view, selector_code, view_cases
 from course.grading.judge.properties import assert_gave, check_property
 from course.grading.judge.source import describe_exception, learner_location
+from course.grading.observe.calls.there import in_executor
 from course.grading.observe.kernels.refs import (
     describe_accesses,
     explained_ref_errors,
@@ -254,6 +255,7 @@ def _must_raise(action: Callable[[], Any], what: str, kinds: tuple[type, ...], a
     fail(f"`{what}` did not raise {' or '.join(k.__name__ for k in kinds)}. {advice}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_out_of_range_ints(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """An int outside the view raises IndexError, eagerly and under `jax.jit`"""
@@ -275,8 +277,15 @@ def test_out_of_range_ints(submission: ModuleType, rng: np.random.Generator, sub
     jitted = advice + (" Under `jax.jit`, JAX clamps an out-of-range ref int silently, so only the view's "
                        "own check can catch it.")
     for chain, final in ((window, {"layer": 3}), ((), {"layer": 6})):
-        _must_raise(lambda c=chain, f=final: jax.jit(lambda ref: _follow(ref, c)[f])(r),
+        _must_raise(lambda c=chain, f=final: _read_under_jit(submission, data, c, f),
                     f"jax.jit(lambda r: {_show(chain, final)})(r)", (IndexError,), jitted, submission_path)
+
+
+@in_executor
+def _read_under_jit(submission: ModuleType, data: np.ndarray, chain: tuple[Any, ...], final: Any) -> Any:
+    """`jax.jit(lambda r: r.slice(...)...[final])(r)` for a ref over `data`, made where the learner's code runs (a
+    jit cannot span two processes): what it raised is raised in the judge's check as it was raised there."""
+    return jax.jit(lambda ref: _follow(ref, tuple(chain))[final])(submission.new_ref(jnp.asarray(data), AXES))
 
 
 @pytest.mark.judge
@@ -319,11 +328,26 @@ def test_unsliced(submission: ModuleType, rng: np.random.Generator, submission_p
     assert_array(submission.freeze(r), data, name=f"the base after `{_show(chain, {'dim': slice(0, 3)})} = value`")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_chains_under_jit(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """Chains of views read and write inside `jax.jit`"""
-    r, data = _fresh(submission, rng)
-    row = _draw(rng, (3,))
+    data, row = _draw(rng), _draw(rng, (3,))
+    with explained_ref_errors("inside `jax.jit`, the program", submission_path):
+        read, tail, frozen = _chains_program(submission, data, row)
+    want_read = data[1::2][:, 1][-1, 0:5:2].copy()
+    data[1::2][:, 1][0, 1:4] = row
+    data[..., ::2][2, ..., 1] = 0.5
+    assert_array(read, want_read, name="`odd[{'dim': slice(0, 5, 2), 'layer': -1}]` inside `jax.jit`")
+    assert_array(tail, data[..., ::2][:, -1], name="`every_other.slice({'head': -1}).value()` inside `jax.jit`")
+    assert_array(frozen, data, name="the buffer after two writes through views inside `jax.jit`")
+
+
+@in_executor
+def _chains_program(submission: ModuleType, data: np.ndarray, row: np.ndarray) -> tuple[Any, Any, Any]:
+    """Reads and writes through chains of views inside the grader's `jax.jit`, then the buffer, made where the
+    learner's code runs; the judge compares all three."""
+    r = submission.new_ref(jnp.asarray(data), AXES)
 
     @jax.jit
     def program(ref: Any, v: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -334,14 +358,8 @@ def test_chains_under_jit(submission: ModuleType, rng: np.random.Generator, subm
         every_other[2, ..., 1] = 0.5
         return read, every_other.slice({"head": -1}).value()
 
-    with explained_ref_errors("inside `jax.jit`, the program", submission_path):
-        read, tail = program(r, jnp.asarray(row))
-    want_read = data[1::2][:, 1][-1, 0:5:2].copy()
-    data[1::2][:, 1][0, 1:4] = row
-    data[..., ::2][2, ..., 1] = 0.5
-    assert_array(read, want_read, name="`odd[{'dim': slice(0, 5, 2), 'layer': -1}]` inside `jax.jit`")
-    assert_array(tail, data[..., ::2][:, -1], name="`every_other.slice({'head': -1}).value()` inside `jax.jit`")
-    assert_array(submission.freeze(r), data, name="the buffer after two writes through views inside `jax.jit`")
+    read, tail = program(r, jnp.asarray(row))
+    return read, tail, submission.freeze(r)
 
 
 def _trace(what: str, fn: Callable[..., Any], *args: Any, path: Path) -> Any:

@@ -36,6 +36,7 @@ OTHER_EXERCISES = {
                              r"runs a program that no earlier call ran"),
     "delete_not_donate": ("03_aliasing_order", "test_x_consumed", r"deleting an array is not donating it"),
     "alias_order_patched": ("03_aliasing_order", "test_swap_halves_kernel_under_aliasing", WRONG_VALUES),
+    "named_ref_patched": ("08_named_ref", "test_under_jit", WRONG_VALUES),
 }
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {
@@ -262,8 +263,9 @@ def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path,
 def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None:
     """Facts only the learner's process can report, checked against the programs it compiled, and values it
     computed, compared in the judge: `smem_scalar` with a new program on every call and its compiles hidden from
-    the count, `aliasing_order` that deletes `x` by hand instead of donating it, and `aliasing_order` whose
-    kernels are wrong under aliasing in a process where every NumPy comparison says yes. Each scored full marks
+    the count, `aliasing_order` that deletes `x` by hand instead of donating it, `aliasing_order` whose kernels
+    are wrong under aliasing and `named_ref` whose reads are wrong inside the grader's `jax.jit`, both in a process
+    where every NumPy comparison says yes. Each scored full marks
     while its process had the last word. Through `course grade` with the sandbox (each attack a student of its
     own) and through `course check`, each now fails the one check it forged."""
     folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()})

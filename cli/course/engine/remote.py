@@ -44,6 +44,18 @@ class RemoteModule(types.ModuleType):
             raise AttributeError(name)
         return _attribute(self._link, self._path, name)
 
+    def observation(self, key: str, *args: Any) -> Any:
+        """Run the grader's function `key` (marked `in_executor`) there, on the module imported there, and return
+        what it returned; a check it failed there fails here with the same message."""
+        buffers: list[bytes] = []
+        body = {"op": "observe", "key": key, "args": wire.encode(list(args), buffers, _sent)}
+        header, returned = _asked(self._link, self._path, body, buffers)
+        if isinstance(header.get("failed"), str):
+            from course.grading.feedback import CheckFailed
+
+            raise CheckFailed(header["failed"])  # the observation itself failed the check: never a pass
+        return _value(self._link, self._path, header, returned)
+
 
 def _asked(link: Link, path: Path, body: dict[str, Any],
            buffers: list[bytes] = ()) -> tuple[dict[str, Any], list[bytes]]:  # type: ignore[assignment]
@@ -224,21 +236,23 @@ def _returning(link: Link, path: Path) -> Any:
             return _returned(data, node)
         if handle not in link.objects:
             name = str(node.get("type", "object"))[:200]
-            link.objects[handle] = _kind(name)(link, handle, name, path, callable_=node.get("callable") is True)
+            kind = _kind(name, str(node.get("module", "")))
+            link.objects[handle] = kind(link, handle, name, path, callable_=node.get("callable") is True)
         return link.objects[handle]
 
     return rebuilt
 
 
-def _kind(type_name: str) -> type[RemoteObject]:
-    """The class of the judge's view of an object of the learner's class `type_name`: named as theirs, so a
-    message that names the type says what the learner wrote."""
+def _kind(type_name: str, module: str = "") -> type[RemoteObject]:
+    """The class of the judge's view of an object of the learner's class `type_name` (of `module`): named as
+    theirs, so a message that names the type says what the learner wrote."""
     name = type_name.rsplit(".", 1)[-1]
-    if not name.isidentifier() or (name not in _KINDS and len(_KINDS) >= MAX_KINDS):
+    where = module if module and all(part.isidentifier() for part in module.split(".")) else "learner"
+    if not name.isidentifier() or ((where, name) not in _KINDS and len(_KINDS) >= MAX_KINDS):
         return RemoteObject  # a flood of made-up class names costs the judge nothing
-    if name not in _KINDS:
-        _KINDS[name] = type(name, (RemoteObject,), {"__module__": "learner"})
-    return _KINDS[name]
+    if (where, name) not in _KINDS:
+        _KINDS[where, name] = type(name, (RemoteObject,), {"__module__": where})
+    return _KINDS[where, name]
 
 
 class RemoteObject(Opaque):
@@ -289,7 +303,7 @@ class RemoteObject(Opaque):
         return _value(self._link, self._path, *_asked(self._link, self._path, body, buffers))
 
 
-_KINDS: dict[str, type[RemoteObject]] = {}
+_KINDS: dict[tuple[str, str], type[RemoteObject]] = {}
 MAX_KINDS = 256
 """At most this many class names of the learner's get a stand-in class of their own."""
 

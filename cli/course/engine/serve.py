@@ -99,6 +99,8 @@ class Executor:
                 return self._item(self.held.get(header.get("handle")), header, buffers)
             if op == "leaves":
                 return self._leaves(self.held.get(header.get("handle")))
+            if op == "observe":
+                return self._observe(header, buffers)
             target = self._resolve(header)
             if op == "get":
                 return self._value(target)
@@ -187,6 +189,25 @@ class Executor:
         out: list[bytes] = []
         values = [leaf[...] if ref else leaf for leaf, ref in zip(leaves, refs, strict=True)]
         return {"ok": True, "value": self._encode(values, out), "refs": refs}, out
+
+    def _observe(self, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """Run a grader's observation (`in_executor`) on the learner's module; send what it returned, or the
+        message of the check it failed."""
+        import jax
+
+        from course.grading.feedback import CheckFailed
+        from course.grading.observe.calls.there import registered
+
+        fn = registered(str(header.get("key", "")))
+        args = wire.decode(header.get("args"), buffers, self._in([]))
+        if fn is None or not isinstance(args, tuple | list):
+            raise wire.WireError("an observation is malformed or unknown here")
+        try:
+            result = jax.block_until_ready(fn(self.shared(), *args))
+        except CheckFailed as exc:
+            return {"ok": True, "failed": str(exc)[:MAX_TEXT * 4]}, []
+        out: list[bytes] = []
+        return {"ok": True, "value": self._encode(result, out)}, out
 
     def _call(self, fn: Any, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """Call `fn` with the judge's arguments; send what it returned and which arguments it consumed."""
@@ -320,7 +341,8 @@ def outgoing(value: Any) -> dict[str, Any] | None:
     kind = wire.dtype_of(value)
     if kind is not None and kind.name in wire.DTYPES:
         return {"data": np.zeros(0, np.float32), "kind": "dtype", "name": kind.name}
-    return {"data": np.zeros(0, np.float32), "kind": "opaque", "type": type(value).__qualname__[:200]}
+    return {"data": np.zeros(0, np.float32), "kind": "opaque", "type": type(value).__qualname__[:200],
+            "module": str(type(value).__module__)[:200]}
 
 
 def _position(value: Any) -> float:

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from course.grading.observe.calls.strict_runs import (
         abstract_tpu, jitted_once, needs_tpu, runs_here, strict_values, tpu_fallback,
     )
+    from course.grading.observe.calls.there import in_executor, registered
     from course.grading.observe.calls.tpu import interpreter_failure, run_strict, strict_params, tpu_interpret
     from course.grading.observe.calls.waits import ClockRead, Gate, HostWait, TimingLog, WaitRecorder
     from course.grading.observe.calls.warmup import (
@@ -179,6 +180,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "abstract_tpu": "observe.calls.strict_runs", "jitted_once": "observe.calls.strict_runs",
     "needs_tpu": "observe.calls.strict_runs", "runs_here": "observe.calls.strict_runs",
     "strict_values": "observe.calls.strict_runs", "tpu_fallback": "observe.calls.strict_runs",
+    "in_executor": "observe.calls.there", "registered": "observe.calls.there",
     "interpreter_failure": "observe.calls.tpu", "run_strict": "observe.calls.tpu",
     "strict_params": "observe.calls.tpu", "tpu_interpret": "observe.calls.tpu",
     "ClockRead": "observe.calls.waits", "Gate": "observe.calls.waits", "HostWait": "observe.calls.waits",
@@ -289,6 +291,7 @@ __all__ = [
     "SilentWait", "silent_wait_message", "watching_waits",
     "compiles_per_call", "consumed_leaves", "donated_leaves", "jitted_candidates", "jitted_step",
     "abstract_tpu", "jitted_once", "needs_tpu", "runs_here", "strict_values", "tpu_fallback",
+    "in_executor", "registered",
     "interpreter_failure", "run_strict", "strict_params", "tpu_interpret",
     "ClockRead", "Gate", "HostWait", "TimingLog", "WaitRecorder",
     "AfterWarmup", "WatchedCall", "after_warmup", "unreported_compiles", "watched_calls",
