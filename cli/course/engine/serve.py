@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from course.engine import peers, submission, wire
+from course.engine import asks, peers, submission, wire
 from course.engine.held import Held, behaves
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.streams import printed
@@ -218,94 +218,10 @@ class Executor:
         kwargs = wire.decode(header.get("kwargs"), buffers, self._in(leaves))
         if not isinstance(args, tuple | list) or not isinstance(kwargs, dict):
             raise wire.WireError("a call's arguments are malformed")
-        result = jax.block_until_ready(_run_call(fn, header, args, kwargs, self.path, self.module))
+        result = jax.block_until_ready(asks.run_call(fn, header, args, kwargs, self.path, self.module))
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         out: list[bytes] = []
         return {"ok": True, "value": self._encode(result, out), "consumed": consumed}, out
-
-
-def _run_call(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any], path: Path,
-              module: types.ModuleType | None) -> Any:
-    """Call `fn` as the judge asked: as `strict_values` runs a kernel (`strict`), or else as `_dispatch` says,
-    inside the strict interpreter block the judge's check has open (`interpret`), if any."""
-    strict, interpret = header.get("strict"), header.get("interpret")
-    if strict is not None:
-        return _strict(fn, str(header.get("name")), args, strict, jit=header.get("jit") is True)
-    if interpret is None:
-        return _dispatch(fn, header, args, kwargs, path, module)
-    if not isinstance(interpret, dict):
-        raise wire.WireError("a call's interpreter overrides are malformed")
-    from course.grading.observe.calls.tpu import tpu_interpret
-
-    with tpu_interpret(**interpret):  # a watch or a trace too: the interpreter changes what compiles, and how
-        return _dispatch(fn, header, args, kwargs, path, module)
-
-
-def _dispatch(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any], path: Path,
-              module: types.ModuleType | None) -> Any:
-    """Call `fn` plainly, under `jax.jit` (`call_jitted`), traced for the jitted calls it makes (`jits`: their
-    program texts, which the judge reads), for the gradients of its sum (`grad`), or once per argument tuple
-    with what each call compiled, built and ran noted (`watch`); a plain call's result is waited for."""
-    import jax
-
-    if isinstance(asked := header.get("watch"), dict):
-        from course.grading.observe.calls.warmup import watch
-
-        if kwargs or len(args) != 1 or not all(isinstance(call, list) for call in args[0]):
-            raise wire.WireError("the calls to watch are malformed")
-        return watch(fn, [tuple(call) for call in args[0]], module=module, path=path,
-                     fresh_caches=asked.get("fresh") is True, runs=asked.get("runs") is True)
-    if isinstance(asked := header.get("aliased"), dict):
-        return _aliased(fn, args, asked, path, module)
-    if header.get("jits") is True:
-        from course.grading.observe.calls.donation import jit_calls, record_of
-
-        if kwargs:
-            raise wire.WireError("a trace's arguments are malformed")
-        return [record_of(call) for call in jit_calls(fn, *args, path=path)]
-    if header.get("grad") is not None:  # the gradients of the sum of its result, as `grad_of_sum` asks
-        from course.grading.observe.calls.programs import grad_of_sum
-
-        argnums = header["grad"]
-        if not isinstance(argnums, list) or not all(type(a) is int and 0 <= a < len(args) for a in argnums) or kwargs:
-            raise wire.WireError("a gradient's arguments are malformed")
-        return grad_of_sum(fn, *args, argnums=tuple(argnums))
-    if header.get("jit") is True:  # run as the grader's `jax.jit` would
-        from course.grading.observe.calls.programs import under_jit
-
-        fn = under_jit(fn, args, kwargs)
-    return jax.block_until_ready(fn(*args, **kwargs))
-
-
-def _aliased(kernel: Any, args: Any, asked: dict[str, Any], path: Path, module: types.ModuleType | None) -> Any:
-    """Run a kernel as `run_aliased` runs one, or (`hazard`) say its first read after an overlapping write."""
-    import jax
-
-    from course.grading.observe.kernels.aliasing import first_hazard, run_aliased
-
-    aliases, shape, dtype = asked.get("aliases"), asked.get("shape"), asked.get("dtype")
-    if not (isinstance(aliases, list) and all(isinstance(p, list) and len(p) == 2 and all(type(i) is int and i >= 0
-                                                                                        for i in p) for p in aliases)
-            and isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
-            and isinstance(dtype, str) and dtype in wire.DTYPES):
-        raise wire.WireError("a kernel's aliases are malformed")
-    spec, io = jax.ShapeDtypeStruct(tuple(shape), wire.dtype(dtype)), {i: o for i, o in aliases}
-    if asked.get("hazard") is not True:
-        return run_aliased(kernel, *args, out_shape=spec, input_output_aliases=io)
-    found = first_hazard(kernel, *args, out_shape=spec, input_output_aliases=io, path=path,
-                         namespaces=(vars(module),) if module is not None else ())
-    return None if found is None else found.message()
-
-
-def _strict(fn: Any, name: str, args: Any, overrides: Any, *, jit: bool) -> Any:
-    """`fn(*args)` as a grader runs a kernel for values: under the strict TPU interpreter, and (`jit`, as the
-    grader's `jitted_once` asked) jitted once per shape."""
-    from course.grading.observe.calls.strict_runs import jitted_once, strict_values
-
-    if not isinstance(overrides, dict) or not all(isinstance(v, str | int | float | bool) for v in overrides.values()):
-        raise wire.WireError("a strict call's parameters are malformed")
-    key = (name, *((tuple(getattr(a, "shape", ())), str(getattr(a, "dtype", type(a).__name__))) for a in args))
-    return strict_values(jitted_once(fn, key) if jit else fn, *args, **overrides)
 
 
 def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:
