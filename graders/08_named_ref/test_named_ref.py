@@ -352,10 +352,21 @@ def _leaf_kinds(leaves: list[Any]) -> str:
     return ", ".join(f"{n} {k}" for k, n in kinds.items())
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_pytree(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A NamedRef is a pytree whose only leaf is its `jax.Ref`, so a write inside `jax.jit` reaches the caller"""
     data, row = _draw(rng), _draw(rng, (4, 5))
+    with explained_ref_errors("a write inside `jax.jit` to a NamedRef argument", submission_path):
+        buffer = _written_through_jit(submission, data, row)
+    data[:, 2] = row
+    assert_array(buffer, data, name="the caller's buffer after `jax.jit(write)(r, v)` wrote `r[{'head': 2}] = v`")
+
+
+@in_executor
+def _written_through_jit(submission: ModuleType, data: np.ndarray, row: np.ndarray) -> Any:
+    """The caller's buffer after `jax.jit(write)(r, v)`, made where the learner's code runs, once the NamedRef has
+    shown itself a pytree of one `jax.Ref` leaf there (a shape that can only fail the check, never pass it)."""
     r = submission.new_ref(jnp.asarray(data), AXES)
     leaves, treedef = jax.tree_util.tree_flatten(r)
     if len(leaves) == 1 and leaves[0] is r:
@@ -368,7 +379,7 @@ def test_pytree(submission: ModuleType, rng: np.random.Generator, submission_pat
     try:
         again = jax.tree_util.tree_unflatten(treedef, leaves)
     except Exception as exc:  # noqa: BLE001 - explained below
-        fail(f"rebuilding a NamedRef from its leaf raised {_learner_error(exc, submission_path)}; "
+        fail(f"rebuilding a NamedRef from its leaf raised {_learner_error(exc, Path(submission.__file__))}; "
              "unflattening must wrap the ref it is given, not make a new one from it.")
     again_leaves = jax.tree_util.tree_leaves(again)
     check(again_leaves and again_leaves[0] is leaves[0] and tuple(again.axes) == AXES,
@@ -378,11 +389,8 @@ def test_pytree(submission: ModuleType, rng: np.random.Generator, submission_pat
     def write(ref: Any, v: jax.Array) -> None:
         ref[{"head": 2}] = v
 
-    with explained_ref_errors("a write inside `jax.jit` to a NamedRef argument", submission_path):
-        jax.jit(write)(r, jnp.asarray(row))
-    data[:, 2] = row
-    assert_array(leaves[0][...], data, name="the caller's buffer after `jax.jit(write)(r, v)` wrote "
-                                            "`r[{'head': 2}] = v`")
+    jax.jit(write)(r, jnp.asarray(row))
+    return leaves[0][...]
 
 
 def _loaded_too_much(shape: tuple[int, ...] | None, selection: tuple[int, ...]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
 from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
+from course.grading.observe.calls.there import in_executor
 from course.grading.observe.calls.waits import ClockRead, Gate, TimingLog, WaitRecorder
 from course.grading.observe.calls.warmup import after_warmup, watched_calls
 from course.grading.observe.traces.loops import line_text
@@ -151,13 +153,13 @@ def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submiss
              "jitted step once, at module scope, and call it in the loop.")
 
 
-def _fresh_step(rng: np.random.Generator) -> Any:
-    """A step function never compiled before (its constant is drawn): 48 matmuls of 512 x 512, tens of ms.
+def _fresh_step(jitter: float) -> Any:
+    """A step function never compiled before (its constant, 1 + jitter, is drawn): 48 matmuls of 512 x 512.
 
     It returns a pytree, (array, {name: array}), as a training step returns (params, loss): a timer
     must wait for every leaf of what the step returns, whatever its structure.
     """
-    scale = float(1 + rng.uniform(0, 1e-3))
+    scale = 1 + jitter
 
     def timed_step(a: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
         out = jax.lax.fori_loop(0, 48, lambda _, v: jnp.tanh(v @ v) * scale, a)
@@ -180,27 +182,53 @@ class _TickingLog(TimingLog):
         return self.calls_started * TICK
 
 
-def _timed(submission: ModuleType, rng: np.random.Generator, n_iter: int | None = N_ITER) -> tuple[Any, TimingLog]:
+@dataclass(frozen=True)
+class _Timing:
+    """What the clock readings of one `time_step` call saw, as the process that made the call recorded them."""
+
+    reads: list[ClockRead]
+
+    def calls_between(self, first: ClockRead, last: ClockRead) -> int:
+        """Calls started after the reading `first` and returned by the reading `last`."""
+        return last.calls_returned - first.calls_started
+
+
+def _timed(submission: ModuleType, rng: np.random.Generator, n_iter: int | None = N_ITER) -> tuple[Any, _Timing]:
     """Call time_step on a fresh step with the grader's clock: (its result, what each clock reading saw).
 
-    With `n_iter=None` the call leaves n_iter out, so time_step uses its own default.
+    With `n_iter=None` the call leaves n_iter out, so time_step uses its own default. The call is made where the
+    learner's code runs (the clock and the step are the grader's functions, handed to theirs); the readings are
+    that process's record, and the result is judged here.
     """
-    step, arg = _fresh_step(rng), jnp.full((512, 512), 0.01, jnp.float32)
-    given = {} if n_iter is None else {"n_iter": n_iter}
+    result, reads = _time_step_there(submission, float(rng.uniform(0, 1e-3)), -1 if n_iter is None else n_iter)
+    if not isinstance(reads, list | tuple) or not all(
+            isinstance(r, list | tuple) and len(r) == 6 and all(type(v) is int and v >= 0 for v in r) for r in reads):
+        fail("the record of time_step's clock readings came back malformed, which no call of time_step makes.")
+    return result, _Timing([ClockRead(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in reads])
+
+
+@in_executor
+def _time_step_there(submission: ModuleType, jitter: float, n_iter: int) -> tuple[Any, list[list[int]]]:
+    """`time_step` of a fresh step with the grader's clock (n_iter < 0: left out), and each reading as numbers."""
+    step, arg = _fresh_step(jitter), jnp.full((512, 512), 0.01, jnp.float32)
+    given = {} if n_iter < 0 else {"n_iter": n_iter}
     with CompileRecorder({"timed_step"}) as rec:
         log = _TickingLog(compiles=rec.count)
         result = submission.time_step(log.wrap(step), arg, clock=log.clock, **given)
         jax.block_until_ready(log.outputs)
-    return result, log
+    reads = [[r.index, r.calls_started, r.calls_returned, r.pending, int(r.warmup_pending), r.compiles]
+             for r in log.reads]
+    return result, reads
 
 
-def _two_readings(log: TimingLog) -> tuple[ClockRead, ClockRead]:
+def _two_readings(log: _Timing) -> tuple[ClockRead, ClockRead]:
     """The first and last reading, once there are two."""
     check(len(log.reads) >= 2, f"time_step read the given clock {len(log.reads)} time(s); a timed window needs a "
                                "reading of `clock()` at its start and one at its end.")
     return log.reads[0], log.reads[-1]
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_time_step_uses_clock(submission: ModuleType, rng: np.random.Generator) -> None:
     """`time_step` times n_iter calls with the clock it is given and returns seconds per call, a float > 0"""
@@ -234,6 +262,7 @@ def _per_call_message(result: float) -> str:
     return f"{clock}: return (end - start) / n_iter, the seconds per call."
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_time_step_excludes_compile(submission: ModuleType, rng: np.random.Generator) -> None:
     """`time_step` calls step_fn once before the clock starts, so no compile falls inside the timed window"""
@@ -246,6 +275,7 @@ def test_time_step_excludes_compile(submission: ModuleType, rng: np.random.Gener
                                            "before starting the clock.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_time_step_warmup_waited(submission: ModuleType, rng: np.random.Generator) -> None:
     """The warm-up call has finished when the clock starts"""
@@ -258,6 +288,7 @@ def test_time_step_warmup_waited(submission: ModuleType, rng: np.random.Generato
           "`jax.block_until_ready(step_fn(*args))` before `clock()`.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_time_step_waits_for_result(submission: ModuleType, rng: np.random.Generator) -> None:
     """Every later clock reading is taken after the results of the timed calls are ready"""

@@ -37,6 +37,7 @@ OTHER_EXERCISES = {
     "delete_not_donate": ("03_aliasing_order", "test_x_consumed", r"deleting an array is not donating it"),
     "alias_order_patched": ("03_aliasing_order", "test_swap_halves_kernel_under_aliasing", WRONG_VALUES),
     "named_ref_patched": ("08_named_ref", "test_under_jit", WRONG_VALUES),
+    "time_step_patched": ("19_no_host_sync", "test_time_step_uses_clock", r"should return 0\.25; it returned 0\.75"),
 }
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {
@@ -264,8 +265,9 @@ def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None
     """Facts only the learner's process can report, checked against the programs it compiled, and values it
     computed, compared in the judge: `smem_scalar` with a new program on every call and its compiles hidden from
     the count, `aliasing_order` that deletes `x` by hand instead of donating it, `aliasing_order` whose kernels
-    are wrong under aliasing and `named_ref` whose reads are wrong inside the grader's `jax.jit`, both in a process
-    where every NumPy comparison says yes. Each scored full marks
+    are wrong under aliasing, `named_ref` whose reads are wrong inside the grader's `jax.jit`, and `no_host_sync`
+    whose `time_step` returns the total time, each of the last three in a process where NumPy's comparisons
+    say yes. Each scored full marks
     while its process had the last word. Through `course grade` with the sandbox (each attack a student of its
     own) and through `course check`, each now fails the one check it forged."""
     folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()})
@@ -279,15 +281,33 @@ def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None
         lost = [t for t in tests if t["score"] < t["max_score"]]
         assert len(tests) > 1 and len(lost) == 1 and lost[0]["extra_data"]["check"] == check, (attack, tests)
         assert re.search(said, lost[0]["output"]), lost[0]
-        workspace = tmp_path / "check" / attack
-        init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(course)], capture_output=True,
-                              text=True, timeout=300, check=False)
-        assert init.returncode == 0, init.stderr
-        shutil.copyfile(ATTACKS / f"{attack}.py", workspace / "exercises" / f"{folders.index(folder) + 1:02d}_{name}"
-                        / f"{name}.py")
-        done = subprocess.run([str(COURSE_BIN), "check", name, "--json", "-w", str(workspace), "--course", str(course)],
-                              capture_output=True, text=True, timeout=900, check=False)
-        result = json.loads(done.stdout)["exercises"][0]
-        failed = [c for c in result["checks"] if c["status"] != "passed"]
-        assert done.returncode == 1 and [c["id"] for c in failed] == [check], result
-        assert re.search(said, failed[0]["message"]), failed[0]
+    # Through `course check --all`: as few workspaces as hold one attack per exercise, each graded by one command.
+    workspaces: list[dict[str, str]] = []
+    for attack, (folder, _, _) in OTHER_EXERCISES.items():
+        free = next((w for w in workspaces if folder not in w), None)
+        if free is None:
+            workspaces.append(free := {})
+        free[folder] = attack
+    for k, chosen in enumerate(workspaces):
+        results = _checked_all(tmp_path / f"check{k}", course, folders, chosen)
+        for folder, attack in chosen.items():
+            _, check, said = OTHER_EXERCISES[attack]
+            result = results[folder.split("_", 1)[1]]
+            failed = [c for c in result["checks"] if c["status"] != "passed"]
+            assert [c["id"] for c in failed] == [check], (attack, result)
+            assert re.search(said, failed[0]["message"]), failed[0]
+
+
+def _checked_all(workspace: Path, course: Path, folders: list[str], files: dict[str, str]) -> dict[str, dict]:
+    """`course check --all --json` in a fresh workspace of `course` holding each attack of `files` (by folder)."""
+    init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(course)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert init.returncode == 0, init.stderr
+    for folder, attack in files.items():
+        name = folder.split("_", 1)[1]
+        shutil.copyfile(ATTACKS / f"{attack}.py",
+                        workspace / "exercises" / f"{folders.index(folder) + 1:02d}_{name}" / f"{name}.py")
+    done = subprocess.run([str(COURSE_BIN), "check", "--all", "--json", "-w", str(workspace), "--course", str(course)],
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 1, done.stderr[-2000:]
+    return {e["name"]: e for e in json.loads(done.stdout)["exercises"]}
