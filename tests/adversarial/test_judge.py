@@ -234,47 +234,24 @@ def test_compiles_hidden_from_the_count_show_in_update_with_donates_programs(
     assert "runs a program that no earlier call ran" in failed[0]["message"], failed[0]
 
 
-# folder, attack, the reference's score, the one check the attack loses (its title), the attack's score
-HIDDEN_COMPILES = [
-    ("12_sharded_donated_step", "hide_compiles", 11.0, "learning rates compile nothing", 9.0),
-    ("07_compile_budget", "hide_budget_compiles", 8.0, "compile your code at most 11 times", 6.0),
-]
-
-
-@pytest.mark.parametrize(("folder", "attack", "full", "lost_check", "score"), HIDDEN_COMPILES)
-def test_compiles_hidden_from_the_count_are_seen_in_the_programs(tmp_path: Path, folder: str, attack: str,
-                                                                 full: float, lost_check: str, score: float) -> None:
-    """A file that makes a new program where it should not (`sharded_donated_step` with a static lr,
-    `compile_budget` that never pads) and renames JAX's compile event after its first call scored full marks
-    while the compile count was all the evidence (the executor reports it). Through `course grade` with the
-    sandbox, the judge now reads each call's program text: a new program, reported as no compile, fails the
-    compile check and that check only; a classmate's reference solution scores everything."""
-    name = folder.split("_", 1)[1]
-    course = _one_exercise_course(tmp_path, folder)
-    graded = _graded_class(tmp_path, course, name, {
-        "ada": REPO / "solutions" / folder / f"{name}.py", "mallory": ATTACKS / f"{attack}.py"})
-    ada, mallory = graded["ada"], graded["mallory"]
-    assert ada["score"] == full, ada["output"]
-    lost = [t for t in mallory["tests"] if t["score"] < t["max_score"]]
-    assert len(lost) == 1 and lost_check in lost[0]["name"], mallory["tests"]
-    assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
-    assert mallory["score"] == score
-
-
 def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None:
     """Facts only the learner's process can report, checked against the programs it compiled, and values it
     computed, compared in the judge: `smem_scalar` with a new program on every call and its compiles hidden from
     the count, `aliasing_order` that deletes `x` by hand instead of donating it, `aliasing_order` whose kernels
     are wrong under aliasing, `named_ref` whose reads are wrong inside the grader's `jax.jit`, and `no_host_sync`
     whose `time_step` returns the total time, each of the last three in a process where NumPy's comparisons
-    say yes. Each scored full marks
-    while its process had the last word. Through `course grade` with the sandbox (each attack a student of its
-    own) and through `course check`, each now fails the one check it forged."""
-    folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()})
+    say yes. Each scored full marks while its process had the last word. Through `course grade` with the sandbox
+    (each attack a student of its own) and through `course check`, each now fails the one check it forged. The
+    same `course grade` grades `HIDDEN_COMPILES` beside a classmate's reference solutions."""
+    folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()} | {f for f, *_ in HIDDEN_COMPILES})
     course = _one_exercise_course(tmp_path, *folders)
-    students = {attack: {folder.split("_", 1)[1]: ATTACKS / f"{attack}.py"}
-                for attack, (folder, _, _) in OTHER_EXERCISES.items()}
+    pairs = [(attack, folder) for attack, (folder, _, _) in OTHER_EXERCISES.items()]
+    pairs += [(attack, folder) for folder, attack, *_ in HIDDEN_COMPILES]
+    students: dict[str, Path | dict[str, Path]] = {
+        attack: {_name(folder): ATTACKS / f"{attack}.py"} for attack, folder in pairs}
+    students["ada"] = {_name(f): REPO / "solutions" / f / f"{_name(f)}.py" for f, *_ in HIDDEN_COMPILES}
     graded = _graded_class(tmp_path, course, "", students)
+    _hidden_compiles_lose_one_check(graded)
     for attack, (folder, check, said) in OTHER_EXERCISES.items():
         name = folder.split("_", 1)[1]
         tests = [t for t in graded[attack]["tests"] if t["name"].startswith(f"{name}: ")]
@@ -311,3 +288,31 @@ def _checked_all(workspace: Path, course: Path, folders: list[str], files: dict[
                           capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 1, done.stderr[-2000:]
     return {e["name"]: e for e in json.loads(done.stdout)["exercises"]}
+
+
+# folder, attack, the reference's score, the one check the attack loses (its title), the attack's score
+HIDDEN_COMPILES = [
+    ("12_sharded_donated_step", "hide_compiles", 11.0, "learning rates compile nothing", 9.0),
+    ("07_compile_budget", "hide_budget_compiles", 8.0, "compile your code at most 11 times", 6.0),
+]
+
+
+def _hidden_compiles_lose_one_check(graded: dict[str, dict]) -> None:
+    """A file that makes a new program where it should not (`sharded_donated_step` with a static lr,
+    `compile_budget` that never pads) and renames JAX's compile event after its first call scored full marks
+    while the compile count was all the evidence (the executor reports it). Through `course grade` with the
+    sandbox, the judge reads each call's program text: a new program, reported as no compile, fails the
+    compile check and that check only; a classmate's reference solutions score everything."""
+    for folder, attack, full, lost_check, score in HIDDEN_COMPILES:
+        name = folder.split("_", 1)[1]
+        ada = [t for t in graded["ada"]["tests"] if t["name"].startswith(f"{name}: ")]
+        assert sum(t["score"] for t in ada) == full, graded["ada"]["output"]
+        lost = [t for t in graded[attack]["tests"] if t["score"] < t["max_score"] and t["name"].startswith(f"{name}: ")]
+        assert len(lost) == 1 and lost_check in lost[0]["name"], graded[attack]["tests"]
+        assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
+        assert graded[attack]["score"] == score
+
+
+def _name(folder: str) -> str:
+    """The exercise's name of its folder: `compile_budget` for `07_compile_budget`."""
+    return folder.split("_", 1)[1]
