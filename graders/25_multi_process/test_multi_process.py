@@ -29,6 +29,7 @@ from course.grading import (
     sharding_text,
     step,
 )
+from course.grading.observe.calls.there import in_executor
 
 AXIS = "data"
 ROWS, FEATURES = 64, 8  # 16 rows per device; a row has 8 features
@@ -109,12 +110,13 @@ def test_imports(submission: ModuleType) -> None:
             fail(f"the file defines no function `{name}`")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_reads_own_rows(submission: ModuleType, rng: np.random.Generator) -> None:
     """Each process reads its own contiguous rows, all of them and no others, and returns them."""
     data, (i, p) = _dataset(rng), _me()
-    log, mine = RowLog(data), own_rows(ROWS, i, p)
-    got = _called("load_shard", submission.load_shard, log, ROWS, i, p)
+    mine = own_rows(ROWS, i, p)
+    got, log = _loaded(submission, data, i, p)
     wrong = _read_rows_message(log, mine, i)
     if wrong:
         fail(wrong)
@@ -129,12 +131,33 @@ def test_reads_own_rows(submission: ModuleType, rng: np.random.Generator) -> Non
             fail(wrong)
 
 
+def _loaded(submission: ModuleType, data: np.ndarray, i: int, p: int) -> tuple[Any, RowLog]:
+    """`load_shard(read_rows, len(data), i, p)` with the grader's reader over `data`: what it returned, and the
+    reader's record of the rows asked for, rebuilt here from the process that made the call."""
+    got, calls = _load_there(submission, data, i, p)
+    if not isinstance(calls, list | tuple) or not all(
+            isinstance(c, list | tuple) and len(c) == 2 and all(type(v) is int for v in c) for c in calls):
+        fail("the record of `load_shard`'s reads came back malformed, which no call of `load_shard` makes.")
+    log = RowLog(data)
+    log.calls.extend((start, stop) for start, stop in calls)
+    return got, log
+
+
+@in_executor
+def _load_there(submission: ModuleType, data: np.ndarray, i: int, p: int) -> tuple[Any, list[list[int]]]:
+    """The call of `load_shard` with the grader's reader, made where the learner's code runs (the reader is the
+    grader's function, handed to theirs): its result and every (start, stop) it asked for."""
+    log = RowLog(data)
+    got = _called("load_shard", submission.load_shard, log, len(data), i, p)
+    return got, [[int(start), int(stop)] for start, stop in log.calls]
+
+
 def _uneven_message(submission: ModuleType, data: np.ndarray, count: int) -> str:
     """What is wrong with `load_shard` called for every process of `count` over rows `count` does not divide, or ''."""
     n, reads = len(data), []
     for j in range(count):
-        log = RowLog(data)
-        got = np.asarray(submission.load_shard(log, n, j, count))
+        got, log = _loaded(submission, data, j, count)
+        got = np.asarray(got)
         reads.append(log.rows())
         mine = own_rows(n, j, count)
         if sorted(set(log.rows())) == list(mine) and np.array_equal(got, data[mine.start:mine.stop]):
@@ -217,11 +240,12 @@ def test_global_mean(submission: ModuleType, rng: np.random.Generator) -> None:
     _assert_mean(got, data, mesh, "`global_mean(x)`")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_end_to_end(submission: ModuleType, rng: np.random.Generator) -> None:
     """Loading, building and reducing another dataset end to end gives its mean on every device."""
     data, (i, p), mesh = _dataset(rng, END_ROWS), _me(), _mesh()
-    local = _called("load_shard", submission.load_shard, RowLog(data), END_ROWS, i, p)
+    local, _ = _loaded(submission, data, i, p)
     x = _called("global_batch", submission.global_batch, np.asarray(local), mesh)
     _assert_mean(_called("global_mean", submission.global_mean, x), data, mesh,
                  "`global_mean(global_batch(load_shard(...), mesh))`")

@@ -38,6 +38,7 @@ OTHER_EXERCISES = {
     "alias_order_patched": ("03_aliasing_order", "test_swap_halves_kernel_under_aliasing", WRONG_VALUES),
     "named_ref_patched": ("08_named_ref", "test_under_jit", WRONG_VALUES),
     "time_step_patched": ("19_no_host_sync", "test_time_step_uses_clock", r"should return 0\.25; it returned 0\.75"),
+    "mp_rows_patched": ("25_multi_process", "test_reads_own_rows", r"not those rows in order"),
 }
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {
@@ -238,11 +239,12 @@ def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None
     """Facts only the learner's process can report, checked against the programs it compiled, and values it
     computed, compared in the judge: `smem_scalar` with a new program on every call and its compiles hidden from
     the count, `aliasing_order` that deletes `x` by hand instead of donating it, `aliasing_order` whose kernels
-    are wrong under aliasing, `named_ref` whose reads are wrong inside the grader's `jax.jit`, and `no_host_sync`
-    whose `time_step` returns the total time, each of the last three in a process where NumPy's comparisons
-    say yes. Each scored full marks while its process had the last word. Through `course grade` with the sandbox
-    (each attack a student of its own) and through `course check`, each now fails the one check it forged. The
-    same `course grade` grades `HIDDEN_COMPILES` beside a classmate's reference solutions."""
+    are wrong under aliasing, `named_ref` whose reads are wrong inside the grader's `jax.jit`, `no_host_sync`
+    whose `time_step` returns the total time, and `multi_process` (two processes) whose `load_shard` returns its
+    rows reversed, each of the last four in a process where NumPy's comparisons say yes. Each scored full marks
+    while its process had the last word. Through `course grade` with the sandbox (each attack a student of its
+    own) and through `course check`, each now fails the one check it forged. The same `course grade` grades
+    `HIDDEN_COMPILES` beside a classmate's reference solutions."""
     folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()} | {f for f, *_ in HIDDEN_COMPILES})
     course = _one_exercise_course(tmp_path, *folders)
     pairs = [(attack, folder) for attack, (folder, _, _) in OTHER_EXERCISES.items()]
