@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -182,18 +181,7 @@ class _TickingLog(TimingLog):
         return self.calls_started * TICK
 
 
-@dataclass(frozen=True)
-class _Timing:
-    """What the clock readings of one `time_step` call saw, as the process that made the call recorded them."""
-
-    reads: list[ClockRead]
-
-    def calls_between(self, first: ClockRead, last: ClockRead) -> int:
-        """Calls started after the reading `first` and returned by the reading `last`."""
-        return last.calls_returned - first.calls_started
-
-
-def _timed(submission: ModuleType, rng: np.random.Generator, n_iter: int | None = N_ITER) -> tuple[Any, _Timing]:
+def _timed(submission: ModuleType, rng: np.random.Generator, n_iter: int | None = N_ITER) -> tuple[Any, TimingLog]:
     """Call time_step on a fresh step with the grader's clock: (its result, what each clock reading saw).
 
     With `n_iter=None` the call leaves n_iter out, so time_step uses its own default. The call is made where the
@@ -204,7 +192,8 @@ def _timed(submission: ModuleType, rng: np.random.Generator, n_iter: int | None 
     if not isinstance(reads, list | tuple) or not all(
             isinstance(r, list | tuple) and len(r) == 6 and all(type(v) is int and v >= 0 for v in r) for r in reads):
         fail("the record of time_step's clock readings came back malformed, which no call of time_step makes.")
-    return result, _Timing([ClockRead(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in reads])
+    # The readings as that process recorded them, in a log of the grader's own kind (its clock is not read here).
+    return result, TimingLog(reads=[ClockRead(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in reads])
 
 
 @in_executor
@@ -221,7 +210,7 @@ def _time_step_there(submission: ModuleType, jitter: float, n_iter: int) -> tupl
     return result, reads
 
 
-def _two_readings(log: _Timing) -> tuple[ClockRead, ClockRead]:
+def _two_readings(log: TimingLog) -> tuple[ClockRead, ClockRead]:
     """The first and last reading, once there are two."""
     check(len(log.reads) >= 2, f"time_step read the given clock {len(log.reads)} time(s); a timed window needs a "
                                "reading of `clock()` at its start and one at its end.")

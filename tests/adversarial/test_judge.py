@@ -74,7 +74,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, di
         return dict(zip([f.stem for f in files], pool.map(lambda f: _check(root, f), files), strict=True))
 
 
-def _one_exercise_course(tmp_path: Path, *folders: str) -> Path:
+def _course_of(tmp_path: Path, *folders: str) -> Path:
     """A course of exercises of the real course (`folder`, such as `12_sharded_donated_step`), numbered from 01."""
     course, names = tmp_path / "course", [folder.split("_", 1)[1] for folder in folders]
     for number, (folder, name) in enumerate(zip(folders, names, strict=True), start=1):
@@ -126,7 +126,7 @@ def test_patching_numpy_passed_before_the_split(tmp_path: Path) -> None:
     the attack is real, and only the judge stops it."""
     from course.engine import runner
 
-    course = _one_exercise_course(tmp_path, "01_update_with_donate")
+    course = _course_of(tmp_path, "01_update_with_donate")
     exercise = load_course(course).get("update_with_donate")
     grader = exercise.grader_path
     grader.write_text(grader.read_text(encoding="utf-8").replace("@pytest.mark.judge\n", ""), encoding="utf-8")
@@ -210,7 +210,7 @@ def test_course_grade_judges_the_values_too(tmp_path: Path) -> None:
     """Through `course grade` with the sandbox, as an instructor grades a class: the file that patches
     NumPy scores the points of the checks it can forge in its own process, never the values check,
     and its classmate's reference solution scores everything."""
-    course = _one_exercise_course(tmp_path, "01_update_with_donate")
+    course = _course_of(tmp_path, "01_update_with_donate")
     graded = _graded_class(tmp_path, course, "update_with_donate", {
         "ada": SOLUTION, "mallory": ATTACKS / "rebind_less_equal.py", "eve": ATTACKS / "hide_recompiles.py"})
     assert graded["ada"]["score"] == 7.0, graded["ada"]["output"]
@@ -246,7 +246,7 @@ def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None
     own) and through `course check`, each now fails the one check it forged. The same `course grade` grades
     `HIDDEN_COMPILES` beside a classmate's reference solutions."""
     folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()} | {f for f, *_ in HIDDEN_COMPILES})
-    course = _one_exercise_course(tmp_path, *folders)
+    course = _course_of(tmp_path, *folders)
     pairs = [(attack, folder) for attack, (folder, _, _) in OTHER_EXERCISES.items()]
     pairs += [(attack, folder) for folder, attack, *_ in HIDDEN_COMPILES]
     students: dict[str, Path | dict[str, Path]] = {
