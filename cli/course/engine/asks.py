@@ -1,11 +1,11 @@
 """What the judge may ask of a call of the learner's code, and how the executor makes it.
 
 A call is made as asked: plainly, under `jax.jit` (`call_jitted`), as `strict_values` runs a kernel
-(`strict`), traced for the jitted calls it makes (`jits`), for the gradients of its sum (`grad`), once
-per argument tuple with what each call compiled, built and ran noted (`watch`), or as `run_aliased`
-runs a kernel (`aliased`); inside the strict interpreter block the judge's check has open, if any
-(`interpret`). Whatever the header says is checked here before it is used: the judge's requests cross
-the same link as the learner's answers.
+(`strict`), traced (`trace`: its jaxpr, sent as data), traced for the jitted calls it makes (`jits`), for
+the gradients of its sum (`grad`), once per argument tuple with what each call compiled, built and ran
+noted (`watch`), or as `run_aliased` runs a kernel (`aliased`); inside the strict interpreter block the
+judge's check has open, if any (`interpret`). Whatever the header says is checked here before it is used:
+the judge's requests cross the same link as the learner's answers.
 """
 
 from __future__ import annotations
@@ -52,6 +52,10 @@ def _dispatch(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
                      fresh_caches=asked.get("fresh") is True, runs=asked.get("runs") is True)
     if isinstance(asked := header.get("aliased"), dict):
         return _aliased(fn, args, asked, path, module)
+    if isinstance(asked := header.get("trace"), dict):  # a closed jaxpr, sent as data (`course.engine.jaxprs`)
+        if kwargs:
+            raise wire.WireError("a trace's arguments are malformed")
+        return _trace(fn, args, asked)
     if header.get("jits") is True:
         from course.grading.observe.calls.donation import jit_calls, record_of
 
@@ -72,11 +76,26 @@ def _dispatch(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
     return jax.block_until_ready(fn(*args, **kwargs))
 
 
-def _aliased(kernel: Any, args: Any, asked: dict[str, Any], path: Path, module: types.ModuleType | None) -> Any:
-    """Run a kernel as `run_aliased` runs one, or (`hazard`) say its first read after an overlapping write."""
+def _trace(fn: Any, args: Any, asked: dict[str, Any]) -> Any:
+    """The closed jaxpr of `fn(*args)`; of the `pallas_call` a grader makes of the kernel `fn` (`kernel`, as
+    `kernel_call` makes it); or (`body`) the trace a jitted object gives of its own body, None for anything else."""
     import jax
 
-    from course.grading.observe.kernels.aliasing import first_hazard, run_aliased
+    if isinstance(asked.get("kernel"), dict):
+        from jax.experimental import pallas as pl
+
+        spec, io = _kernel_spec(asked["kernel"])
+        return jax.make_jaxpr(pl.pallas_call(fn, out_shape=spec, input_output_aliases=io, interpret=True))(*args)
+    if asked.get("body") is True:
+        from course.grading.observe.traces.jaxprs import jitted_body
+
+        return jitted_body(fn, *args)
+    return jax.make_jaxpr(fn)(*args)
+
+
+def _kernel_spec(asked: dict[str, Any]) -> tuple[Any, dict[int, int]]:
+    """The output type and aliases of a `pallas_call` the judge asked for, checked."""
+    import jax
 
     aliases, shape, dtype = asked.get("aliases"), asked.get("shape"), asked.get("dtype")
     if not (isinstance(aliases, list) and all(isinstance(p, list) and len(p) == 2 and all(type(i) is int and i >= 0
@@ -84,7 +103,14 @@ def _aliased(kernel: Any, args: Any, asked: dict[str, Any], path: Path, module: 
             and isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
             and isinstance(dtype, str) and dtype in wire.DTYPES):
         raise wire.WireError("a kernel's aliases are malformed")
-    spec, io = jax.ShapeDtypeStruct(tuple(shape), wire.dtype(dtype)), {i: o for i, o in aliases}
+    return jax.ShapeDtypeStruct(tuple(shape), wire.dtype(dtype)), {i: o for i, o in aliases}
+
+
+def _aliased(kernel: Any, args: Any, asked: dict[str, Any], path: Path, module: types.ModuleType | None) -> Any:
+    """Run a kernel as `run_aliased` runs one, or (`hazard`) say its first read after an overlapping write."""
+    from course.grading.observe.kernels.aliasing import first_hazard, run_aliased
+
+    spec, io = _kernel_spec(asked)
     if asked.get("hazard") is not True:
         return run_aliased(kernel, *args, out_shape=spec, input_output_aliases=io)
     found = first_hazard(kernel, *args, out_shape=spec, input_output_aliases=io, path=path,

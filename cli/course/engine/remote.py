@@ -67,8 +67,13 @@ def _asked(link: Link, path: Path, body: dict[str, Any],
 
 
 def _value(link: Link, path: Path, header: dict[str, Any], returned: list[bytes]) -> Any:
-    """The value an answer carries, rebuilt here (an object the executor holds as a `RemoteObject`)."""
-    return wire.decode(header.get("value"), returned, _returning(link, path))
+    """The value an answer carries, rebuilt here (an object the executor holds as a `RemoteObject`); an answer
+    that is malformed fails the check."""
+    try:
+        return wire.decode(header.get("value"), returned, _returning(link, path))
+    except wire.WireError as exc:
+        raise SubmissionError(f"the process running your code sent an answer that is not one ({exc}); "
+                              "something in your file changed what it sends") from None
 
 
 def _attribute(link: Link, path: Path, name: str, handle: int | None = None) -> Any:
@@ -127,6 +132,20 @@ class RemoteFunction:
         texts of the programs, from which the judge reads what is really reused."""
         return self._run(args, {}, jit=False, jits=True)
 
+    def traced_there(self, *args: Any, kernel: Any = None, aliases: dict[int, int] | None = None,
+                     body: bool = False) -> Any:
+        """Its closed jaxpr at these arguments, traced there and sent as data (`course.engine.jaxprs`), read here
+        as JAX's own objects so that every conclusion about it is drawn in this process. With `kernel` (an output
+        type), the jaxpr of a `pallas_call` of it with `aliases`, as `kernel_call` makes one; with `body`, the
+        trace a jitted object gives of its own body, or None when it is no jitted object."""
+        asked: dict[str, Any] = {"body": bool(body)}
+        if kernel is not None:
+            import jax.numpy as jnp
+
+            asked["kernel"] = {"aliases": [[int(i), int(o)] for i, o in (aliases or {}).items()],
+                               "shape": [int(d) for d in kernel.shape], "dtype": jnp.dtype(kernel.dtype).name}
+        return self._run(args, {}, jit=False, trace=asked)
+
     def watched_calls(self, calls: list[list[Any]], *, fresh_caches: bool = False, runs: bool = False) -> Any:
         """Call it there once per argument list, noting what each call compiled and built (and ran, with `runs`),
         then trace each call for its programs' texts (`course.grading.watched_calls`), which the judge reads;
@@ -149,7 +168,7 @@ class RemoteFunction:
 
     def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None,
              grad: list[int] | None = None, jits: bool = False, watch: dict[str, bool] | None = None,
-             aliased: dict[str, Any] | None = None) -> Any:
+             aliased: dict[str, Any] | None = None, trace: dict[str, Any] | None = None) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
@@ -168,6 +187,8 @@ class RemoteFunction:
             body["grad"] = grad
         if jits:
             body["jits"] = True
+        if trace is not None:
+            body["trace"] = trace
         if watch is not None:
             body["watch"] = watch
         if aliased is not None:
@@ -218,6 +239,10 @@ def _returned(data: np.ndarray, node: dict[str, Any]) -> Any:
         return mesh_from(node.get("mesh"))
     if kind == "dtype":
         return wire.dtype(node.get("name"))
+    if kind == "jaxpr":
+        from course.engine.jaxpr_objects import decode
+
+        return decode(data.tobytes())
     if kind == "deleted":
         import jax
 

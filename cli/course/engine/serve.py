@@ -241,11 +241,17 @@ def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:
 
 
 def outgoing(value: Any) -> dict[str, Any] | None:
-    """How a returned leaf is sent: arrays as their data, anything else named by its type."""
+    """How a returned leaf is sent: arrays as their data, a trace as `course.engine.jaxprs` writes it, anything
+    else named by its type."""
     import jax
+    import jax.extend
 
     if isinstance(value, jax.sharding.Mesh):
         return {"data": np.zeros(0, np.float32), "kind": "mesh", "mesh": describe_mesh(value)}
+    if isinstance(value, jax.extend.core.ClosedJaxpr):  # a trace: read in the judge as JAX's own objects
+        from course.engine.jaxprs import encode
+
+        return {"data": np.frombuffer(encode(value), np.uint8), "kind": "jaxpr"}
     if isinstance(value, jax.Array):
         if value.is_deleted():
             return {"data": np.zeros(0, np.float32), "kind": "deleted", "type": "jax.Array"}

@@ -106,7 +106,8 @@ if TYPE_CHECKING:
     )
     from course.grading.observe.traces.dataflow import LAYOUT_OPS, OutputOrigin, output_origins
     from course.grading.observe.traces.jaxprs import (
-        Dim, called_function_line, equations, is_var, learner_line, region_of, region_text, sub_env, walk_eqns,
+        Dim, called_function_line, equations, is_var, jitted_body, learner_line, region_of, region_text, sendable,
+        sub_env, traced, walk_eqns,
     )
     from course.grading.observe.traces.loops import (
         EqnRuns, Loop, eqn_runs, jaxpr_size, line_text, loops_in, times_run, traced_jaxpr, type_text,
@@ -240,7 +241,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "Dim": "observe.traces.jaxprs", "called_function_line": "observe.traces.jaxprs",
     "equations": "observe.traces.jaxprs", "is_var": "observe.traces.jaxprs", "learner_line": "observe.traces.jaxprs",
     "region_of": "observe.traces.jaxprs", "region_text": "observe.traces.jaxprs", "sub_env": "observe.traces.jaxprs",
-    "walk_eqns": "observe.traces.jaxprs",
+    "walk_eqns": "observe.traces.jaxprs", "traced": "observe.traces.jaxprs", "jitted_body": "observe.traces.jaxprs",
+    "sendable": "observe.traces.jaxprs",
     "EqnRuns": "observe.traces.loops", "Loop": "observe.traces.loops", "eqn_runs": "observe.traces.loops",
     "jaxpr_size": "observe.traces.loops", "line_text": "observe.traces.loops", "loops_in": "observe.traces.loops",
     "times_run": "observe.traces.loops", "traced_jaxpr": "observe.traces.loops", "type_text": "observe.traces.loops",
@@ -316,7 +318,7 @@ __all__ = [
     "hlo_collective_shapes", "hlo_collectives", "jaxpr_collectives", "live_jaxpr", "total_steps", "wrong_blocks",
     "LAYOUT_OPS", "OutputOrigin", "output_origins",
     "Dim", "called_function_line", "equations", "is_var", "learner_line", "region_of", "region_text", "sub_env",
-    "walk_eqns",
+    "walk_eqns", "traced", "jitted_body", "sendable",
     "EqnRuns", "Loop", "eqn_runs", "jaxpr_size", "line_text", "loops_in", "times_run", "traced_jaxpr", "type_text",
     "Matmul", "float32_matmuls", "matmul_flops", "matmuls_in", "matmuls_of", "mflop", "repeated_matmuls",
     "Residual", "describe_residuals", "residuals_of", "scan_residuals",

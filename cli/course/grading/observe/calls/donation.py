@@ -201,11 +201,11 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
     Arguments may be `jax.ShapeDtypeStruct`s. In the judge, `fn` is the learner's function seen from
     afar: the executor traces it and sends each call's program texts, which `judged` reads here.
     """
-    from course.grading.observe.traces.jaxprs import called_function_line, learner_line
+    from course.grading.observe.traces.jaxprs import called_function_line, learner_line, sendable
 
     remote = getattr(fn, "jit_calls", None)
     if remote is not None:  # the learner's function seen from the judge: traced there, judged here
-        return judged(remote(*(_zeros(a) for a in args)))
+        return judged(remote(*(sendable(a) for a in args)))
     # A Python number stays one, as in a real call: a jit that keeps it static needs it hashable.
     static = tuple(i for i, a in enumerate(args) if isinstance(a, (bool, int, float)))
     closed = jax.make_jaxpr(_afresh(fn), static_argnums=static)(*args)
@@ -286,15 +286,6 @@ def _is_record(r: Any) -> bool:
 def _spec(shape: tuple[int, ...], dtype: Any) -> Any:
     """A `jax.ShapeDtypeStruct`, as `Lowered.out_info` gives one."""
     return jax.ShapeDtypeStruct(shape, dtype)
-
-
-def _zeros(arg: Any) -> Any:
-    """A zero array for a `jax.ShapeDtypeStruct` (only arrays cross to the executor), else `arg`."""
-    if isinstance(arg, jax.ShapeDtypeStruct):
-        import numpy as np
-
-        return np.zeros(arg.shape, arg.dtype)
-    return arg
 
 
 def _origin(var: Any, origin: dict[Any, Source]) -> Source:

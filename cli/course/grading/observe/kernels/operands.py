@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jax
 import jax.extend as jex
 
 from course.grading.observe.kernels.kernels import KernelCall, kernel_call_of
-from course.grading.observe.traces.jaxprs import learner_line
+from course.grading.observe.traces.jaxprs import learner_line, traced
 
 __all__ = ["Flow", "KernelFlow", "kernel_flow", "work_outside"]
 
@@ -130,7 +129,7 @@ def _kernels(frame: _Frame) -> list[tuple[_Frame, Any]]:
 
 def kernel_flow(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> KernelFlow:
     """Trace `fn(*args)`: its kernels, where their operands come from, what makes each result."""
-    closed = jax.make_jaxpr(fn)(*args)
+    closed = traced(fn, *args)
     top = _Frame(closed.jaxpr, None, None)
     found = _kernels(top)
     calls = tuple(kernel_call_of(eqn, path) for _, eqn in found)
@@ -142,7 +141,7 @@ def kernel_flow(fn: Callable[..., Any], *args: Any, path: Path | None = None) ->
 def work_outside(fn: Callable[..., Any], *args: Any, prims: frozenset[str],
                  path: Path | None = None) -> list[tuple[str, int | None]]:
     """The primitives among `prims` that `fn(*args)` runs outside every kernel, with the learner's lines."""
-    closed = jax.make_jaxpr(fn)(*args)
+    closed = traced(fn, *args)
     found: list[tuple[str, int | None]] = []
 
     def visit(jaxpr: Any, parent_line: int | None) -> None:

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jax
 import jax.extend as jex
 
 from course.grading.observe.kernels.kernels import KernelCall, kernel_call_of
-from course.grading.observe.traces.jaxprs import learner_line
+from course.grading.observe.traces.jaxprs import learner_line, traced
 
 __all__ = ["LAYOUT_OPS", "OutputOrigin", "output_origins"]
 
@@ -74,7 +73,7 @@ class OutputOrigin:
 
 def output_origins(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> list[OutputOrigin]:
     """Trace `fn(*args)` and say, for each flattened output, what made it."""
-    closed = jax.make_jaxpr(fn)(*args)
+    closed = traced(fn, *args)
     top = _Frame(closed.jaxpr, None, None)
     return [_origin(top, var, path) for var in closed.jaxpr.outvars]
 

@@ -13,13 +13,51 @@ from typing import Any
 
 import jax.extend as jex
 
-__all__ = ["Dim", "walk_eqns", "equations", "sub_env", "is_var", "region_of", "region_text", "learner_line",
+__all__ = ["Dim", "traced", "jitted_body", "sendable", "walk_eqns", "equations",
+           "sub_env", "is_var", "region_of", "region_text", "learner_line",
            "called_function_line"]
 
 # One dimension of an indexed region: (key, lo, hi) in the base ref's coordinates. `key` is None
 # for a static range; for a dynamic start it names the index value, so two accesses can only be
 # compared when they share it. `lo`/`hi` are None when nothing is known about the dimension.
 Dim = tuple[Any, int | None, int | None]
+
+
+def traced(fn: Any, *args: Any) -> Any:
+    """`jax.make_jaxpr(fn)(*args)`, or `fn` itself when it is a trace already (one an `in_executor` observation made
+    and sent). In the judge, `fn` is the learner's function seen from afar: the executor traces it and sends the
+    trace as data, which is read here as JAX's own objects (`course.engine.jaxpr_objects`), so every conclusion
+    drawn from it is drawn in this process."""
+    if isinstance(fn, jex.core.ClosedJaxpr):
+        return fn
+    there = getattr(type(fn), "traced_there", None)  # the type's, which no learner's function can add
+    if there is not None:
+        return there(fn, *(sendable(a) for a in args))
+    import jax
+
+    return jax.make_jaxpr(fn)(*args)
+
+
+def jitted_body(fn: Any, *args: Any) -> Any:
+    """The trace a jitted object gives of its own body at these arguments (all of what runs inside its jit, even
+    with `inline=True`, which leaves no `jit` equation in a trace around it), or None for a plain function."""
+    there = getattr(type(fn), "traced_there", None)
+    if there is not None:
+        return there(fn, *(sendable(a) for a in args), body=True)
+    if callable(getattr(fn, "trace", None)) and callable(getattr(fn, "lower", None)):
+        return fn.trace(*args).jaxpr
+    return None
+
+
+def sendable(arg: Any) -> Any:
+    """A zero array for a `jax.ShapeDtypeStruct` (only arrays cross to the executor), else `arg`."""
+    import jax
+
+    if isinstance(arg, jax.ShapeDtypeStruct):
+        import numpy as np
+
+        return np.zeros(arg.shape, arg.dtype)
+    return arg
 
 
 def walk_eqns(jaxpr: Any, *, into_kernels: bool = True) -> Iterator[tuple[Any, tuple[Any, ...]]]:
