@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.grading import check, fail
+from course.grading import check, fail, jitted_body, traced
 from course.grading.judge.arrays import assert_array
 from course.grading.observe.kernels.kernels import (
     KernelCall,
@@ -117,7 +117,7 @@ def _assert_runs_own_kernel(sub: ModuleType, path: Path, wrapper: str, kernel: s
     """`wrapper` makes one `pallas_call`, of `kernel` (however wrapped), and computes nothing around it."""
     fn = getattr(sub, wrapper)
     call = _one_kernel(wrapper, pallas_calls(fn, *args, path=path))
-    outside = _outside_kernels(jax.make_jaxpr(fn)(*args).jaxpr, path)
+    outside = _outside_kernels(traced(fn, *args).jaxpr, path)
     if outside:
         prim, line = outside[0]
         where = f" at line {line}" if line else ""
@@ -139,16 +139,18 @@ def _summary(call: KernelCall) -> str:
     return ", ".join(f"{n} {p}" for p, n in sorted(counts.items())) or "nothing"
 
 
+@pytest.mark.judge
 def test_add_in_pallas_call(submission: ModuleType, submission_path: Path) -> None:
     """`add` runs `add_kernel` for the whole addition, not around it"""
     x, y = jnp.ones((8, 128)), jnp.ones((8, 128))
     call = _assert_runs_own_kernel(submission, submission_path, "add", "add_kernel", x, y)
-    counts = primitive_counts(jax.make_jaxpr(submission.add)(x, y))
+    counts = primitive_counts(traced(submission.add, x, y))
     check(counts["add"] or counts["add_any"] or counts["addupdate"],
           f"`add_kernel` never adds (its body holds {_summary(call)}): it must compute `x + y`, with "
           "`+`, `jnp.add` or an `addupdate`.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_add_kernel_loads_and_stores(submission: ModuleType, submission_path: Path) -> None:
     """`add_kernel` loads each input once and stores the output once"""
@@ -170,11 +172,13 @@ def test_square_plus_values(submission: ModuleType, rng: np.random.Generator) ->
                      rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.judge
 def test_square_plus_in_pallas_call(submission: ModuleType, submission_path: Path) -> None:
     """`square_plus` runs `square_plus_kernel` for the whole computation"""
     _assert_runs_own_kernel(submission, submission_path, "square_plus", "square_plus_kernel", jnp.ones((8, 128)))
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_square_plus_one_load(submission: ModuleType, submission_path: Path) -> None:
     """`square_plus_kernel` loads `x_ref` once and stores `o_ref` once"""
@@ -196,22 +200,22 @@ def test_row_sum_values(submission: ModuleType, rng: np.random.Generator) -> Non
                      rtol=1e-5, atol=1e-4)
 
 
-def _counts_inside_jit(fn: Any, x: jax.Array) -> Counter[str]:
-    """Primitives that run inside `jax.jit` when `fn(x)` is called.
+def _counts_inside_jit(fn: Any, x: jax.Array, closed: Any) -> Counter[str]:
+    """Primitives that run inside `jax.jit` when `fn(x)` is called (`closed` is its trace).
 
     A jitted `fn` runs its whole body inside the jit, even one built with `inline=True`, which
     leaves no `jit` equation in a jaxpr traced around it: ask the jitted object for its own trace.
     """
-    if callable(getattr(fn, "trace", None)) and callable(getattr(fn, "lower", None)):
-        return primitive_counts(fn.trace(x).jaxpr)
-    return nested_primitive_counts(jax.make_jaxpr(fn)(x), within="jit")
+    body = jitted_body(fn, x)
+    return primitive_counts(body) if body is not None else nested_primitive_counts(closed, within="jit")
 
 
+@pytest.mark.judge
 def test_row_sum_accumulates_in_ref(submission: ModuleType) -> None:
     """`row_sum` accumulates into a `jax.new_ref` inside `jax.jit`"""
     x = jnp.ones((8, 128))
-    closed = jax.make_jaxpr(submission.row_sum)(x)
-    inside = _counts_inside_jit(submission.row_sum, x)
+    closed = traced(submission.row_sum, x)
+    inside = _counts_inside_jit(submission.row_sum, x, closed)
     if not inside["new_ref"]:
         where = ("outside `jax.jit`" if primitive_counts(closed)["new_ref"]
                  else "nowhere: no `jax.new_ref` was made")
@@ -222,18 +226,20 @@ def test_row_sum_accumulates_in_ref(submission: ModuleType) -> None:
                   "or `acc.addupdate(row)`.")
 
 
+@pytest.mark.judge
 def test_row_sum_freezes(submission: ModuleType) -> None:
     """`row_sum` returns `jax.freeze` of its accumulator"""
-    closed = jax.make_jaxpr(submission.row_sum)(jnp.ones((8, 128)))
+    closed = traced(submission.row_sum, jnp.ones((8, 128)))
     check(primitive_counts(closed)["freeze"],
           "`row_sum` never calls `jax.freeze`; reading the ref with `acc[...]` copies it and keeps "
           "it mutable. Return `jax.freeze(acc)`: it turns the ref into an array and ends its life.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_row_sum_no_reduction(submission: ModuleType) -> None:
     """`row_sum` adds the rows itself; no reduction primitive does it"""
-    counts = primitive_counts(jax.make_jaxpr(submission.row_sum)(jnp.ones((8, 128))))
+    counts = primitive_counts(traced(submission.row_sum, jnp.ones((8, 128))))
     used = [p for p in REDUCTIONS if counts[p]]
     check(not used, f"`row_sum` uses {', '.join(f'`{p}`' for p in used)}, a reduction that does the "
                     "summing for you (e.g. `jnp.sum` or a matmul). Add the rows into the ref one by one.")

@@ -100,6 +100,7 @@ def test_residual_tanh_kernel_under_aliasing(submission: ModuleType, rng: np.ran
     _check_aliased(submission, "residual_tanh_kernel", _residual, rng, submission_path)
 
 
+@pytest.mark.judge
 def test_aliasing_declared(submission: ModuleType, submission_path: Path) -> None:
     """Both wrappers declare `input_output_aliases={0: 0}` on their `pallas_call`"""
     x = jnp.ones(SHAPES[0], jnp.float32)

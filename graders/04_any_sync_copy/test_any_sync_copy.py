@@ -150,6 +150,7 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
         assert_array(got, want, name=name, rtol=tol, atol=tol)
 
 
+@pytest.mark.judge
 def test_input_in_hbm(submission: ModuleType, submission_path: Path) -> None:
     """The kernel's first operand stays in HBM: its spec is `pl.BlockSpec(memory_space=pl.ANY)`"""
     for shape, dtype in TRACED:
@@ -160,6 +161,7 @@ def test_input_in_hbm(submission: ModuleType, submission_path: Path) -> None:
               "`pl.BlockSpec(memory_space=pl.ANY)` so it stays in HBM.")
 
 
+@pytest.mark.judge
 def test_no_direct_access(submission: ModuleType, submission_path: Path) -> None:
     """No load or store touches an HBM (ANY) ref: the kernel indexes only VMEM copies"""
     for shape, dtype in TRACED:
@@ -168,6 +170,7 @@ def test_no_direct_access(submission: ModuleType, submission_path: Path) -> None
         check(not direct, hbm_access_message(direct[0]) if direct else "")
 
 
+@pytest.mark.judge
 def test_dma_into_vmem(submission: ModuleType, submission_path: Path) -> None:
     """A DMA copies the input into VMEM (not SMEM), in the input's own dtype"""
     for shape, dtype in TRACED:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from course.grading import (
     assert_shape,
     check,
     fail,
+    in_executor,
     kernel_memory,
     matches_name,
     pallas_calls,
@@ -139,12 +142,20 @@ def _check_values(got: object, x: np.ndarray, lengths: np.ndarray, name: str) ->
     assert_array(arr, want, name=name, **TOL)
 
 
+@in_executor
+def _trace(submission: ModuleType, x: jax.Array, lengths: np.ndarray) -> Any:
+    """The trace of `masked_row_sum(x, lengths)`, made where the learner's code runs; the judge reads it.
+
+    Only x is traced; lengths stay concrete (NumPy), so a wrapper that turns them into Python ints still shows
+    its kernel here: the check about compiles is the one for that mistake.
+    """
+    return jax.make_jaxpr(lambda x: submission.masked_row_sum(x, lengths))(x)
+
+
 def _memory(submission: ModuleType, path: Path) -> KernelMemory:
     """The refs and accesses of the one `pallas_call` in `masked_row_sum`, traced for (4, 16, 128)."""
     x, lengths = jnp.zeros((4, 16, LANES), jnp.float32), np.array([0, 16, 3, 9], np.int32)
-    # Only x is traced; lengths stay concrete (NumPy), so a wrapper that turns them into Python
-    # ints still shows its kernel here: the check about compiles is the one for that mistake.
-    calls = pallas_calls(lambda x: submission.masked_row_sum(x, lengths), x, path=path)
+    calls = pallas_calls(_trace(submission, x, lengths), path=path)
     check(calls, "`masked_row_sum` makes no `pl.pallas_call`: the masked sum belongs in "
                  "`masked_row_sum_kernel`, called through `pl.pallas_call`.")
     check(len(calls) == 1, f"`masked_row_sum` makes {len(calls)} `pallas_call`s; one is enough.")
@@ -171,6 +182,7 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
                                        f"and lengths {lengths.tolist()}")
 
 
+@pytest.mark.judge
 def test_lengths_in_smem(submission: ModuleType, submission_path: Path) -> None:
     """The kernel reads its integer lengths from an SMEM ref (scalar prefetch, or an SMEM spec)"""
     mem = _memory(submission, submission_path)
@@ -195,6 +207,7 @@ def test_lengths_in_smem(submission: ModuleType, submission_path: Path) -> None:
 
 
 @pytest.mark.points(2)
+@pytest.mark.judge
 def test_scalar_reads(submission: ModuleType, submission_path: Path) -> None:
     """Every read of SMEM is one scalar (shape `()`), such as `lengths_ref[b]`"""
     mem = _memory(submission, submission_path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,6 +23,7 @@ from course.grading import (
     callback_error,
     check,
     fail,
+    in_executor,
     learner_line,
     output_origins,
     pallas_calls,
@@ -215,9 +215,11 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
                 fail(f"{_head(x, blocks, scale)}: {_explain(found, blocks, moved)}")
 
 
-def _traced(submission: ModuleType, blocks: Blocks, scale: float) -> Callable[[jax.Array], Any]:
-    """The learner's function with the static arguments fixed, ready to trace on x alone."""
-    return lambda x: submission.block_sparse_scale(x, blocks, scale)
+@in_executor
+def _trace(submission: ModuleType, x: jax.Array, blocks: Blocks, scale: float) -> Any:
+    """The trace of the learner's function on x alone, its static arguments fixed, made where the learner's code
+    runs; the judge reads it."""
+    return jax.make_jaxpr(lambda x: submission.block_sparse_scale(x, blocks, scale))(x)
 
 
 def _when_line(calls: list[KernelCall], path: Path) -> int | None:
@@ -268,11 +270,12 @@ def _padded_table(calls: list[KernelCall], total: int, k: int) -> str | None:
 
 
 @pytest.mark.points(2)
+@pytest.mark.judge
 def test_grid_steps(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The grid has one step per listed block: at most `len(blocks)` steps in all"""
     for shape, k in (((32, 512), 3), ((16, 384), 1)):
         x, blocks, scale = _case(rng, shape, k)
-        calls = pallas_calls(_traced(submission, blocks, scale), jnp.asarray(x), path=submission_path)
+        calls = pallas_calls(_trace(submission, jnp.asarray(x), blocks, scale), path=submission_path)
         check(calls, "`block_sparse_scale` makes no `pl.pallas_call`: the scaling must happen in "
                      "`block_scale_kernel`, called through `pl.pallas_call`.")
         steps = [c.grid_steps for c in calls]
@@ -284,10 +287,11 @@ def test_grid_steps(submission: ModuleType, submission_path: Path, rng: np.rando
 
 
 @pytest.mark.points(2)
+@pytest.mark.judge
 def test_output_aliased(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The result is the kernel's output, aliased from a zero-filled input, with nothing after the kernel"""
     x, blocks, scale = _case(rng, (16, 384), 2)
-    origins = output_origins(_traced(submission, blocks, scale), jnp.asarray(x), path=submission_path)
+    origins = output_origins(_trace(submission, jnp.asarray(x), blocks, scale), path=submission_path)
     check(len(origins) == 1, f"`block_sparse_scale` returns {len(origins)} arrays; return one.")
     origin = origins[0]
     if origin.kind == "op":

@@ -36,6 +36,7 @@ OTHER_EXERCISES = {
                              r"runs a program that no earlier call ran"),
     "delete_not_donate": ("03_aliasing_order", "test_x_consumed", r"deleting an array is not donating it"),
     "alias_order_patched": ("03_aliasing_order", "test_swap_halves_kernel_under_aliasing", WRONG_VALUES),
+    "alias_declared_patched": ("03_aliasing_order", "test_aliasing_declared", r"declares `input_output_aliases=\{\}`"),
     "named_ref_patched": ("08_named_ref", "test_under_jit", WRONG_VALUES),
     "time_step_patched": ("19_no_host_sync", "test_time_step_uses_clock", r"should return 0\.25; it returned 0\.75"),
     "mp_rows_patched": ("25_multi_process", "test_reads_own_rows", r"not those rows in order"),
