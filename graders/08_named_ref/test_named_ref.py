@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,7 +30,8 @@ from course.grading.observe.kernels.refs import (
     explained_ref_errors,
     moves_selection,
     ref_leaves,
-    trace_refs,
+    ref_trace,
+    refs_in,
 )
 
 AXES = ("layer", "head", "dim")
@@ -90,8 +90,14 @@ def _dict_order_note(sel: Any, got: Any, data: np.ndarray) -> str:
             "so place each entry by its name's position in `axes`.")
 
 
-def _traced(what: str, fn: Callable[..., Any], r: Any, *args: Any, path: Path) -> Any:
-    """`trace_refs(fn, r, *args)`, failing in plain words when the NamedRef `r` cannot be traced."""
+@in_executor
+def _access_trace(submission: ModuleType, what: str, data: np.ndarray, sel: Any, value: Any = None,
+                  write: bool = False) -> Any:
+    """The trace of reading `sel` (or, with `write`, of storing `value` there) of a NamedRef over `data`, with its
+    arguments' names and which of them are refs, made where the learner's code runs: the judge reads the loads and
+    stores from it (`refs_in`). Fails in plain words when the NamedRef cannot be traced."""
+    path = Path(submission.__file__)
+    r = submission.new_ref(jnp.asarray(data), AXES)
     leaves, treedef = jax.tree_util.tree_flatten(r)
     try:
         again = jax.tree_util.tree_leaves(jax.tree_util.tree_unflatten(treedef, leaves))
@@ -101,8 +107,10 @@ def _traced(what: str, fn: Callable[..., Any], r: Any, *args: Any, path: Path) -
     check(len(leaves) == 1 and isinstance(leaves[0], jax.Ref) and same,
           f"{what} could not be traced: JAX passes a NamedRef to a traced function only as a pytree "
           "whose single leaf is its `jax.Ref` (see the pytree check).")
+    # The value is closed over, not traced: 1.5 stays the Python float a learner would write.
+    fn = (lambda ref: ref.__setitem__(sel, value)) if write else (lambda ref: ref[sel])
     with explained_ref_errors(what, path):
-        return trace_refs(fn, r, *args, path=path)
+        return ref_trace(fn, r)
 
 
 @pytest.mark.judge
@@ -333,9 +341,16 @@ def _program_under_jit(submission: ModuleType, data: np.ndarray, row: np.ndarray
     return program(jnp.asarray(data), jnp.asarray(row))
 
 
+@in_executor
+def _freeze_trace(submission: ModuleType, x: jax.Array) -> Any:
+    """The trace of `freeze(new_ref(x, AXES))`, made where the learner's code runs; the judge counts its primitives."""
+    return jax.make_jaxpr(lambda x: submission.freeze(submission.new_ref(x, AXES)))(x)
+
+
+@pytest.mark.judge
 def test_freeze_in_jaxpr(submission: ModuleType, rng: np.random.Generator) -> None:
     """`freeze` ends the reference with `jax.freeze`, not with a read"""
-    closed = jax.make_jaxpr(lambda x: submission.freeze(submission.new_ref(x, AXES)))(jnp.asarray(_draw(rng)))
+    closed = _freeze_trace(submission, jnp.asarray(_draw(rng)))
     counts = primitive_counts(closed)
     check(counts["freeze"] == 1 and not counts["get"],
           f"`freeze(new_ref(x, axes))` traces to {counts['freeze']} `freeze` and {counts['get']} load(s); "
@@ -406,12 +421,13 @@ def _loaded_too_much(shape: tuple[int, ...] | None, selection: tuple[int, ...]) 
     return f"it brings in {got} elements, not the {want} selected"
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_read_one_load(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A read is one load of just the selection"""
-    r = submission.new_ref(jnp.asarray(_draw(rng)), AXES)
+    data = _draw(rng)
     for sel, shape in ((COUNTED, (3, 3)), ({"head": 0, "dim": slice(1, 5)}, (4, 4))):
-        trace = _traced(f"`{_show(sel)}`", lambda ref, s=sel: ref[s], r, path=submission_path)
+        trace = refs_in(*_access_trace(submission, f"`{_show(sel)}`", data, sel), path=submission_path)
         loads, stores = trace.loads(), trace.stores()
         seen = describe_accesses(trace.accesses)
         check(not stores, f"reading `{_show(sel)}` also writes the buffer ({seen}); a read only loads.")
@@ -432,13 +448,13 @@ def _what_a_write_loads(loads: list[Any], selection: tuple[int, ...]) -> str:
     return "part of the buffer"
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_write_one_store(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A write is one store of just the selection, and no load"""
-    r = submission.new_ref(jnp.asarray(_draw(rng)), AXES)
-    # The values are closed over, not traced: 1.5 stays the Python float a learner would write.
+    data = _draw(rng)
     for sel, value in ((COUNTED, jnp.ones((3, 3))), ({"head": 0}, 1.5)):
-        trace = _traced(f"`{_show(sel)} = value`", lambda ref, s=sel, v=value: ref.__setitem__(s, v), r,
+        trace = refs_in(*_access_trace(submission, f"`{_show(sel)} = value`", data, sel, value, True),
                         path=submission_path)
         loads, stores = trace.loads(), trace.stores()
         seen = describe_accesses(trace.accesses)

@@ -28,7 +28,8 @@ from course.grading.observe.kernels.refs import (
     explained_ref_errors,
     moves_selection,
     ref_error_hint,
-    trace_refs,
+    ref_trace,
+    refs_in,
 )
 
 AXES = ("layer", "head", "dim")
@@ -362,22 +363,34 @@ def _chains_program(submission: ModuleType, data: np.ndarray, row: np.ndarray) -
     return read, tail, submission.freeze(r)
 
 
-def _trace(what: str, fn: Callable[..., Any], *args: Any, path: Path) -> Any:
-    """`trace_refs(fn, *args)`, with JAX's ref errors explained."""
-    with explained_ref_errors(what, path):
-        return trace_refs(fn, *args, path=path)
+# How a check reaches the chain's view through the learner's refs: read whole, read by `value()`, read as a
+# selection of its parent view, and written whole (the value traced too).
+_ACCESSES: dict[str, Callable[..., Any]] = {
+    "whole": lambda ref: _follow(ref, CHAIN)[...],
+    "value": lambda ref: _follow(ref, CHAIN).value(),
+    "parent": lambda ref: _follow(ref, CHAIN[:2])[CHAIN[2]],
+    "write": lambda ref, v: _follow(ref, CHAIN).__setitem__(..., v),
+}
 
 
+@in_executor
+def _trace(submission: ModuleType, what: str, access: str, data: np.ndarray, *args: Any) -> Any:
+    """The trace of one of `_ACCESSES` on a NamedRef over `data` (and `args`), with its arguments' names and which
+    are refs, made where the learner's code runs, JAX's ref errors explained: the judge reads it (`refs_in`)."""
+    r = submission.new_ref(jnp.asarray(data), AXES)
+    with explained_ref_errors(what, Path(submission.__file__)):
+        return ref_trace(_ACCESSES[access], r, *args)
+
+
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_chain_one_load(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A read through a 3-level chain is one load of exactly the view's elements"""
-    r, _ = _fresh(submission, rng)
-    # The same view read whole, read by `value()`, and read as a selection of its parent view.
-    reads = ((_show(CHAIN, ...), lambda ref: _follow(ref, CHAIN)[...]),
-             (_show(CHAIN) + ".value()", lambda ref: _follow(ref, CHAIN).value()),
-             (_show(CHAIN[:2], CHAIN[2]), lambda ref: _follow(ref, CHAIN[:2])[CHAIN[2]]))
+    data = _draw(rng)
+    reads = ((_show(CHAIN, ...), "whole"), (_show(CHAIN) + ".value()", "value"),
+             (_show(CHAIN[:2], CHAIN[2]), "parent"))
     for what, read in reads:
-        trace = _trace(f"`{what}`", read, r, path=submission_path)
+        trace = refs_in(*_trace(submission, f"`{what}`", read, data), path=submission_path)
         seen = describe_accesses(trace.accesses)
         check(not trace.stores(), f"reading `{what}` also writes ({seen}); a read only loads.")
         loads = trace.loads()
@@ -397,13 +410,12 @@ def _load_advice(loads: list[Any]) -> str:
             "the value.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_chain_one_store(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """A write through a 3-level chain is one store of exactly the view's elements, and no load"""
-    r, _ = _fresh(submission, rng)
     what = _show(CHAIN, ...) + " = value"
-    trace = _trace(f"`{what}`", lambda ref, v: _follow(ref, CHAIN).__setitem__(..., v), r, jnp.ones((3, 2)),
-                   path=submission_path)
+    trace = refs_in(*_trace(submission, f"`{what}`", "write", _draw(rng), jnp.ones((3, 2))), path=submission_path)
     seen = describe_accesses(trace.accesses)
     check(not trace.loads(), f"writing `{what}` loads ({seen}); a write through a view needs no read. "
                              "Compose the selectors into one index of the base and store once.")

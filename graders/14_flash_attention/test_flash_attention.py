@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from course.grading import (
+    CheckFailed,
     GridInfo,
     KernelCall,
     TraceUnsupported,
@@ -35,11 +36,11 @@ from course.grading import (
     learner_line,
     pallas_calls,
     quote_line,
-    runs_here,
     strict_values,
     taint_pass,
     tpu_fallback,
     trace_kernel,
+    traced,
     unwritten_tail,
     walk_eqns,
     work_outside,
@@ -229,9 +230,12 @@ def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dty
     values, want = np.asarray(got, np.float64), _reference(q, k, v)
     if np.allclose(values, want, **tol):
         return
-    # The grid explains a wrong result where the kernel can be traced; a judge's check has the values only.
-    here = runs_here(submission.attention)
-    info = grid_info(_call(submission, path, q.shape[0], k.shape[0], q.shape[1], dtype)) if here else None
+    # The grid explains a wrong result (in a judge's check, read from the executor's trace), when there is one
+    # kernel to read it from; the structural checks report it when there is not.
+    try:
+        info: GridInfo | None = grid_info(_call(submission, path, q.shape[0], k.shape[0], q.shape[1], dtype))
+    except CheckFailed:
+        info = None
     kv = None if info is None else _kv_axis(info)
     shuffled = "" if info is None or kv is None or info.semantic(kv) != "parallel" else (
         f" Your KV axis (grid axis {kv}) is marked 'parallel', so the strict interpreter runs its steps in a "
@@ -318,6 +322,7 @@ def test_values_bfloat16(submission: ModuleType, run_seed: int, submission_path:
            "written, and the running max subtracted?", submission_path)
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_kernel_does_the_work(submission: ModuleType, submission_path: Path) -> None:
     """One `pallas_call` reads q, k and v as given, and its output is the result"""
@@ -358,11 +363,12 @@ def _where(eqn: Any, outer: tuple[Any, ...], path: Path) -> str:
     return ""
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_no_score_matrix(submission: ModuleType, submission_path: Path) -> None:
     """At S = T = 1024 no array or ref of S x T elements exists, in the wrapper or the kernel"""
     s, t, d = *BIG, 64
-    closed = tpu_fallback(lambda: jax.make_jaxpr(submission.attention)(*_specs(s, t, d, F32)))
+    closed = tpu_fallback(lambda: traced(submission.attention, *_specs(s, t, d, F32)))
     for eqn, outer in walk_eqns(closed.jaxpr):
         in_kernel = any(o.primitive.name == "pallas_call" for o in outer)
         avals = [v.aval for v in eqn.outvars]
@@ -381,6 +387,7 @@ def test_no_score_matrix(submission: ModuleType, submission_path: Path) -> None:
                      "meets the keys one (bk, D) block at a time, so scores exist only as a (bq, bk) tile.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_kv_streamed_over_last_grid_axis(submission: ModuleType, submission_path: Path) -> None:
     """A 2-D grid: k and v in (bk, D) blocks walked by the last axis only; q and the output follow the first"""
@@ -416,6 +423,7 @@ def test_kv_streamed_over_last_grid_axis(submission: ModuleType, submission_path
                          f"{rows / s:g} times. The grid is (S / bq, T / bk).")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_softmax_state_is_float32_vmem(submission: ModuleType, submission_path: Path) -> None:
     """Every ref carried across KV steps (m, l, acc) is float32 in VMEM, and a (bq, D) accumulator exists"""
@@ -435,6 +443,7 @@ def test_softmax_state_is_float32_vmem(submission: ModuleType, submission_path: 
               "scratch, rescale it by alpha and add p @ v at every step.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_matmuls_take_input_dtype_and_return_float32(submission: ModuleType, submission_path: Path) -> None:
     """For bfloat16 inputs, both kernel matmuls take bfloat16 operands and return float32"""
@@ -457,6 +466,7 @@ def test_matmuls_take_input_dtype_and_return_float32(submission: ModuleType, sub
             check(res == F32, f"{where} returns {res.name}: pass `preferred_element_type=jnp.float32`.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_normalized_once_at_the_end(submission: ModuleType, submission_path: Path) -> None:
     """The (bq, D) output is divided by l only at the last KV step"""
@@ -482,6 +492,7 @@ def test_normalized_once_at_the_end(submission: ModuleType, submission_path: Pat
                  "divide is a (bq, D) pass the result does not need.")
 
 
+@pytest.mark.judge
 def test_kv_axis_is_arbitrary(submission: ModuleType, submission_path: Path) -> None:
     """If `dimension_semantics` are given, the KV axis is 'arbitrary'"""
     info = grid_info(_call(submission, submission_path, *BIG, 64, F32))

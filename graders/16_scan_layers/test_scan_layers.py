@@ -15,6 +15,7 @@ from course.grading.judge.arrays import assert_array, assert_is_array
 from course.grading.judge.source import describe_exception, learner_location
 from course.grading.observe.calls.programs import compile_program, grad_of_sum
 from course.grading.observe.calls.warmup import after_warmup, watched_calls
+from course.grading.observe.traces.jaxprs import traced
 from course.grading.observe.traces.loops import jaxpr_size, line_text, loops_in
 from course.grading.observe.traces.matmuls import matmuls_of
 
@@ -152,6 +153,7 @@ def test_grads_flow(submission: ModuleType, rng: np.random.Generator, submission
     assert_array(dx, want_x.astype(np.float32), name="the gradient of sum(forward) for x", rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_one_loop_over_layers(submission: ModuleType, submission_path: Path) -> None:
     """Every matmul of `forward` runs inside one loop of L trips (L = 8)"""
@@ -181,10 +183,11 @@ def test_one_loop_over_layers(submission: ModuleType, submission_path: Path) -> 
              f"It should run L={n} times, one layer per trip, with the activation as its carry.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_jaxpr_size_constant(submission: ModuleType) -> None:
     """`forward`'s jaxpr has the same number of equations at L = 2, 8 and 32"""
-    sizes = {n: jaxpr_size(jax.make_jaxpr(submission.forward)(*_spec(n))) for n in (2, 8, 32)}
+    sizes = {n: jaxpr_size(traced(submission.forward, *_spec(n))) for n in (2, 8, 32)}
     if len(set(sizes.values())) > 1:
         listed = ", ".join(f"L={n}: {s}" for n, s in sizes.items())
         fail(f"forward's jaxpr grows with depth ({listed} equations): a Python loop over the layers writes each "
@@ -199,7 +202,7 @@ def test_compiled_size_constant(submission: ModuleType, submission_path: Path) -
     if large <= 1.1 * small and small <= 1.1 * large:
         return
     listed = f"L=12: {small}, L=24: {large} HLO instructions"
-    unrolled = [lp for lp in loops_in(jax.make_jaxpr(submission.forward)(*_spec(24)), path=submission_path)
+    unrolled = [lp for lp in loops_in(traced(submission.forward, *_spec(24)), path=submission_path)
                 if lp.kind == "scan" and lp.length and lp.unroll >= lp.length]
     if unrolled:
         where = line_text(unrolled[0].line, submission_path)

@@ -15,6 +15,7 @@ import pytest
 from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_is_array, describe_value
 from course.grading.observe.calls.recompiles import later_calls
+from course.grading.observe.calls.there import in_executor
 from course.grading.observe.traces.loops import line_text
 from course.grading.observe.traces.matmuls import Matmul, float32_matmuls, matmuls_of
 
@@ -171,6 +172,7 @@ def _bf16_matmul(m: Matmul) -> bool:
     return m.lhs_dtype == m.rhs_dtype == "bfloat16" and m.out_dtype == "float32"
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_dense_dtypes(submission: ModuleType, submission_path: Path) -> None:
     """`dense` multiplies bfloat16 by bfloat16 into float32 (the `dot_general` of its jaxpr)"""
@@ -206,6 +208,7 @@ def _matmul_list(found: list[Matmul], path: Path) -> str:
     return f"{_fault(found[0], path)}{more}"
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_loss_matmuls_in_bf16(submission: ModuleType, submission_path: Path) -> None:
     """Every matmul of `loss_fn` multiplies bfloat16 by bfloat16 into float32"""
@@ -278,10 +281,17 @@ def test_small_updates_kept(submission: ModuleType, rng: np.random.Generator) ->
 
 
 @pytest.mark.points(1)
+@in_executor
+def _step_trace(submission: ModuleType, params: Any, batch: Any) -> Any:
+    """The trace of `train_step(params, batch, LR)` at these types, made where the learner's code runs (the learning
+    rate stays a Python float, as a learner passes it); the judge reads it."""
+    return jax.make_jaxpr(lambda p, b: submission.train_step(p, b, LR))(params, batch)
+
+
+@pytest.mark.judge
 def test_train_step_matmuls(submission: ModuleType, submission_path: Path) -> None:
     """`train_step` runs no float32 x float32 matmul, forward or backward"""
-    found = matmuls_of(lambda p, b: submission.train_step(p, b, LR), _spec(_PARAMS), _spec(_BATCH),
-                       path=submission_path)
+    found = matmuls_of(_step_trace(submission, _spec(_PARAMS), _spec(_BATCH)), path=submission_path)
     check(found, "train_step runs no matmul (no `dot_general` in its jaxpr): it computes loss_fn and its gradient.")
     wide = float32_matmuls(found)
     if wide:

@@ -16,6 +16,7 @@ import pytest
 from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
 from course.grading.observe.calls.programs import call_jitted, compile_program, size_text
+from course.grading.observe.calls.there import in_executor
 from course.grading.observe.calls.warmup import after_warmup, watched_calls
 from course.grading.observe.traces.loops import EqnRuns, eqn_runs, line_text, loops_in, type_text
 from course.grading.observe.traces.matmuls import Matmul, matmuls_of
@@ -44,6 +45,13 @@ def _spec(rows: int) -> tuple[dict[str, jax.ShapeDtypeStruct], dict[str, jax.Sha
 def _with(submission: ModuleType, num_micro: int) -> Callable[[Any, Any], Any]:
     """`accumulated_grads` with num_micro fixed, as one function of the arrays (the same text for every check)."""
     return lambda params, batch: submission.accumulated_grads(params, batch, num_micro)
+
+
+@in_executor
+def _trace(submission: ModuleType, num_micro: int, params: Any, batch: Any) -> Any:
+    """The trace of `accumulated_grads` with num_micro fixed, at these types, made where the learner's code runs;
+    the judge reads it."""
+    return jax.make_jaxpr(_with(submission, num_micro))(params, batch)
 
 
 _C = np.sqrt(2 / np.pi)
@@ -112,11 +120,12 @@ def _all_at_once(m: Matmul, num_micro: int) -> bool:
         m.out.split("[")[1].startswith(f"{num_micro}, ")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_loop_over_microbatches(submission: ModuleType, submission_path: Path) -> None:
     """Every matmul of the gradient runs inside one loop of num_micro trips (batch 2048, num_micro = 4)"""
     rows, num_micro = 2048, 4
-    found = matmuls_of(_with(submission, num_micro), *_spec(rows), path=submission_path)
+    found = matmuls_of(_trace(submission, num_micro, *_spec(rows)), path=submission_path)
     check(found, "accumulated_grads runs no matmul (no `dot_general` in its jaxpr): compute the model's x @ w1.")
     unknown = [m for m in found if m.times is None]
     if unknown:
@@ -140,10 +149,11 @@ def test_loop_over_microbatches(submission: ModuleType, submission_path: Path) -
                  f"per trip. Split the batch as `x.reshape(num_micro, -1, ...)`, not `x.reshape(-1, num_micro, ...)`.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_accumulator_float32(submission: ModuleType, submission_path: Path) -> None:
     """The running sums the loop carries are float32"""
-    closed = jax.make_jaxpr(_with(submission, 4))(*_spec(512))
+    closed = _trace(submission, 4, *_spec(512))
     for loop in loops_in(closed, path=submission_path):
         narrow = [t for t in loop.carry if t.split("[")[0] in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")]
         if narrow:

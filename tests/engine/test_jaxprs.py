@@ -121,6 +121,14 @@ def test_a_kernels_types_and_memory_spaces_cross() -> None:
     assert spaces == original and "semaphore" in str(call.jaxpr.invars[-1].aval).lower()
 
 
+def test_a_matmuls_precision_crosses_as_jaxs_own() -> None:
+    """`precision=HIGHEST` arrives as `lax.Precision.HIGHEST`, which the graders' messages print as JAX does."""
+    closed = jax.make_jaxpr(lambda x, w: jax.lax.dot(x, w, precision=jax.lax.Precision.HIGHEST))(
+        jnp.ones((4, 8), jnp.bfloat16), jnp.ones((8, 2), jnp.bfloat16))
+    (dot,) = decode(encode(closed)).jaxpr.eqns
+    assert all(p is jax.lax.Precision.HIGHEST for p in dot.params["precision"])
+
+
 def test_a_function_in_the_parameters_crosses_as_its_text() -> None:
     """A parameter no listed class makes (here a custom rule's function) arrives as text, never as an object."""
     @jax.custom_jvp

@@ -85,12 +85,14 @@ def _trace(fn: Any, args: Any, asked: dict[str, Any]) -> Any:
         from jax.experimental import pallas as pl
 
         spec, io = _kernel_spec(asked["kernel"])
-        return jax.make_jaxpr(pl.pallas_call(fn, out_shape=spec, input_output_aliases=io, interpret=True))(*args)
-    if asked.get("body") is True:
-        from course.grading.observe.traces.jaxprs import jitted_body
+        fn = pl.pallas_call(fn, out_shape=spec, input_output_aliases=io, interpret=True)
+    from course.grading.observe.calls.strict_runs import tpu_fallback
+    from course.grading.observe.traces.jaxprs import jitted_body
 
-        return jitted_body(fn, *args)
-    return jax.make_jaxpr(fn)(*args)
+    # A trace that asks which TPU it runs on (`emit_pipeline`) is made on an abstract one, as graders trace it.
+    if asked.get("body") is True:
+        return tpu_fallback(lambda: jitted_body(fn, *args))
+    return tpu_fallback(lambda: jax.make_jaxpr(fn)(*args))
 
 
 def _kernel_spec(asked: dict[str, Any]) -> tuple[Any, dict[int, int]]:

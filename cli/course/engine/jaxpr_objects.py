@@ -44,9 +44,14 @@ class Unsent:
     type_name: str
     text: str
     debug_info: FunctionName | None = None
+    shown: str | None = None
+    """Its `str`, where that differs from its `repr` (`text`)."""
 
     def __repr__(self) -> str:
         return self.text
+
+    def __str__(self) -> str:
+        return self.text if self.shown is None else self.shown
 
 
 @dataclass(frozen=True)
@@ -419,9 +424,10 @@ def _object(r: _Reader, node: dict[str, Any], depth: int) -> Any:
 
 
 def _unsent(r: _Reader, node: dict[str, Any], depth: int) -> Any:
-    named = node.get("fn")
+    named, shown = node.get("fn"), node.get("s")
     return Unsent(str(node.get("c", ""))[:100], str(node.get("r", ""))[:400],
-                  FunctionName(named[:200]) if isinstance(named, str) else None)
+                  FunctionName(named[:200]) if isinstance(named, str) else None,
+                  shown[:400] if isinstance(shown, str) else None)
 
 
 _TAGS = {

@@ -42,6 +42,11 @@ CLASSES = {
     "BarrierSemaphore": ("jax._src.pallas.core", "BarrierSemaphore"),
     "DMASemaphore": ("jax._src.pallas.mosaic.core", "DMASemaphore"),
     "TransformedRef": ("jax._src.state.types", "TransformedRef"),
+    "Precision": ("jax._src.lax.lax", "Precision"),
+    "DotAlgorithmPreset": ("jax._src.lax.lax", "DotAlgorithmPreset"),
+    "RoundingMethod": ("jax._src.lax.lax", "RoundingMethod"),
+    "GatherScatterMode": ("jax._src.lax.slicing", "GatherScatterMode"),
+    "RandomAlgorithm": ("jax._src.lax.lax", "RandomAlgorithm"),
     "DeviceIdType": ("jax._src.pallas.primitives", "DeviceIdType"),
     "InterpretParams": ("jax._src.pallas.mosaic.interpret.params", "InterpretParams"),
     "AxisType": ("jax._src.mesh", "AxisType"),
@@ -268,7 +273,8 @@ def _objects(w: _Writer, value: Any, depth: int) -> Any:
         made = {f: w.value(getattr(value, f, None), depth + 1) for f in fields_of(type(value))}
         return {"@": "o", "c": key, "f": made}
     named = getattr(getattr(value, "debug_info", None), "func_name", None)  # JAX prints a function by it
-    return {"@": "x", "c": type(value).__name__[:100], "r": repr(value)[:400],
+    text, shown = repr(value)[:400], str(value)[:400]
+    return {"@": "x", "c": type(value).__name__[:100], "r": text, **({"s": shown} if shown != text else {}),
             **({"fn": named[:200]} if isinstance(named, str) else {})}
 
 

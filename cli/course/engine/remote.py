@@ -207,8 +207,8 @@ class RemoteFunction:
 
 
 def _sent(value: Any) -> dict[str, Any] | None:
-    """How an argument leaf is sent: a jax.Array (read here, so a deleted one raises as it would there),
-    or a Mesh."""
+    """How an argument leaf is sent: a jax.Array (read here, so a deleted one raises as it would there), a Mesh,
+    a NumPy value, a held object, a dtype, or a `jax.ShapeDtypeStruct` (its type only)."""
     import jax
 
     if isinstance(value, jax.Array):
@@ -223,6 +223,10 @@ def _sent(value: Any) -> dict[str, Any] | None:
         return {"data": np.zeros(0, np.float32), "kind": "handle", "id": value._handle}
     if isinstance(value, np.dtype) and value.name in wire.DTYPES:
         return {"data": np.zeros(0, np.float32), "kind": "dtype", "name": value.name}
+    if isinstance(value, jax.ShapeDtypeStruct) and value.sharding is None and np.dtype(value.dtype).name in wire.DTYPES:
+        # A type to trace at: its shape and dtype cross, no data.
+        return {"data": np.zeros(0, np.float32), "kind": "spec", "of": [int(d) for d in value.shape],
+                "as": np.dtype(value.dtype).name}
     return None
 
 

@@ -225,7 +225,8 @@ class Executor:
 
 
 def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:
-    """An argument as the judge made it: a jax.Array (with its sharding), a NumPy array or scalar."""
+    """An argument as the judge made it: a jax.Array (with its sharding), a NumPy array or scalar, a mesh, a
+    dtype, or a type to trace at."""
     kind = node.get("kind")
     if kind == "np":
         return data
@@ -237,6 +238,13 @@ def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:
         return mesh_from(node.get("mesh"))
     if kind == "dtype":
         return wire.dtype(node.get("name"))
+    if kind == "spec":  # a type to trace at
+        import jax
+
+        shape = node.get("of")
+        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+            raise wire.WireError("a type's shape is not one")
+        return jax.ShapeDtypeStruct(tuple(shape), wire.dtype(node.get("as")))
     raise wire.WireError(f"an argument of kind {kind!r} is not one")
 
 

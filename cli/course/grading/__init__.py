@@ -95,7 +95,8 @@ if TYPE_CHECKING:
     from course.grading.observe.kernels.memory_walk import SPACE_WORDS, DmaEvent, MemoryAccess, RefInfo, Walker
     from course.grading.observe.kernels.operands import Flow, KernelFlow, kernel_flow, work_outside
     from course.grading.observe.kernels.refs import (
-        RefTrace, describe_accesses, explained_ref_errors, moves_selection, ref_error_hint, ref_leaves, trace_refs,
+        RefTrace, describe_accesses, explained_ref_errors, moves_selection, ref_error_hint, ref_leaves, ref_trace,
+        refs_in, trace_refs,
     )
     from course.grading.observe.kernels.semaphores import Dma, StuckWait, match_waits, one_semaphore, stuck_waits
     from course.grading.observe.kernels.trace_model import Buffer, Event, TraceUnsupported, Window
@@ -222,7 +223,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "RefTrace": "observe.kernels.refs", "describe_accesses": "observe.kernels.refs",
     "explained_ref_errors": "observe.kernels.refs", "moves_selection": "observe.kernels.refs",
     "ref_error_hint": "observe.kernels.refs", "ref_leaves": "observe.kernels.refs",
-    "trace_refs": "observe.kernels.refs",
+    "ref_trace": "observe.kernels.refs", "refs_in": "observe.kernels.refs", "trace_refs": "observe.kernels.refs",
     "Dma": "observe.kernels.semaphores", "StuckWait": "observe.kernels.semaphores",
     "match_waits": "observe.kernels.semaphores", "one_semaphore": "observe.kernels.semaphores",
     "stuck_waits": "observe.kernels.semaphores",
@@ -310,7 +311,7 @@ __all__ = [
     "SPACE_WORDS", "DmaEvent", "MemoryAccess", "RefInfo", "Walker",
     "Flow", "KernelFlow", "kernel_flow", "work_outside",
     "RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "ref_leaves",
-    "trace_refs",
+    "ref_trace", "refs_in", "trace_refs",
     "Dma", "StuckWait", "match_waits", "one_semaphore", "stuck_waits",
     "Buffer", "Event", "TraceUnsupported", "Window",
     "RULES",

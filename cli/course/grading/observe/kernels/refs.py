@@ -21,7 +21,7 @@ from course.grading.judge.source import describe_exception, learner_frames, lear
 from course.grading.observe.kernels.kernels import Access, accesses_in
 
 __all__ = ["RefTrace", "describe_accesses", "explained_ref_errors", "moves_selection", "ref_error_hint", "ref_leaves",
-           "trace_refs"]
+           "ref_trace", "refs_in", "trace_refs"]
 
 
 def ref_leaves(tree: Any) -> list[tuple[bool, Any]]:
@@ -59,6 +59,12 @@ class RefTrace:
 
 def trace_refs(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> RefTrace:
     """Trace `fn(*args)` and list each load, store and update of every `jax.Ref` leaf of `args`."""
+    return refs_in(*ref_trace(fn, *args), path=path)
+
+
+def ref_trace(fn: Callable[..., Any], *args: Any) -> tuple[Any, tuple[str, ...], tuple[int, ...]]:
+    """The trace of `fn(*args)`, its arguments' leaves' names, and which leaves are `jax.Ref`s: what `refs_in` reads
+    (an `in_executor` observation returns it, for the judge to read)."""
     closed = jax.make_jaxpr(fn)(*args)
     leaves = jax.tree_util.tree_flatten_with_path(args)[0]
     debug = getattr(closed.jaxpr, "debug_info", None)
@@ -67,9 +73,14 @@ def trace_refs(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> 
         given[i] if len(given) == len(leaves) and given[i] else f"args{jax.tree_util.keystr(key)}"
         for i, (key, _) in enumerate(leaves)
     )
-    positions = {var: i for i, (var, (_, leaf)) in enumerate(zip(closed.jaxpr.invars, leaves, strict=True))
-                 if isinstance(leaf, jax.Ref)}
-    found = accesses_in(closed.jaxpr, positions, names, path)
+    return closed, names, tuple(i for i, (_, leaf) in enumerate(leaves) if isinstance(leaf, jax.Ref))
+
+
+def refs_in(closed: Any, names: tuple[str, ...], refs: tuple[int, ...], path: Path | None = None) -> RefTrace:
+    """Each load, store and update, in `closed`, of the arguments at positions `refs` (named by `names`)."""
+    invars = closed.jaxpr.invars
+    positions = {invars[i]: i for i in refs if 0 <= i < len(invars) and i < len(names)}
+    found = accesses_in(closed.jaxpr, positions, tuple(names), path)
     return RefTrace(jaxpr=closed, ref_names=tuple(names[i] for i in positions.values()),
                     accesses=tuple(found))
 

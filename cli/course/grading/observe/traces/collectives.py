@@ -31,7 +31,7 @@ import jax
 import jax.extend as jex
 import numpy as np
 
-from course.grading.observe.traces.jaxprs import learner_line, walk_eqns
+from course.grading.observe.traces.jaxprs import learner_line, traced, walk_eqns
 
 __all__ = [
     "HLO_COLLECTIVES",
@@ -218,7 +218,7 @@ def by_call(collectives: Iterable[Collective]) -> list[Collective]:
 
 def collectives_in(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> list[Collective]:
     """Trace `fn(*args)` with `jax.make_jaxpr` and list its collectives."""
-    return jaxpr_collectives(jax.make_jaxpr(fn)(*args), path=path)
+    return jaxpr_collectives(traced(fn, *args), path=path)
 
 
 def live_jaxpr(closed: Any) -> Any:

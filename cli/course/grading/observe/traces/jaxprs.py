@@ -32,7 +32,7 @@ def traced(fn: Any, *args: Any) -> Any:
         return fn
     there = getattr(type(fn), "traced_there", None)  # the type's, which no learner's function can add
     if there is not None:
-        return there(fn, *(sendable(a) for a in args))
+        return there(fn, *(_typed(a) for a in args))
     import jax
 
     return jax.make_jaxpr(fn)(*args)
@@ -43,10 +43,18 @@ def jitted_body(fn: Any, *args: Any) -> Any:
     with `inline=True`, which leaves no `jit` equation in a trace around it), or None for a plain function."""
     there = getattr(type(fn), "traced_there", None)
     if there is not None:
-        return there(fn, *(sendable(a) for a in args), body=True)
+        return there(fn, *(_typed(a) for a in args), body=True)
     if callable(getattr(fn, "trace", None)) and callable(getattr(fn, "lower", None)):
         return fn.trace(*args).jaxpr
     return None
+
+
+def _typed(arg: Any) -> Any:
+    """An argument of a trace as it crosses: a `jax.ShapeDtypeStruct` as itself (its type only), unless it carries
+    a sharding (then a zero array)."""
+    import jax
+
+    return arg if isinstance(arg, jax.ShapeDtypeStruct) and arg.sharding is None else sendable(arg)
 
 
 def sendable(arg: Any) -> Any:

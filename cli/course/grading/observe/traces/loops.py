@@ -20,7 +20,7 @@ from typing import Any
 
 import jax
 
-from course.grading.observe.traces.jaxprs import learner_line, walk_eqns
+from course.grading.observe.traces.jaxprs import learner_line, traced, walk_eqns
 
 __all__ = [
     "EqnRuns", "Loop", "eqn_runs", "jaxpr_size", "line_text", "loops_in", "times_run", "traced_jaxpr", "type_text",
@@ -73,7 +73,10 @@ class Loop:
 
 
 def traced_jaxpr(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """`jax.make_jaxpr(fn)(*args, **kwargs)`: the closed jaxpr the helpers here walk."""
+    """`jax.make_jaxpr(fn)(*args, **kwargs)`: the closed jaxpr the helpers here walk (`traced`, so in a judge check
+    the executor traces the learner's function and the trace is read here)."""
+    if not kwargs:
+        return traced(fn, *args)
     return jax.make_jaxpr(fn)(*args, **kwargs)
 
 

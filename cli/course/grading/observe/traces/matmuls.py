@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 
-from course.grading.observe.traces.jaxprs import learner_line
+from course.grading.observe.traces.jaxprs import learner_line, traced
 from course.grading.observe.traces.loops import eqn_runs, times_run, type_text
 
 __all__ = ["Matmul", "float32_matmuls", "matmul_flops", "matmuls_in", "matmuls_of", "mflop", "repeated_matmuls"]
@@ -145,7 +145,7 @@ def _loop(eqn: Any, path: Path | None) -> tuple[str, int | None, int | None]:
 
 def matmuls_of(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> list[Matmul]:
     """Trace `fn(*args)` with `jax.make_jaxpr` and list its matmuls (a grad function: the backward ones too)."""
-    return matmuls_in(jax.make_jaxpr(fn)(*args), path=path)
+    return matmuls_in(traced(fn, *args), path=path)
 
 
 def matmul_flops(found: Iterable[Matmul]) -> int | None:

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jax
 import jax.extend as jex
 import numpy as np
 
-from course.grading.observe.traces.jaxprs import is_var, learner_line
+from course.grading.observe.traces.jaxprs import is_var, learner_line, traced
 from course.grading.observe.traces.loops import line_text, type_text
 
 __all__ = ["Residual", "describe_residuals", "residuals_of", "scan_residuals"]
@@ -91,7 +90,7 @@ def scan_residuals(jaxpr: Any, *, path: Path | None = None) -> list[Residual]:
 
 def residuals_of(fn: Callable[..., Any], *args: Any, path: Path | None = None) -> list[Residual]:
     """Trace `fn(*args)` (a function that computes a gradient) and list what its scans save."""
-    return scan_residuals(jax.make_jaxpr(fn)(*args), path=path)
+    return scan_residuals(traced(fn, *args), path=path)
 
 
 def describe_residuals(found: list[Residual], path: Path | None = None) -> str:
