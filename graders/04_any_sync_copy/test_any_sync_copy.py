@@ -192,6 +192,7 @@ def test_dma_into_vmem(submission: ModuleType, submission_path: Path) -> None:
               f"{'; '.join(d.describe() for d in copies)}). Copy it into a `pltpu.VMEM` buffer.")
 
 
+@pytest.mark.judge
 def test_dmas_waited(submission: ModuleType, submission_path: Path) -> None:
     """Every DMA is waited, and nothing reads its destination before the wait"""
     for shape, dtype in TRACED:

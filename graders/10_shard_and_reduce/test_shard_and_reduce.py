@@ -19,7 +19,6 @@ from course.grading import (
     assert_sharding,
     call_explained,
     call_traced,
-    compiled_hlo,
     differing_copies,
     fail,
     hlo_collectives,
@@ -27,6 +26,7 @@ from course.grading import (
     shard_shapes,
     sharding_text,
     spec_text,
+    traced_once,
     walk_eqns,
 )
 
@@ -53,6 +53,12 @@ def _sharded(rng: np.random.Generator, shape: tuple[int, int], mesh: jax.shardin
     """An array sharded P('x', 'y') by the grader (not by the learner's `place`) and its NumPy values."""
     data = _data(rng, shape)
     return jax.device_put(data, NamedSharding(mesh, P(*BOTH))), data
+
+
+def _case(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh) -> Any:
+    """`global_mean(x, mesh)` traced, compiled and run once (`traced_once`, with tracing mistakes explained): its
+    trace and its compiled program's text, which a judge's check reads."""
+    return traced_once(sub.global_mean, x, static=(mesh,), name="`global_mean`", path=path)
 
 
 def _mean(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh, *, jaxpr: bool = False) -> Any:
@@ -174,12 +180,13 @@ def _shard_maps(closed: Any) -> list[Any]:
     return [eqn for eqn, _ in walk_eqns(closed) if eqn.primitive.name == "shard_map"]
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_shard_map_blocks(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """`global_mean` runs a `jax.shard_map` that takes x as its P('x', 'y') blocks."""
     mesh = _mesh()
     x, _ = _sharded(rng, (8, 16), mesh)
-    maps = _shard_maps(_mean(submission, submission_path, x, mesh, jaxpr=True))
+    maps = _shard_maps(_case(submission, submission_path, x, mesh).jaxpr)
     if not maps:
         fail("`global_mean` has no `jax.shard_map`. `jnp.mean` on the sharded array gives the right number "
              "(XLA inserts the all-reduce for you), but this exercise is about writing it: sum each "
@@ -194,12 +201,13 @@ def test_shard_map_blocks(submission: ModuleType, submission_path: Path, rng: np
              "compute one number. Take the blocks where they already are: in_specs=P('x', 'y').")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_psum_both_axes(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Inside the `shard_map`, a `psum` (or `pmean`) of one partial sum per device covers both mesh axes."""
     mesh = _mesh()
     x, _ = _sharded(rng, (8, 16), mesh)
-    found = jaxpr_collectives(_mean(submission, submission_path, x, mesh, jaxpr=True), path=submission_path)
+    found = jaxpr_collectives(_case(submission, submission_path, x, mesh).jaxpr, path=submission_path)
     gathers = [c for c in found if c.primitive.startswith("all_gather")]
     if gathers:
         fail(f"`global_mean` calls `all_gather`{_at(gathers[0].line)}: every block then travels to every "
@@ -231,13 +239,13 @@ def _at(line: int | None) -> str:
     return f" (line {line})" if line else ""
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_hlo_all_reduce_only(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The compiled program communicates with all-reduce only: no all-gather, all-to-all or collective-permute."""
     mesh = _mesh()
     x, _ = _sharded(rng, (8, 16), mesh)
-    _mean(submission, submission_path, x, mesh, jaxpr=True)  # explains a tracing mistake before compiling
-    ops = hlo_collectives(compiled_hlo(lambda a: submission.global_mean(a, mesh), x))
+    ops = hlo_collectives(_case(submission, submission_path, x, mesh).hlo)
     others = {op: n for op, n in ops.items() if op != "all-reduce"}
     if others:
         listed = ", ".join(f"{n} {op}" for op, n in sorted(others.items()))

@@ -21,13 +21,12 @@ from course.grading import (
     assert_sharding,
     by_call,
     call_explained,
-    call_traced,
-    compiled_hlo,
     fail,
     hlo_collectives,
     jaxpr_collectives,
     sharding_text,
     total_steps,
+    traced_once,
 )
 
 DEVICES = 8
@@ -49,9 +48,10 @@ def _rows(rng: np.random.Generator, n: int, mesh: jax.sharding.Mesh) -> tuple[ja
     return jax.device_put(data, NamedSharding(mesh, P(mesh.axis_names[0]))), data
 
 
-def _ring(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh, *, jaxpr: bool = False) -> Any:
-    """`ring_allreduce(x, mesh)` under `jax.jit` (or traced to a jaxpr), with tracing mistakes explained."""
-    return call_traced(lambda a: sub.ring_allreduce(a, mesh), x, name="`ring_allreduce`", path=path, jaxpr=jaxpr)
+def _case(sub: ModuleType, path: Path, x: jax.Array, mesh: jax.sharding.Mesh) -> Any:
+    """`ring_allreduce(x, mesh)` traced, compiled and run once (`traced_once`, with tracing mistakes explained): its
+    trace and its compiled program's text, which a judge's check reads."""
+    return traced_once(sub.ring_allreduce, x, static=(mesh,), name="`ring_allreduce`", path=path)
 
 
 def _ppermutes(sub: ModuleType, path: Path, rng: np.random.Generator) -> tuple[list[Collective], int]:
@@ -60,7 +60,7 @@ def _ppermutes(sub: ModuleType, path: Path, rng: np.random.Generator) -> tuple[l
     mesh = _mesh()
     n = DEVICES * int(rng.integers(3, 20))
     x, _ = _rows(rng, n, mesh)
-    found = jaxpr_collectives(_ring(sub, path, x, mesh, jaxpr=True), path=path)
+    found = jaxpr_collectives(_case(sub, path, x, mesh).jaxpr, path=path)
     permutes = by_call(c for c in found if c.primitive == "ppermute")
     if not permutes:
         others = sorted({c.lax_name for c in found})
@@ -171,13 +171,13 @@ def test_sharding_kept(submission: ModuleType, submission_path: Path, rng: np.ra
                          "its row of x; the all-gather phase of the ring already gives every device the sum.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_only_collective_permutes(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The compiled program communicates with collective-permutes only."""
     mesh = _mesh()
     x, _ = _rows(rng, 64, mesh)
-    _ring(submission, submission_path, x, mesh, jaxpr=True)  # explains a tracing mistake before compiling
-    ops = hlo_collectives(compiled_hlo(lambda a: submission.ring_allreduce(a, mesh), x))
+    ops = hlo_collectives(_case(submission, submission_path, x, mesh).hlo)
     why = {
         "all-reduce": "An all-reduce is what `psum` compiles to: the very collective you are building.",
         "all-gather": "An all-gather (from `all_gather`) copies whole pieces to every device at once; the "
@@ -192,6 +192,7 @@ def test_only_collective_permutes(submission: ModuleType, submission_path: Path,
         fail("the compiled `ring_allreduce` moves no data between devices at all (no collective-permute).")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_one_direction(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Every ppermute sends each device's chunk to its neighbour, all in the same direction."""
@@ -216,6 +217,7 @@ def test_one_direction(submission: ModuleType, submission_path: Path, rng: np.ra
              "and the all-gather follows the chunks the reduce-scatter left behind.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_fourteen_steps(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The ring makes 14 ppermute steps: 7 to reduce-scatter, 7 to all-gather."""
@@ -235,6 +237,7 @@ def test_fourteen_steps(submission: ModuleType, submission_path: Path, rng: np.r
              f"steps then {DEVICES - 1} all-gather steps, {STEPS} in all.{hint}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_chunk_per_step(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Each ppermute step moves one chunk of n/8 floats."""

@@ -15,7 +15,7 @@ from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
 from course.grading.observe.calls.programs import compile_program, size_text
 from course.grading.observe.calls.recompiles import later_calls
-from course.grading.observe.traces.jaxprs import learner_line, walk_eqns
+from course.grading.observe.traces.jaxprs import learner_line, traced, walk_eqns
 from course.grading.observe.traces.loops import line_text
 from course.grading.observe.traces.matmuls import matmul_flops, matmuls_in, mflop, repeated_matmuls
 from course.grading.observe.traces.residuals import describe_residuals, scan_residuals
@@ -188,10 +188,11 @@ def test_memory_budget_loss_and_grads(submission: ModuleType, submission_path: P
     _check_memory(submission, "loss_and_grads", BUDGET, submission_path)
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_no_matmul_recomputed(submission: ModuleType, submission_path: Path) -> None:
     """`loss_and_grads` asks for no more matmul work than the forward pass and its gradients (1611 MFLOP)"""
-    closed = jax.make_jaxpr(submission.loss_and_grads)(*_spec())
+    closed = traced(submission.loss_and_grads, *_spec())
     found = matmuls_in(closed, path=submission_path)
     total = matmul_flops(found)
     if total is None:

@@ -95,8 +95,7 @@ def _reference(params: dict[str, np.ndarray], batch: tuple) -> tuple[float, dict
 
 def _run(sub: ModuleType, path: Path, mesh: jax.sharding.Mesh, params: dict, batch: tuple) -> tuple[Traced, Any, dict]:
     """`loss_and_grads(params, batch, mesh)` traced, compiled and run once; (the case, loss, grads)."""
-    case = traced_once(lambda p, b: sub.loss_and_grads(p, b, mesh), params, batch,
-                       name="`loss_and_grads`", path=path)
+    case = traced_once(sub.loss_and_grads, params, batch, static=(mesh,), name="`loss_and_grads`", path=path)
     return case, *_pair(case.out)
 
 
@@ -158,6 +157,7 @@ def test_shard_params(submission: ModuleType, rng: np.random.Generator) -> None:
                  f"{total // DEVICES} of the {total}.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_traceable(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """`loss_and_grads` can be traced and compiled (under `jax.jit`) and returns (loss, grads like params)."""
@@ -298,6 +298,7 @@ def test_grads_sharded(submission: ModuleType, rng: np.random.Generator) -> None
                              "gathered copy, so it comes back sharded like them.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_batch_stays_sharded(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The devices gather only whole parameters: every all-gather has a parameter's shape, and nothing else moves."""
@@ -318,6 +319,7 @@ def test_batch_stays_sharded(submission: ModuleType, submission_path: Path, rng:
                  f"time (shapes {', '.join(f'{k} {s}' for k, s in shapes.items())}).")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_grads_reduce_scattered(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Gradients are reduce-scattered, never psummed whole, and the loss crosses the devices as one number."""

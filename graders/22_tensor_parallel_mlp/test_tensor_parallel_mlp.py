@@ -72,7 +72,7 @@ def _reference(h: dict[str, np.ndarray], *, exact: bool = False) -> np.ndarray:
 
 def _run(sub: ModuleType, path: Path, mesh: jax.sharding.Mesh, args: tuple) -> tuple[Traced, jax.Array]:
     """`mlp(x, w1, b1, w2, b2, mesh)` traced, compiled and run once; (the case, its result)."""
-    case = traced_once(lambda *a: sub.mlp(*a, mesh), *args, name="`mlp`", path=path)
+    case = traced_once(sub.mlp, *args, static=(mesh,), name="`mlp`", path=path)
     return case, assert_is_array(case.out, "`mlp(x, w1, b1, w2, b2, mesh)`")
 
 
@@ -87,6 +87,7 @@ def _fixed(sub: ModuleType, path: Path, rng: np.random.Generator) -> tuple[Trace
     return _run(sub, path, mesh, _placed(mesh, _host(rng, *FIXED)))
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_traceable(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """`mlp` can be traced and compiled (under `jax.jit`) and returns one array."""
@@ -178,6 +179,7 @@ def _a(op: str) -> str:
     return f"{'an' if op[0] in 'aeiou' else 'a'} {op}"
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_one_all_reduce(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The compiled program adds across devices exactly once: one all-reduce, of the (B, D) result."""
@@ -203,6 +205,7 @@ def test_one_all_reduce(submission: ModuleType, submission_path: Path, rng: np.r
              f"of the (B, D) = {(b, d)} partial results of the second matmul.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_no_other_collectives(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Nothing else moves: no all-gather, reduce-scatter, all-to-all or collective-permute."""
@@ -220,6 +223,7 @@ def test_no_other_collectives(submission: ModuleType, submission_path: Path, rng
             fail(f"the compiled `mlp` runs {_a(op.op)} of {op.text()} ({_what(op.shape)}). {why[op.op]}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_float32_sum(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The partial sums are computed and added in float32: no matmul operand or result, or collective, in 16 bits."""

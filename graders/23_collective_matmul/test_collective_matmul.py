@@ -58,7 +58,7 @@ def _run(sub: ModuleType, path: Path, mesh: jax.sharding.Mesh, x: np.ndarray,
     axis = mesh.axis_names[0]
     xs = jax.device_put(x, NamedSharding(mesh, P(axis, None)))
     ws = jax.device_put(w, NamedSharding(mesh, P(None, axis)))
-    case = traced_once(lambda a, b: sub.ag_matmul(a, b, mesh), xs, ws, name="`ag_matmul`", path=path)
+    case = traced_once(sub.ag_matmul, xs, ws, static=(mesh,), name="`ag_matmul`", path=path)
     return case, assert_is_array(case.out, "`ag_matmul(x, w, mesh)`")
 
 
@@ -161,6 +161,7 @@ def test_output_sharding(submission: ModuleType, rng: np.random.Generator) -> No
     assert_sharding(got, NamedSharding(_mesh(), P(None, AXIS)), name=name, hint=hint)
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_only_collective_permutes(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The compiled program moves data with collective-permutes only."""
@@ -199,6 +200,7 @@ def _ppermutes(case: Traced, path: Path) -> list[Collective]:
     return permutes
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_ring_permutes(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Every ppermute is a full ±1 shift of at most one (M/8, K) chunk, and each device receives 7 chunks in all."""
@@ -247,6 +249,7 @@ def test_ring_permutes(submission: ModuleType, submission_path: Path, rng: np.ra
              f"once.{extra}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_chunk_matmuls(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """No matmul does more than one chunk's work, (M/8, K) @ (K, N/8), and there are 8 chunks' worth in all."""

@@ -69,7 +69,7 @@ def _run(sub: ModuleType, path: Path, rng: np.random.Generator,
     mesh = _mesh(s)
     x = jax.device_put(xs, NamedSharding(mesh, P()))
     w = jax.device_put(ws, NamedSharding(mesh, P(AXIS)))
-    traced = traced_once(lambda a, v: sub.pipeline(a, v, mesh), x, w, name="`pipeline`", path=path)
+    traced = traced_once(sub.pipeline, x, w, static=(mesh,), name="`pipeline`", path=path)
     return traced, assert_is_array(traced.out, "`pipeline(x, weights, mesh)`"), xs, ws
 
 
@@ -85,6 +85,7 @@ def _call(sub: ModuleType, rng: np.random.Generator,
     return assert_is_array(call_jitted(sub.pipeline, x, w, mesh), "`pipeline(x, weights, mesh)`"), xs, ws
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_traceable(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """`pipeline` can be traced and compiled (under `jax.jit`) and returns one array."""
@@ -228,6 +229,7 @@ def _what(elements: int) -> str:
     return names.get(elements, f"{elements} numbers")
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_weights_stay(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Weights never move: no collective of a layer's size, no all-to-all, one collective besides the permutes."""
@@ -261,6 +263,7 @@ def _permutes(sub: ModuleType, path: Path, rng: np.random.Generator) -> list[Col
     return permutes
 
 
+@pytest.mark.judge
 @pytest.mark.points(2)
 def test_permute_steps(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The ppermutes make M + S - 2 or M + S - 1 steps, each of one (B, D) activation."""
@@ -291,6 +294,7 @@ def test_permute_steps(submission: ModuleType, submission_path: Path, rng: np.ra
              f"passes nothing on, so {m + s - 2} or {m + s - 1} ppermutes.{hint}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_permute_direction(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Every ppermute sends stage s to stage s + 1 (the wrap pair from the last stage to the first allowed)."""
@@ -307,6 +311,7 @@ def test_permute_direction(submission: ModuleType, submission_path: Path, rng: n
              f"{s - 1}→0 may be added).")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_matmul_work(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Each matmul is one (B, D) @ (D, D) product, and each device makes between M and M + S - 1 of them."""

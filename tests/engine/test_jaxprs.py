@@ -216,3 +216,38 @@ def test_the_judge_reads_a_kernel_the_executor_traced(tmp_path: Path) -> None:
     assert call.kernel_name == "_kernel" and call.arg_names == ("x_ref", "o_ref")
     assert [(a.name, a.kind, a.line) for a in call.accesses()] == [("x_ref", "load", 8), ("o_ref", "store", 8)]
     assert np.prod(call.jaxpr.invars[0].aval.shape) == 8 * 128
+
+
+MESHED = b'''
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+
+def total(x, mesh):
+    summed = jax.shard_map(lambda b: jax.lax.psum(b.sum(axis=0), "d"), mesh=mesh, in_specs=P("d"), out_specs=P())
+    return summed(x)
+
+
+def host_read(x, mesh):
+    return jnp.full((2,), float(x.sum()))
+'''
+
+
+def test_traced_once_is_made_there_and_read_here(tmp_path: Path) -> None:
+    """`traced_once` on the learner's function seen from the judge: the executor traces, compiles and runs it with the
+    mesh passed after the arrays; the judge reads the collective from the trace and compares the result itself."""
+    from course.grading import CheckFailed
+    from course.grading.observe.traces.collectives import jaxpr_collectives
+    from course.grading.observe.traces.sharding import traced_once
+
+    path = tmp_path / "learner.py"
+    mesh = jax.make_mesh((1,), ("d",), axis_types=(jax.sharding.AxisType.Auto,))
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    with served(path, MESHED) as module:
+        case = traced_once(module.total, jnp.asarray(x), static=(mesh,), name="`total`", path=path)
+        assert [c.lax_name for c in jaxpr_collectives(case.jaxpr, path=path)] == ["psum"]
+        assert "HloModule" in case.hlo
+        np.testing.assert_array_equal(np.asarray(case.out), x.sum(axis=0))
+        with pytest.raises(CheckFailed, match="host_read"):  # the executor explained the mistake; it fails here
+            traced_once(module.host_read, jnp.asarray(x), static=(mesh,), name="`host_read`", path=path)

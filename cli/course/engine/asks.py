@@ -1,7 +1,8 @@
 """What the judge may ask of a call of the learner's code, and how the executor makes it.
 
 A call is made as asked: plainly, under `jax.jit` (`call_jitted`), as `strict_values` runs a kernel
-(`strict`), traced (`trace`: its jaxpr, sent as data), traced for the jitted calls it makes (`jits`), for
+(`strict`), traced (`trace`: its jaxpr, sent as data), traced, compiled and run once (`case`, as
+`traced_once` does), traced for the jitted calls it makes (`jits`), for
 the gradients of its sum (`grad`), once per argument tuple with what each call compiled, built and ran
 noted (`watch`), or as `run_aliased` runs a kernel (`aliased`); inside the strict interpreter block the
 judge's check has open, if any (`interpret`). Whatever the header says is checked here before it is used:
@@ -52,6 +53,8 @@ def _dispatch(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
                      fresh_caches=asked.get("fresh") is True, runs=asked.get("runs") is True)
     if isinstance(asked := header.get("aliased"), dict):
         return _aliased(fn, args, asked, path, module)
+    if isinstance(asked := header.get("case"), dict):  # traced, compiled and run once, as `traced_once` does
+        return _case(fn, args, kwargs, asked, path)
     if isinstance(asked := header.get("trace"), dict):  # a closed jaxpr, sent as data (`course.engine.jaxprs`)
         if kwargs:
             raise wire.WireError("a trace's arguments are malformed")
@@ -93,6 +96,18 @@ def _trace(fn: Any, args: Any, asked: dict[str, Any]) -> Any:
     if asked.get("body") is True:
         return tpu_fallback(lambda: jitted_body(fn, *args))
     return tpu_fallback(lambda: jax.make_jaxpr(fn)(*args))
+
+
+def _case(fn: Any, args: Any, kwargs: dict[str, Any], asked: dict[str, Any], path: Path) -> Any:
+    """(trace, compiled HLO text, result) of `traced_once(fn, *args)`, the last `static` arguments passed untraced."""
+    from course.grading.observe.traces.sharding import traced_once
+
+    count, name = asked.get("static"), asked.get("name")
+    if kwargs or type(count) is not int or not 0 <= count <= len(args) or not isinstance(name, str):
+        raise wire.WireError("a traced case is malformed")
+    split = len(args) - count
+    case = traced_once(fn, *args[:split], static=tuple(args[split:]), name=name[:200], path=path)
+    return case.jaxpr, case.hlo, case.out
 
 
 def _kernel_spec(asked: dict[str, Any]) -> tuple[Any, dict[int, int]]:

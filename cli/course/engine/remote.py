@@ -146,6 +146,12 @@ class RemoteFunction:
                                "shape": [int(d) for d in kernel.shape], "dtype": jnp.dtype(kernel.dtype).name}
         return self._run(args, {}, jit=False, trace=asked)
 
+    def traced_once(self, *args: Any, static: tuple[Any, ...], name: str) -> Any:
+        """(trace, compiled HLO text, result) of `course.grading.traced_once` made there for these arguments, with
+        `static` passed after them; a check the executor failed on the way (a tracing mistake explained) fails
+        here with its message."""
+        return self._run((*args, *static), {}, jit=False, case={"name": str(name), "static": len(static)})
+
     def watched_calls(self, calls: list[list[Any]], *, fresh_caches: bool = False, runs: bool = False) -> Any:
         """Call it there once per argument list, noting what each call compiled and built (and ran, with `runs`),
         then trace each call for its programs' texts (`course.grading.watched_calls`), which the judge reads;
@@ -168,7 +174,8 @@ class RemoteFunction:
 
     def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None,
              grad: list[int] | None = None, jits: bool = False, watch: dict[str, bool] | None = None,
-             aliased: dict[str, Any] | None = None, trace: dict[str, Any] | None = None) -> Any:
+             aliased: dict[str, Any] | None = None, trace: dict[str, Any] | None = None,
+             case: dict[str, Any] | None = None) -> Any:
         """Send the arguments, run the call there, and return what it returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
@@ -189,6 +196,8 @@ class RemoteFunction:
             body["jits"] = True
         if trace is not None:
             body["trace"] = trace
+        if case is not None:
+            body["case"] = case
         if watch is not None:
             body["watch"] = watch
         if aliased is not None:
@@ -200,6 +209,10 @@ class RemoteFunction:
         if strict is None and tpu is not None and (interpret := tpu.active_overrides()) is not None:
             body["interpret"] = interpret
         header, returned = _asked(self._link, self._path, body, buffers)
+        if isinstance(header.get("failed"), str):  # a grader's check failed there, on the way: never a pass
+            from course.grading.feedback import CheckFailed
+
+            raise CheckFailed(header["failed"])
         for index in header.get("consumed", []):
             if isinstance(index, int) and 0 <= index < len(leaves) and hasattr(leaves[index], "delete"):
                 leaves[index].delete()  # the call donated it there: it is gone here too

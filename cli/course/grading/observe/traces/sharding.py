@@ -292,13 +292,21 @@ def _index_text(index: tuple[slice, ...], shape: tuple[int, ...]) -> str:
 
 
 @dataclass(frozen=True)
+class ProgramText:
+    """A program compiled in the executor, as the judge sees it: its optimized HLO text."""
+
+    hlo_text: str
+
+
+@dataclass(frozen=True)
 class Traced:
     """A learner's function traced, lowered and compiled once for one case, and that executable's result."""
 
     jaxpr: Any
     """The closed jaxpr of the traced function (walk it with `jaxprs.walk_eqns`)."""
     program: Any
-    """The `course.grading.observe.calls.programs.Program` compiled from it: `.hlo_text`, `.memory`, a call runs it."""
+    """The `course.grading.observe.calls.programs.Program` compiled from it: `.hlo_text`, `.memory`, a call runs it
+    (in a judge's check, a `ProgramText`: the text the executor's compile gave)."""
     out: Any
     """What the compiled program returned for the traced arguments."""
 
@@ -308,10 +316,20 @@ class Traced:
         return str(self.program.hlo_text)
 
 
-def traced_once(fn: Callable[..., Any], *args: Any, name: str, path: Path | None = None) -> Traced:
-    """`jax.jit(fn)` traced, lowered and compiled once for `args`, then run; tracing mistakes as in `call_traced`."""
+def traced_once(fn: Callable[..., Any], *args: Any, name: str, path: Path | None = None,
+                static: tuple[Any, ...] = ()) -> Traced:
+    """`jax.jit(fn)` traced, lowered and compiled once for `args` (with `static`, a mesh say, passed after them to
+    every call, never traced), then run; tracing mistakes as in `call_traced`. In a judge's check, where `fn` is the
+    learner's function seen from afar, the executor does all of it and sends the trace (as data,
+    `course.engine.jaxprs`), the compiled program's text and the result: every conclusion is drawn here."""
     from course.grading.observe.calls.programs import compile_lowered
+    from course.grading.observe.calls.strict_runs import runs_here
 
+    if not runs_here(fn):
+        jaxpr, hlo, out = fn.traced_once(*args, static=static, name=name)
+        return Traced(jaxpr, ProgramText(str(hlo)), out)
+    if static:
+        fn = _with_static(fn, static)
     try:
         traced = jax.jit(fn).trace(*args)
     except _TRACING_ERRORS as exc:
@@ -323,6 +341,14 @@ def traced_once(fn: Callable[..., Any], *args: Any, name: str, path: Path | None
         raise
     program = compile_lowered(traced.lower(), name)
     return Traced(traced.jaxpr, program, program(*args))
+
+
+def _with_static(fn: Callable[..., Any], static: tuple[Any, ...]) -> Callable[..., Any]:
+    """`fn` with `static` passed after the traced arguments (as a grader's `lambda *a: fn(*a, mesh)` does)."""
+    def call(*args: Any) -> Any:
+        return fn(*args, *static)
+
+    return call
 
 
 def _illegal_sharding(exc: Exception, name: str, where: str) -> str:
