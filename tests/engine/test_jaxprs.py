@@ -251,3 +251,16 @@ def test_traced_once_is_made_there_and_read_here(tmp_path: Path) -> None:
         np.testing.assert_array_equal(np.asarray(case.out), x.sum(axis=0))
         with pytest.raises(CheckFailed, match="host_read"):  # the executor explained the mistake; it fails here
             traced_once(module.host_read, jnp.asarray(x), static=(mesh,), name="`host_read`", path=path)
+
+
+def test_a_forged_trace_fails_the_check_as_the_learners_doing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An executor whose trace is not one (its writer rebound by the learner's code) fails the judge's check with one
+    sentence, as the learner's doing; nothing of it is built."""
+    from course.engine import jaxprs
+    from course.engine.submission import SubmissionError
+
+    path = tmp_path / "learner.py"
+    with served(path, LEARNER) as module:
+        monkeypatch.setattr(jaxprs, "encode", lambda closed: jaxprs.MAGIC + b"\xff" * 40)
+        with pytest.raises(SubmissionError, match="sent an answer that is not one"):
+            pallas_calls(module.double, jax.ShapeDtypeStruct((8, 128), jnp.float32), path=path)

@@ -326,9 +326,9 @@ def argument_copies(fn: Callable[..., Any], *args: Any, path: Any = None) -> lis
     is an argument a jitted call returns unchanged: XLA must copy it to return it, all the more
     when the call donates it. Arguments may be `jax.ShapeDtypeStruct`s.
     """
-    from course.grading.observe.traces.jaxprs import learner_line
+    from course.grading.observe.traces.jaxprs import learner_line, traced
 
-    closed = jax.make_jaxpr(fn)(*args)
+    closed = traced(fn, *args)
     position = {v: i for i, v in enumerate(closed.jaxpr.invars)}
     found = []
     for eqn in closed.jaxpr.eqns:

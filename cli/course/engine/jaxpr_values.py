@@ -1,0 +1,273 @@
+"""The parameter values of a trace, rebuilt in the judge from their tagged JSON form (`course.engine.jaxprs`).
+
+Each tag has its reader here: containers, typed numbers and arrays, dtypes, jaxprs of the table
+(only those built already), tree structures, meshes, shardings, effects, enums and objects of the
+classes `CLASSES` lists, made without running their constructors; anything else arrived as its text
+(`Unsent`). `r`, in every reader, is the trace's reader (`course.engine.jaxpr_objects`), which
+rebuilds nested values, variables and jaxprs. What is malformed raises `WireError`.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from course.engine import wire
+from course.engine.jaxprs import CLASSES, fields_of
+
+__all__ = ["FunctionName", "Unsent", "numbers", "read_tagged"]
+
+_EXTENDED = ("float0",)
+"""Dtype names besides the array ones that a trace may carry (a kernel's semaphore types cross as objects)."""
+
+@dataclass(frozen=True)
+class FunctionName:
+    """What JAX prints of a function in a parameter: its name."""
+
+    func_name: str
+
+
+@dataclass(frozen=True)
+class Unsent:
+    """A parameter that crossed as its text only (a function, an object of a class not listed)."""
+
+    type_name: str
+    text: str
+    debug_info: FunctionName | None = None
+    shown: str | None = None
+    """Its `str`, where that differs from its `repr` (`text`)."""
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __str__(self) -> str:
+        return self.text if self.shown is None else self.shown
+
+
+def numbers(value: Any, below: int) -> list[int]:
+    """A list of table numbers, each in `range(below)`."""
+    if not isinstance(value, list) or not all(type(i) is int and 0 <= i < below for i in value):
+        raise wire.WireError("a trace's table numbers are out of range")
+    return value
+
+
+def _unknown(r: Any, node: dict[str, Any], depth: int) -> Any:
+    raise wire.WireError(f"a trace's value has the unknown tag {node['@']!r}")
+
+
+def _seq(r: Any, node: dict[str, Any], depth: int, key: str = "v") -> list[Any]:
+    """The values listed under `key`."""
+    items = node.get(key)
+    if not isinstance(items, list):
+        raise wire.WireError("a trace's sequence is malformed")
+    return [r.value(v, depth) for v in items]
+
+
+def _dict(r: Any, node: dict[str, Any], depth: int) -> dict[Any, Any]:
+    keys, values = _seq(r, node, depth, "k"), _seq(r, node, depth, "v")
+    if len(keys) != len(values):
+        raise wire.WireError("a trace's dict is malformed")
+    try:
+        return dict(zip(keys, values, strict=True))
+    except TypeError:
+        raise wire.WireError("a trace's dict has a key that is no key") from None
+
+
+def _array(r: Any, node: dict[str, Any]) -> np.ndarray:
+    (index,) = numbers([node.get("a")], len(r.arrays))
+    return r.arrays[index]
+
+
+def _dtype(name: Any) -> Any:
+    """A dtype of the wire's list, or one of the extended ones a kernel's refs carry."""
+    if name in wire.DTYPES:
+        return wire.dtype(name)
+    if name not in _EXTENDED:
+        raise wire.WireError(f"a trace names the dtype {name!r}")
+    from jax import dtypes
+
+    return np.dtype(dtypes.float0)
+
+
+def _typed(r: Any, node: dict[str, Any], depth: int) -> Any:
+    from jax._src import literals
+
+    dtype, value = _dtype(node.get("dt")), node.get("v")
+    if node["@"] == "ti" and type(value) is int:
+        return literals.TypedInt(value, dtype)
+    if node["@"] == "tf" and type(value) in (int, float):
+        return literals.TypedFloat(float(value), dtype)
+    raise wire.WireError("a trace's typed number is malformed")
+
+
+def _typed_array(r: Any, node: dict[str, Any], depth: int) -> Any:
+    from jax._src import literals
+
+    aval = r.value(node.get("aval"), depth)
+    return literals.TypedNdArray(_array(r, node), aval if isinstance(aval, r.core.ShapedArray) else None)
+
+
+def _jaxpr_ref(r: Any, node: dict[str, Any]) -> Any:
+    """A jaxpr of the table, which must already be built: listed before the one that holds it."""
+    (index,) = numbers([node.get("j")], len(r.built))
+    return r.built[index]
+
+
+def _closed(r: Any, node: dict[str, Any], depth: int) -> Any:
+    return r.core.ClosedJaxpr(_jaxpr_ref(r, node), _seq(r, node, depth, "c"))
+
+
+def _treedef(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """A tree structure from its node's type and data and its children's structures."""
+    from jax import tree_util
+
+    if node["@"] == "leaf":
+        return tree_util.tree_structure(0)
+    name = node.get("n")
+    kind = {"tuple": tuple, "list": list, "dict": dict, "None": type(None)}.get(name) if isinstance(name, str) else None
+    kind = kind or _class(name)
+    kids = _seq(r, node, depth, "kids")
+    if not all(isinstance(k, tree_util.PyTreeDef) for k in kids):
+        raise wire.WireError("a trace's tree structure is malformed")
+    from jax._src.tree_util import tracing_registry
+
+    aux = r.value(node.get("aux"), depth)
+    for registry in (tree_util.default_registry, tracing_registry):  # a view of a ref is a node when tracing only
+        try:
+            return tree_util.PyTreeDef.from_node_data_and_children(registry, (kind, aux), kids)
+        except RuntimeError:
+            continue  # a type this registry does not know
+        except (ValueError, TypeError):
+            break
+    raise wire.WireError("a trace's tree structure is not one")
+
+
+def _mesh(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """A mesh as its axes: sizes, names and types (the devices stay where they are)."""
+    from jax._src import mesh
+
+    sizes, names, types = node.get("sizes"), node.get("names"), _seq(r, node, depth, "types")
+    if not (isinstance(sizes, list) and all(type(s) is int and s > 0 for s in sizes) and isinstance(names, list)
+            and all(isinstance(n, str) for n in names) and len(sizes) == len(names) == len(types)
+            and all(isinstance(t, mesh.AxisType) for t in types)):
+        raise wire.WireError("a trace's mesh is malformed")
+    return mesh.AbstractMesh(tuple(sizes), tuple(names), axis_types=tuple(types))
+
+
+def _sharding(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """A named sharding: its mesh's axes, its partition spec and memory kind."""
+    import jax
+
+    mesh, spec, kind = r.value(node.get("mesh"), depth), r.value(node.get("spec"), depth), node.get("mk")
+    if not isinstance(spec, jax.sharding.PartitionSpec) or not (kind is None or isinstance(kind, str)):
+        raise wire.WireError("a trace's sharding is malformed")
+    try:
+        return jax.sharding.NamedSharding(mesh, spec, memory_kind=kind)
+    except (TypeError, ValueError):
+        raise wire.WireError("a trace's sharding is not one") from None
+
+
+def _spec(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """A partition spec: per dimension None, an axis name or a tuple of them."""
+    import jax
+
+    parts, unreduced, reduced = _seq(r, node, depth), node.get("u"), node.get("r")
+    names = (unreduced or []) + (reduced or [])
+    if not (all(p is None or isinstance(p, str) or (isinstance(p, tuple) and all(isinstance(a, str) for a in p))
+                for p in parts) and isinstance(unreduced, list) and isinstance(reduced, list)
+            and all(isinstance(n, str) for n in names)):
+        raise wire.WireError("a trace's partition spec is malformed")
+    try:
+        return jax.sharding.PartitionSpec(*parts, unreduced=frozenset(unreduced), reduced=frozenset(reduced))
+    except (TypeError, ValueError):
+        raise wire.WireError("a trace's partition spec is not one") from None
+
+
+def _manual(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """The mesh axes a type varies over (or is unreduced or reduced over), as JAX interns them."""
+    parts = {k: node.get(k) for k in ("varying", "unreduced", "reduced")}
+    if not all(isinstance(v, list) and all(isinstance(a, str) for a in v) for v in parts.values()):
+        raise wire.WireError("a trace's manual axes are malformed")
+    try:
+        return r.core.ManualAxisType(**{k: frozenset(v) for k, v in parts.items()})
+    except ValueError:
+        raise wire.WireError("a trace's manual axes are not one") from None
+
+
+def _effect(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """A read, write or update of a jaxpr's input: the variable (or position) it is of."""
+    from jax._src import effects
+
+    cls = _class(node.get("c"))
+    if not issubclass(cls, effects.JaxprInputEffect):
+        raise wire.WireError("a trace's effect is not one")
+    if "var" in node:
+        return cls(r.var(node["var"]))
+    (position,) = numbers([node.get("n")], 1 << 20)
+    return cls(position)
+
+
+def _unspecified(r: Any, node: dict[str, Any], depth: int) -> Any:
+    from jax._src import named_sharding
+
+    return named_sharding.UNSPECIFIED
+
+
+def _class(key: Any) -> type:
+    """The listed class `key` names; WireError for any other."""
+    where = CLASSES.get(key) if isinstance(key, str) else None
+    if where is None:
+        raise wire.WireError(f"a trace names the class {key!r}, which may not cross")
+    try:
+        return getattr(importlib.import_module(where[0]), where[1])
+    except (ImportError, AttributeError):
+        raise wire.WireError(f"this judge has no class {key!r}") from None
+
+
+def _enum(r: Any, node: dict[str, Any], depth: int) -> Any:
+    cls = _class(node.get("c"))
+    if not (isinstance(cls, type) and issubclass(cls, enum.Enum)) or not isinstance(node.get("v"), str):
+        raise wire.WireError("a trace's enum is malformed")
+    try:
+        return cls[node["v"]]
+    except KeyError:
+        raise wire.WireError("a trace's enum member is not one") from None
+
+
+def _object(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """An object of a listed class, its fields set as sent; its constructor does not run."""
+    cls = _class(node.get("c"))
+    fields = node.get("f")
+    if isinstance(cls, type) and issubclass(cls, enum.Enum) or not isinstance(fields, dict) \
+            or set(fields) != set(fields_of(cls)):
+        raise wire.WireError("a trace's object is malformed")
+    made = object.__new__(cls)
+    for name in fields_of(cls):
+        object.__setattr__(made, name, r.value(fields[name], depth))
+    return made
+
+
+def _unsent(r: Any, node: dict[str, Any], depth: int) -> Any:
+    named, shown = node.get("fn"), node.get("s")
+    return Unsent(str(node.get("c", ""))[:100], str(node.get("r", ""))[:400],
+                  FunctionName(named[:200]) if isinstance(named, str) else None,
+                  shown[:400] if isinstance(shown, str) else None)
+
+
+def read_tagged(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """The value a tagged node (`{"@": tag, ...}`) stands for, by its tag's reader."""
+    return _TAGS.get(node["@"], _unknown)(r, node, depth)
+
+
+_TAGS = {
+    "t": lambda r, n, d: tuple(_seq(r, n, d)), "fs": lambda r, n, d: frozenset(_seq(r, n, d)), "d": _dict,
+    "ti": _typed, "tf": _typed, "tnd": _typed_array, "nd": lambda r, n, d: _array(r, n),
+    "ng": lambda r, n, d: _array(r, n)[()], "dt": lambda r, n, d: _dtype(n.get("v")),
+    "cj": _closed, "j": lambda r, n, d: _jaxpr_ref(r, n), "tree": _treedef, "leaf": _treedef, "mesh": _mesh,
+    "enum": _enum, "o": _object, "x": _unsent, "ns": _sharding, "ps": _spec, "mat": _manual, "eff": _effect,
+    "unspec": _unspecified,
+}
