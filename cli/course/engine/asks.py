@@ -2,11 +2,11 @@
 
 A call is made as asked: plainly, under `jax.jit` (`call_jitted`), as `strict_values` runs a kernel
 (`strict`), traced (`trace`: its jaxpr, sent as data), traced, compiled and run once (`case`, as
-`traced_once` does), traced for the jitted calls it makes (`jits`), for
-the gradients of its sum (`grad`), once per argument tuple with what each call compiled, built and ran
-noted (`watch`), or as `run_aliased` runs a kernel (`aliased`); inside the strict interpreter block the
-judge's check has open, if any (`interpret`). Whatever the header says is checked here before it is used:
-the judge's requests cross the same link as the learner's answers.
+`traced_once` does), traced for the jitted calls it makes (`jits`), for the gradients of its sum
+(`grad`), once per argument tuple with what each call compiled, built and ran noted (`watch`), or as
+`run_aliased` runs a kernel (`aliased`); inside the strict interpreter block the judge's check has
+open, if any (`interpret`). Whatever the header says is checked here before it is used: the judge's
+requests cross the same link as the learner's answers.
 """
 
 from __future__ import annotations
