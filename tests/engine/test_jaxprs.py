@@ -69,6 +69,18 @@ def _copy(lengths, x):
                           interpret=True)(lengths, x)
 
 
+def _reshaping_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref.reshape(8, 128)[...].reshape(o_ref.shape) * 2
+
+
+def _buffered(x):
+    return pl.pallas_call(
+        _reshaping_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
+        in_specs=[pl.BlockSpec((4, 256), lambda i: (i, 0), pipeline_mode=pl.Buffered(2))],
+        out_specs=pl.BlockSpec((4, 256), lambda i: (i, 0)),
+        cost_estimate=pl.CostEstimate(flops=10, transcendentals=0, bytes_accessed=100), interpret=True)(x)
+
+
 @jax.jit
 def _control(x):
     def body(carry, row):
@@ -83,6 +95,7 @@ TRACES: dict[str, Callable[[], Any]] = {
     "tiled matmul": lambda: jax.make_jaxpr(_tiled)(jnp.ones((256, 256)), jnp.ones((256, 256))),
     "dma with scalar prefetch": lambda: jax.make_jaxpr(_copy)(jnp.ones(1, jnp.int32), jnp.ones((16, 128))),
     "scan, cond and jit": lambda: jax.make_jaxpr(_control)(jnp.ones((4, 3))),
+    "reshaped ref, buffered spec, cost estimate": lambda: jax.make_jaxpr(_buffered)(jnp.ones((8, 256))),
     "grad of a remat": lambda: jax.make_jaxpr(jax.grad(jax.checkpoint(lambda w: jnp.tanh(w @ w).sum())))(
         jnp.ones((4, 4))),
 }
@@ -107,6 +120,9 @@ def test_a_trace_reads_back_as_it_was_made(name: str) -> None:
     back = decode(encode(closed))
     assert str(back) == str(closed)
     assert _facts(back) == _facts(closed)
+    # Every parameter a grader may read arrives as JAX's own object; only functions (a custom rule's) as text.
+    params = [v for e in equations(back.jaxpr) for v in jax.tree_util.tree_leaves(dict(e.params))]
+    assert not [v for v in params if isinstance(v, Unsent) and v.debug_info is None]
     assert any(line is not None for _, line, *_ in (f for f in _facts(back) if len(f) == 3))  # frames crossed
 
 
