@@ -280,3 +280,16 @@ def test_a_forged_trace_fails_the_check_as_the_learners_doing(tmp_path: Path, mo
         monkeypatch.setattr(jaxprs, "encode", lambda closed: jaxprs.MAGIC + b"\xff" * 40)
         with pytest.raises(SubmissionError, match="sent an answer that is not one"):
             pallas_calls(module.double, jax.ShapeDtypeStruct((8, 128), jnp.float32), path=path)
+
+
+def test_a_made_up_primitive_stays_in_its_own_trace() -> None:
+    """A primitive no JAX module defines is read as a stand-in of that name, which no later trace is handed."""
+    from course.engine import jaxpr_objects
+
+    def rename(doc: dict[str, Any]) -> None:
+        (kernel_jaxpr, *_) = doc["jaxprs"]
+        kernel_jaxpr["e"][0]["p"] = "made_up_load"
+
+    (call,) = [e for e in decode(_forged(rename)).jaxpr.eqns if e.primitive.name == "pallas_call"]
+    assert call.params["jaxpr"].eqns[0].primitive.name == "made_up_load"
+    assert "made_up_load" not in jaxpr_objects._PRIMITIVES

@@ -110,6 +110,7 @@ class _Reader:
             raise wire.WireError("a trace's variables are malformed")
         self.vars: list[Any] = [None] * len(self.avals)
         self.built: list[Any] = []
+        self.stand_ins: dict[str, Any] = {}
         jaxprs = doc.get("jaxprs")
         if not isinstance(jaxprs, list):
             raise wire.WireError("a trace's jaxprs are malformed")
@@ -158,9 +159,10 @@ class _Reader:
         tb = node.get("tb")
         traceback = None if tb == -1 else self.tbs[numbers([tb], len(self.tbs))[0]]
         info = source_info_util.SourceInfo(traceback, source_info_util.NameStack())
+        values = {str(k): self.value(v, 0) for k, v in params.items()}
         return self.core.JaxprEqn([self.atom(v) for v in node["i"]], [self.atom(v) for v in node["o"]],
-                                  _primitive(node.get("p")), {str(k): self.value(v, 0) for k, v in params.items()},
-                                  self.effects(node.get("fx")), info, _context())
+                                  _primitive(node.get("p"), self.stand_ins), values, self.effects(node.get("fx")),
+                                  info, _context())
 
     def effects(self, node: Any) -> frozenset[Any]:
         """The effects among those sent that are JAX's effects of the listed classes (others say nothing here)."""
@@ -195,26 +197,39 @@ class _Reader:
 
 
 _PRIMITIVES: dict[str, Any] = {}
+_SCANNED = [0]
+"""How many modules were loaded when the primitives were last noted."""
 _CONTEXT: list[Any] = []
 
 
-def _primitive(name: Any) -> Any:
-    """JAX's primitive called `name` (of the modules loaded here), or a stand-in of that name."""
+def _primitive(name: Any, stand_ins: dict[str, Any]) -> Any:
+    """JAX's primitive called `name` (of the modules loaded here), or a stand-in of that name, kept in `stand_ins`
+    (one trace's): a name no module here defines never enters the table later gradings read."""
     if not isinstance(name, str) or not 0 < len(name) <= 200:
         raise wire.WireError("a trace's primitive has no name")
-    if name not in _PRIMITIVES:
+    if name not in _PRIMITIVES and len(sys.modules) != _SCANNED[0]:
+        _scan_primitives()  # again only when modules were loaded since: a flood of made-up names costs one scan
+    if name in _PRIMITIVES:
+        return _PRIMITIVES[name]
+    if name not in stand_ins:
         from jax._src import core
 
-        for module in ("jax.experimental.pallas", "jax.experimental.pallas.tpu", "jax.experimental.shard_map"):
-            importlib.import_module(module)
-        for mod_name, module in list(sys.modules.items()):
-            if mod_name.startswith("jax") and module is not None:
-                for value in list(vars(module).values()):
-                    if isinstance(value, core.Primitive):
-                        _PRIMITIVES.setdefault(value.name, value)
-        if name not in _PRIMITIVES:
-            _PRIMITIVES[name] = core.Primitive(name)  # a primitive of no module loaded here: named as sent
-    return _PRIMITIVES[name]
+        stand_ins[name] = core.Primitive(name)
+    return stand_ins[name]
+
+
+def _scan_primitives() -> None:
+    """Note every primitive of the JAX modules loaded here (Pallas's and `shard_map`'s among them), by name."""
+    from jax._src import core
+
+    for module in ("jax.experimental.pallas", "jax.experimental.pallas.tpu", "jax.experimental.shard_map"):
+        importlib.import_module(module)
+    for mod_name, module in list(sys.modules.items()):
+        if mod_name.startswith("jax") and module is not None:
+            for value in list(vars(module).values()):
+                if isinstance(value, core.Primitive):
+                    _PRIMITIVES.setdefault(value.name, value)
+    _SCANNED[0] = len(sys.modules)
 
 
 def _context() -> Any:
