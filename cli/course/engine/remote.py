@@ -49,20 +49,20 @@ class RemoteModule(types.ModuleType):
         what it returned; a check it failed there fails here with the same message."""
         buffers: list[bytes] = []
         body = {"op": "observe", "key": key, "args": wire.encode(list(args), buffers, _sent)}
-        header, returned = _asked(self._link, self._path, body, buffers)
-        if isinstance(header.get("failed"), str):
-            from course.grading.feedback import CheckFailed
-
-            raise CheckFailed(header["failed"])  # the observation itself failed the check: never a pass
-        return _value(self._link, self._path, header, returned)
+        return _value(self._link, self._path, *_asked(self._link, self._path, body, buffers))
 
 
 def _asked(link: Link, path: Path, body: dict[str, Any],
            buffers: list[bytes] = ()) -> tuple[dict[str, Any], list[bytes]]:  # type: ignore[assignment]
-    """The executor's answer to `body`; what the learner's code raised there is raised here."""
+    """The executor's answer to `body`; what the learner's code raised there is raised here, and a check a grader's
+    own code failed there (an observation, a helper on the way) fails here with its message."""
     header, returned = link.ask(body, buffers)
     if not header["ok"]:
         raise_remote(header, path)
+    if isinstance(header.get("failed"), str):  # a grader's own code failed the check there: never a pass
+        from course.grading.feedback import CheckFailed
+
+        raise CheckFailed(header["failed"])
     return header, returned
 
 
@@ -209,10 +209,6 @@ class RemoteFunction:
         if strict is None and tpu is not None and (interpret := tpu.active_overrides()) is not None:
             body["interpret"] = interpret
         header, returned = _asked(self._link, self._path, body, buffers)
-        if isinstance(header.get("failed"), str):  # a grader's check failed there, on the way: never a pass
-            from course.grading.feedback import CheckFailed
-
-            raise CheckFailed(header["failed"])
         for index in header.get("consumed", []):
             if isinstance(index, int) and 0 <= index < len(leaves) and hasattr(leaves[index], "delete"):
                 leaves[index].delete()  # the call donated it there: it is gone here too

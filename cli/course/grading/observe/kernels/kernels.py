@@ -18,6 +18,7 @@ from typing import Any
 import jax.extend as jex
 from jax import tree_util
 
+from course.grading.observe.calls.strict_runs import runs_here
 from course.grading.observe.traces.jaxprs import (
     Dim,
     equations,
@@ -25,6 +26,7 @@ from course.grading.observe.traces.jaxprs import (
     learner_line,
     region_of,
     region_text,
+    sendable,
     sub_env,
     traced,
     walk_eqns,
@@ -143,10 +145,10 @@ def kernel_call(kernel: Callable[..., Any], *args: Any, out_shape: Any, path: Pa
     """Trace a `pallas_call` of `kernel` made by the grader itself, so a learner's wrapper cannot hide it."""
     from jax.experimental import pallas as pl
 
-    if getattr(type(kernel), "traced_there", None) is not None and set(pallas_kwargs) <= {"input_output_aliases"}:
+    if not runs_here(kernel) and set(pallas_kwargs) <= {"input_output_aliases"}:
         # The learner's kernel seen from the judge: the executor traces this same call of it, which is read here.
-        closed = kernel.traced_there(*args, kernel=out_shape, aliases=pallas_kwargs.get("input_output_aliases"))
-        (found,) = [kernel_call_of(e, path) for e in equations(closed.jaxpr) if e.primitive.name == "pallas_call"]
+        (found,) = pallas_calls(kernel.traced_there(*(sendable(a) for a in args), kernel=out_shape,
+                                                    aliases=pallas_kwargs.get("input_output_aliases")), path=path)
         return found
     call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True, **pallas_kwargs)
     (found,) = pallas_calls(call, *args, path=path)

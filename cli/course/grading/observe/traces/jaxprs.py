@@ -13,6 +13,8 @@ from typing import Any
 
 import jax.extend as jex
 
+from course.grading.observe.calls.strict_runs import runs_here
+
 __all__ = ["Dim", "traced", "jitted_body", "sendable", "walk_eqns", "equations",
            "sub_env", "is_var", "region_of", "region_text", "learner_line",
            "called_function_line"]
@@ -30,9 +32,8 @@ def traced(fn: Any, *args: Any) -> Any:
     drawn from it is drawn in this process."""
     if isinstance(fn, jex.core.ClosedJaxpr):
         return fn
-    there = getattr(type(fn), "traced_there", None)  # the type's, which no learner's function can add
-    if there is not None:
-        return there(fn, *(_typed(a) for a in args))
+    if not runs_here(fn):
+        return fn.traced_there(*(sendable(a) for a in args))
     import jax
 
     return jax.make_jaxpr(fn)(*args)
@@ -41,27 +42,19 @@ def traced(fn: Any, *args: Any) -> Any:
 def jitted_body(fn: Any, *args: Any) -> Any:
     """The trace a jitted object gives of its own body at these arguments (all of what runs inside its jit, even
     with `inline=True`, which leaves no `jit` equation in a trace around it), or None for a plain function."""
-    there = getattr(type(fn), "traced_there", None)
-    if there is not None:
-        return there(fn, *(_typed(a) for a in args), body=True)
+    if not runs_here(fn):
+        return fn.traced_there(*(sendable(a) for a in args), body=True)
     if callable(getattr(fn, "trace", None)) and callable(getattr(fn, "lower", None)):
         return fn.trace(*args).jaxpr
     return None
 
 
-def _typed(arg: Any) -> Any:
-    """An argument of a trace as it crosses: a `jax.ShapeDtypeStruct` as itself (its type only), unless it carries
-    a sharding (then a zero array)."""
-    import jax
-
-    return arg if isinstance(arg, jax.ShapeDtypeStruct) and arg.sharding is None else sendable(arg)
-
-
 def sendable(arg: Any) -> Any:
-    """A zero array for a `jax.ShapeDtypeStruct` (only arrays cross to the executor), else `arg`."""
+    """An argument of a trace as it crosses to the executor: a `jax.ShapeDtypeStruct` as itself (its type only), or
+    as a zero array when it carries a sharding (a placement crosses only with an array); anything else as it is."""
     import jax
 
-    if isinstance(arg, jax.ShapeDtypeStruct):
+    if isinstance(arg, jax.ShapeDtypeStruct) and arg.sharding is not None:
         import numpy as np
 
         return np.zeros(arg.shape, arg.dtype)
