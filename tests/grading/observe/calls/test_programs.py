@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax import lax
 
 from course.grading.observe.calls.compiles import CompileRecorder
@@ -78,3 +79,27 @@ def test_errors_of_the_traced_code_pass_through() -> None:
     except jax.errors.TracerArrayConversionError:
         return
     raise AssertionError("expected the tracing error")
+
+
+def test_a_trace_read_from_elsewhere_compiles_here_to_the_same_program() -> None:
+    """A trace as the judge reads it (encoded where the code ran, decoded as JAX's objects, frames as plain data)
+    compiles to the program `jax.jit` makes of the function: the same temp memory and size, with pytree
+    arguments, a nested jit and a cond; a trace for other arguments is refused."""
+    from course.engine.jaxpr_objects import decode
+    from course.engine.jaxprs import encode
+
+    @jax.jit
+    def inner(w, x):
+        return lax.cond(x.sum() > 0, jnp.tanh, jnp.sin, x @ w)
+
+    def tree(p, x):
+        return lax.scan(lambda h, wl: (inner(wl, h), None), x, p["w"])[0] + p["b"]
+
+    spec = ({"w": jax.ShapeDtypeStruct((6, 64, 64), jnp.float32), "b": jax.ShapeDtypeStruct((64,), jnp.float32)},
+            jax.ShapeDtypeStruct((16, 64), jnp.float32))
+    for fn, *args in (_scan(4), _scan(8, unroll=True), (tree, *spec)):
+        far = decode(encode(jax.make_jaxpr(fn)(*args)))
+        here, there = compile_program(fn, *args), compile_program(far, *args)
+        assert (there.memory, there.hlo_size) == (here.memory, here.hlo_size)
+    with pytest.raises(ValueError, match="a trace of 2 inputs cannot be compiled for 1 arrays"):
+        compile_program(decode(encode(jax.make_jaxpr(_scan(4)[0])(*_scan(4)[1:]))), _scan(4)[1])

@@ -24,8 +24,8 @@ from typing import Any
 
 import jax
 
-__all__ = ["Memory", "Program", "call_jitted", "compile_lowered", "compile_program", "grad_of_sum", "hlo_size", "mib",
-           "over_budget", "size_text", "under_jit"]
+__all__ = ["Memory", "Program", "call_jitted", "compile_lowered", "compile_program", "compile_trace", "grad_of_sum",
+           "hlo_size", "mib", "over_budget", "size_text", "under_jit"]
 
 # One instruction of HLO text: `  %add.3 = f32[8]{0} add(...)` or `  ROOT %tuple = (...) tuple(...)`.
 _INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?[\w.\-]+\s=\s", re.MULTILINE)
@@ -100,9 +100,70 @@ def compile_program(fn: Callable[..., Any], *args: Any) -> Program:
     """Trace, lower and compile `jax.jit(fn)` for `args` once (arrays or `jax.ShapeDtypeStruct`s).
 
     Nothing runs and no argument is consumed. A program whose lowered text was compiled before in
-    this process is not compiled again. Errors of the learner's code (tracing) pass through.
+    this process is not compiled again. Errors of the learner's code (tracing) pass through. In the judge,
+    where `fn` is the learner's function seen from afar (or a trace an `in_executor` observation sent), the
+    executor only traces it: the trace is compiled here, so what XLA says of it is read in this process.
     """
+    from course.grading.observe.calls.strict_runs import runs_here
+
+    if not runs_here(fn) or _is_trace(fn):
+        return compile_trace(fn, *args)
     return compile_lowered(jax.jit(fn).lower(*args), str(getattr(fn, "__name__", type(fn).__name__)))
+
+
+def compile_trace(fn: Any, *args: Any) -> Program:
+    """The program of `jax.make_jaxpr(fn)(*args)` (made where `fn` runs, `traces.jaxprs.traced`), compiled here:
+    the same operations `jax.jit(fn)` compiles, taking the arguments' leaves in order."""
+    from jax.extend.core import jaxpr_as_fun
+
+    from course.grading.observe.traces.jaxprs import traced
+
+    closed = _without_frames(traced(fn, *args))
+    run = jaxpr_as_fun(closed)
+    leaves = jax.tree_util.tree_leaves(args)
+    if len(leaves) != len(closed.in_avals):
+        raise ValueError(f"a trace of {len(closed.in_avals)} inputs cannot be compiled for {len(leaves)} arrays")
+
+    def program(*flat: Any) -> Any:
+        return run(*flat)
+
+    name = str(getattr(fn, "__name__", "program"))
+    program.__name__ = program.__qualname__ = name
+    return compile_lowered(jax.jit(program).lower(*leaves), name)
+
+
+def _without_frames(closed: Any) -> Any:
+    """`closed` with no source frames in its equations: a trace read from the executor holds its frames as
+    plain data (`course.engine.jaxpr_objects.Traceback`), which lowering cannot join to its own. Frames only
+    name locations in the lowered text; nothing compiled depends on them."""
+    from jax._src import core, source_info_util
+
+    done: dict[int, Any] = {}
+
+    def jaxpr(j: Any) -> Any:
+        if id(j) not in done:
+            done[id(j)] = j.replace(eqns=[e.replace(
+                source_info=source_info_util.SourceInfo(None, e.source_info.name_stack),
+                params={k: param(v) for k, v in e.params.items()}) for e in j.eqns])
+        return done[id(j)]
+
+    def param(v: Any) -> Any:
+        if isinstance(v, core.ClosedJaxpr):
+            return v.replace(jaxpr=jaxpr(v.jaxpr))
+        if isinstance(v, core.Jaxpr):
+            return jaxpr(v)
+        if isinstance(v, tuple) and any(isinstance(x, core.Jaxpr | core.ClosedJaxpr) for x in v):
+            return tuple(param(x) for x in v)  # a cond's branches
+        return v
+
+    return param(closed)
+
+
+def _is_trace(fn: Any) -> bool:
+    """Whether `fn` is a closed jaxpr (a trace sent by the executor) rather than a function."""
+    import jax.extend as jex
+
+    return isinstance(fn, jex.core.ClosedJaxpr)
 
 
 def call_jitted(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
