@@ -21,13 +21,11 @@ from course.grading import (
     assert_sharding,
     check,
     consumed_leaves,
-    count_jit_builds,
     describe_exception,
     describe_value,
     differing_copies,
     fail,
     jit_calls,
-    jitted_candidates,
     per_device_bytes,
     sharding_text,
     unreported_compiles,
@@ -289,18 +287,16 @@ def test_no_compile_after_warmup(fresh_submission: ModuleType, rng: np.random.Ge
          "(not static, not used to pick or build a program) of one jit built at import.")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_jit_built_once(fresh_submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`sgd_step` runs a jax.jit built once, at import: no call builds one."""
     mesh = _mesh()
-    per_call = []
-    with count_jit_builds(submission_path) as builds:
-        for _ in range(2):
-            before = builds[0]
-            (params, _), (grads, _) = _tree(rng, mesh), _tree(rng, mesh)
-            _step(fresh_submission, params, grads, _lr(rng))
-            per_call.append(builds[0] - before)
-    first, second = per_call
+    calls = [(_tree(rng, mesh)[0], _tree(rng, mesh)[0], _lr(rng)) for _ in range(2)]
+    # The wrappers built are reported where the calls ran (only that process sees them); the jitted calls are
+    # read here from the traces of the calls.
+    watched = watched_calls(fresh_submission.sgd_step, calls, module=fresh_submission, path=submission_path)
+    first, second = (w.built for w in watched)
     if second:
         which = "each of 2 calls" if first else "the second of 2 calls"
         fail(f"{which} of `sgd_step` (with different learning rates) built a new jitted wrapper: a wrapper made "
@@ -310,7 +306,7 @@ def test_jit_built_once(fresh_submission: ModuleType, rng: np.random.Generator, 
         fail(f"the first call of `sgd_step` built {first} jitted wrapper(s) and the second none: the jit is made "
              "lazily, inside the call, and kept for later. Build it at import, at module scope (a decorator "
              "or an assignment), so that no call builds one and the step is there to inspect before it runs.")
-    if not jitted_candidates(fresh_submission.sgd_step, fresh_submission):
+    if not any(w.programs for w in watched) and all(w.traced for w in watched):
         fail("`sgd_step` runs no function made by jax.jit: eagerly, every leaf's update is a separate dispatch "
              "and nothing is donated. Decorate it with jax.jit(..., donate_argnums=0), or have it call a jit "
              "built at import.")

@@ -263,10 +263,11 @@ def test_memory_budget_min_memory(submission: ModuleType, submission_path: Path)
     _check_memory(submission, "loss_and_grads_min_memory", MIN_BUDGET, submission_path)
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_jitted_once(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """Both functions are jitted once: after a first call, calls with the same arguments compile nothing"""
     params, x = _inputs(rng)
     for name in ("loss_and_grads", "loss_and_grads_min_memory"):
-        later = later_calls(getattr(submission, name), (params, x), path=submission_path)
+        later = later_calls(getattr(submission, name), (params, x), path=submission_path, module=submission)
         check(later.jitted, later.message(name))

@@ -320,6 +320,7 @@ def test_train_step_loss(submission: ModuleType, rng: np.random.Generator) -> No
              f"params it was given, lr={lr:g}).{why}")
 
 
+@pytest.mark.judge
 @pytest.mark.points(1)
 def test_train_step_jitted(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`train_step` is jitted: after its first call, calls with the same arguments compile nothing"""
@@ -329,5 +330,5 @@ def test_train_step_jitted(submission: ModuleType, rng: np.random.Generator, sub
         """New copies of the params for each call, in case the step donates them."""
         return {k: jnp.array(v) for k, v in params.items()}, batch, LR
 
-    later = later_calls(submission.train_step, fresh, path=submission_path)
+    later = later_calls(submission.train_step, fresh, path=submission_path, module=submission)
     check(later.jitted, later.message("train_step"))

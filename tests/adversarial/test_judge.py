@@ -40,6 +40,7 @@ OTHER_EXERCISES = {
     "named_ref_patched": ("08_named_ref", "test_under_jit", WRONG_VALUES),
     "time_step_patched": ("19_no_host_sync", "test_time_step_uses_clock", r"should return 0\.25; it returned 0\.75"),
     "mp_rows_patched": ("25_multi_process", "test_reads_own_rows", r"not those rows in order"),
+    "hide_eager_programs": ("18_mixed_precision", "test_train_step_jitted", r"its trace holds no `jax.jit` call"),
 }
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {
@@ -253,7 +254,8 @@ def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None
     the count, `aliasing_order` that deletes `x` by hand instead of donating it, `aliasing_order` whose kernels
     are wrong under aliasing, `named_ref` whose reads are wrong inside the grader's `jax.jit`, `no_host_sync`
     whose `time_step` returns the total time, and `multi_process` (two processes) whose `load_shard` returns its
-    rows reversed, each of the last four in a process where NumPy's comparisons say yes. Each scored full marks
+    rows reversed, each of those four in a process where NumPy's comparisons say yes, and `mixed_precision` whose
+    unjitted `train_step` hides its eager programs from the recorder of programs run. Each scored full marks
     while its process had the last word. Through `course grade` with the sandbox (each attack a student of its
     own) and through `course check`, each now fails the one check it forged. The same `course grade` grades
     `HIDDEN_COMPILES` beside a classmate's reference solutions."""

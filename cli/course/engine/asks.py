@@ -50,7 +50,8 @@ def _dispatch(fn: Any, header: dict[str, Any], args: Any, kwargs: dict[str, Any]
         if kwargs or len(args) != 1 or not all(isinstance(call, list) for call in args[0]):
             raise wire.WireError("the calls to watch are malformed")
         return watch(fn, [tuple(call) for call in args[0]], module=module, path=path,
-                     fresh_caches=asked.get("fresh") is True, runs=asked.get("runs") is True)
+                     fresh_caches=asked.get("fresh") is True, runs=asked.get("runs") is True,
+                     every_program=asked.get("every") is True)
     if isinstance(asked := header.get("aliased"), dict):
         return _aliased(fn, args, asked, path, module)
     if isinstance(asked := header.get("case"), dict):  # traced, compiled and run once, as `traced_once` does

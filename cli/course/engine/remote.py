@@ -152,11 +152,14 @@ class RemoteFunction:
         here with its message."""
         return self._run((*args, *static), {}, jit=False, case={"name": str(name), "static": len(static)})
 
-    def watched_calls(self, calls: list[list[Any]], *, fresh_caches: bool = False, runs: bool = False) -> Any:
-        """Call it there once per argument list, noting what each call compiled and built (and ran, with `runs`),
-        then trace each call for its programs' texts (`course.grading.watched_calls`), which the judge reads;
-        with `fresh_caches`, JAX's caches are emptied there first."""
-        return self._run((calls,), {}, jit=False, watch={"fresh": bool(fresh_caches), "runs": bool(runs)})
+    def watched_calls(self, calls: list[list[Any]], *, fresh_caches: bool = False, runs: bool = False,
+                      every_program: bool = False) -> Any:
+        """Call it there once per argument list, noting what each call compiled and built (and ran, with `runs`;
+        JAX's own eager programs too, with `every_program`), then trace each call for its programs' texts
+        (`course.grading.watched_calls`), which the judge reads; with `fresh_caches`, JAX's caches are emptied
+        there first."""
+        asked = {"fresh": bool(fresh_caches), "runs": bool(runs), "every": bool(every_program)}
+        return self._run((calls,), {}, jit=False, watch=asked)
 
     def aliased(self, *inputs: Any, out_shape: Any, aliases: dict[int, int], hazard: bool = False) -> Any:
         """Run this kernel there as `run_aliased` runs one: each aliased input and its output one ref; with

@@ -60,3 +60,49 @@ def test_a_jit_built_inside_the_call_is_counted() -> None:
     later = later_calls(_jit_per_call, lambda: (jnp.ones(3),), path=HERE)
     assert later.builds == 2 and not later.jitted
     assert "built 2 new jitted wrapper(s)" in later.message("_jit_per_call")
+
+
+FAR = b'''
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax._src import pjit
+
+_ORIGINAL = pjit._pjit_call_impl_python
+
+
+def _cumulative(x):
+    return lax.scan(lambda c, row: (c + row, c + row), jnp.zeros(x.shape[1]), x)[1]
+
+
+jitted = jax.jit(_cumulative)
+
+
+def eager(x):
+    return jnp.tanh(x) * 2 + 1
+
+
+def hidden(x):
+    """Eager, with JAX's dispatch put back as it was at import while it runs: no recorder sees its programs."""
+    put, pjit._pjit_call_impl_python = pjit._pjit_call_impl_python, _ORIGINAL
+    try:
+        return jax.block_until_ready(jnp.tanh(x) * 2 + 1)
+    finally:
+        pjit._pjit_call_impl_python = put
+'''
+
+
+def test_seen_from_the_judge_the_calls_are_made_there_and_weighed_here(tmp_path: Path) -> None:
+    """From the judge, the executor makes the calls and reports what it saw; a jitted function passes as it
+    does beside the code, and eager operations fail, by the programs reported or, when the report hides them,
+    by the trace, which holds no jitted call."""
+    from support import served
+
+    with served(tmp_path / "far.py", FAR) as module:
+        jitted = later_calls(module.jitted, (X,), path=tmp_path / "far.py", module=module)
+        eager = later_calls(module.eager, (X,), path=tmp_path / "far.py", module=module)
+        hidden = later_calls(module.hidden, (X,), path=tmp_path / "far.py", module=module)
+    assert jitted.jitted and jitted.programs == ("jit(_cumulative)",) and not jitted.unjitted
+    assert not eager.jitted and len(eager.programs) >= 3 and eager.message("eager").startswith("one call of")
+    assert hidden.once and hidden.programs == () and hidden.unjitted and not hidden.jitted
+    assert hidden.message("hidden").startswith("`hidden` runs no jitted program: its trace holds no `jax.jit`")

@@ -10,10 +10,17 @@ they are what an unjitted function runs) and every jitted wrapper the learner's 
 during the calls after it, and records the compiled programs the last call ran: a jitted
 function runs one, an unjitted one a program per operation (`jit(dot)`, `jit(add)`, ...), even
 when each of them was compiled before.
+
+In a judge's check, where `fn` is the learner's function seen from afar, the executor makes the
+calls (`watched_calls`) and reports what only it can see: the compiles, the wrappers built, the
+programs run. The judge weighs the report against the programs' texts: a later call that runs a
+program no earlier call ran compiled it, whatever was reported, and a function whose trace holds
+no jitted call runs op by op, whatever programs were reported.
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +43,7 @@ class LaterCalls:
     compiles: tuple[str, ...]  # the name of each program compiled during them
     builds: int  # jitted wrappers the learner's file built during them
     programs: tuple[str, ...] = ()  # the compiled programs the last call ran, in order
+    unjitted: bool = False  # the calls' traces hold no jitted call: every operation runs as its own program
 
     @property
     def once(self) -> bool:
@@ -45,7 +53,7 @@ class LaterCalls:
     @property
     def jitted(self) -> bool:
         """Whether the function is jitted once: reused as `once` says, and a call runs one compiled program."""
-        return self.once and len(self.programs) <= 1
+        return self.once and len(self.programs) <= 1 and not self.unjitted
 
     def message(self, name: str) -> str:
         """A sentence saying what the later calls did, naming the function."""
@@ -55,6 +63,11 @@ class LaterCalls:
             did.append(f"compiled {len(self.compiles)} program(s) ({shown})")
         if self.builds:
             did.append(f"built {self.builds} new jitted wrapper(s)")
+        if not did and len(self.programs) <= 1:
+            return (f"`{name}` runs no jitted program: its trace holds no `jax.jit` call, so each operation is "
+                    f"dispatched as a program of its own and XLA never sees the step whole to fuse it. Jit `{name}` "
+                    f"once, at module scope (`{name} = jax.jit(...)` or `@jax.jit`), so a call runs one compiled "
+                    "program.")
         if not did:
             ran = ", ".join(list(dict.fromkeys(self.programs))[:4])
             return (f"one call of `{name}` ran {len(self.programs)} compiled programs ({ran} ...): it runs op by op, "
@@ -70,12 +83,15 @@ class LaterCalls:
 
 
 def later_calls(fn: Callable[..., Any], args: Sequence[Any] | Callable[[], Sequence[Any]], *, calls: int = 2,
-                path: Path | str | None = None) -> LaterCalls:
+                path: Path | str | None = None, module: types.ModuleType | None = None) -> LaterCalls:
     """Call `fn(*args)` once, then `calls` more times, counting compiles and wrappers built in the later calls.
 
-    `args` may be a function that makes fresh arguments for each call (for a function that donates).
+    `args` may be a function that makes fresh arguments for each call (for a function that donates). A judge's
+    check passes the learner's `module` too: the executor makes the calls, and the judge weighs its report.
     """
     make = args if callable(args) else (lambda: args)
+    if getattr(fn, "watched_calls", None) is not None:
+        return _judged(fn, [tuple(make()) for _ in range(calls + 1)], module, path)
     jax.block_until_ready(fn(*make()))
     with CompileRecorder() as rec, count_jit_builds(path) as built:
         for _ in range(calls - 1):
@@ -85,3 +101,18 @@ def later_calls(fn: Callable[..., Any], args: Sequence[Any] | Callable[[], Seque
             jax.block_until_ready(fn(*args_last))
     return LaterCalls(calls=calls, compiles=tuple(e.fun_name for e in rec.events), builds=built[0],
                       programs=tuple(runs.fun_names()))
+
+
+def _judged(fn: Any, calls: list[tuple[Any, ...]], module: types.ModuleType | None,
+            path: Path | str | None) -> LaterCalls:
+    """`later_calls` of the learner's function seen from the judge: the executor's report of the calls, weighed
+    here against their programs' texts (`warmup.after_warmup`) and their traces."""
+    from course.grading.observe.calls.warmup import after_warmup, watched_calls
+
+    if module is None:
+        raise ValueError("later_calls in a judge's check needs the learner's module")
+    watched = watched_calls(fn, calls, module=module, path=Path(path) if path else None, every_program=True)
+    later = after_warmup(watched)
+    unseen = ("a program no earlier call ran, though no compile was reported",) * len(later.unreported)
+    return LaterCalls(calls=len(calls) - 1, compiles=later.compiled or unseen, builds=later.built,
+                      programs=tuple(name for name, _ in watched[-1].ran), unjitted=not later.ran_jit)

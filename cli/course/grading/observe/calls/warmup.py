@@ -47,7 +47,8 @@ class WatchedCall:
 
 
 def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType,
-                  path: Path | None = None, fresh_caches: bool = False, runs: bool = False) -> list[WatchedCall]:
+                  path: Path | None = None, fresh_caches: bool = False, runs: bool = False,
+                  every_program: bool = False) -> list[WatchedCall]:
     """Call `fn(*args)` for each tuple of `calls`, in order, recording each call's compiles (of `module`'s own
     functions, and of any jitted function called from the file at `path`) and the jits built by that file;
     then trace each call again at its arguments' types for the programs it runs. The learner's function seen
@@ -55,15 +56,19 @@ def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, m
     programs' texts for the judge to read. With `fresh_caches`, JAX's caches are emptied there first, so
     that the first call of each program compiles it even when it wraps a function of JAX's own
     (`jax.jit(jnp.add)`), whose programs earlier checks compiled whatever module held the wrapper. With
-    `runs`, the programs each call ran are recorded there too, with their arguments' shapes (`WatchedCall.ran`)."""
+    `runs`, the programs each call ran are recorded there too, with their arguments' shapes (`WatchedCall.ran`);
+    with `every_program`, JAX's own programs among them and among the compiles (`jit(convert_element_type)`: an
+    operation run eagerly)."""
+    asked = {"fresh_caches": fresh_caches, "runs": runs or every_program, "every_program": every_program}
     remote = getattr(fn, "watched_calls", None)
     if remote is not None:
-        return _judged(remote([list(args) for args in calls], fresh_caches=fresh_caches, runs=runs), len(calls))
-    return _judged(watch(fn, calls, module=module, path=path, fresh_caches=fresh_caches, runs=runs), len(calls))
+        return _judged(remote([list(args) for args in calls], **asked), len(calls))
+    return _judged(watch(fn, calls, module=module, path=path, **asked), len(calls))
 
 
 def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: types.ModuleType | None,
-          path: Path | None, fresh_caches: bool = False, runs: bool = False) -> list[dict[str, Any]]:
+          path: Path | None, fresh_caches: bool = False, runs: bool = False,
+          every_program: bool = False) -> list[dict[str, Any]]:
     """What the executor sends for `watched_calls`: per call, its compiles, its builds and its programs."""
     if module is None:
         raise ValueError("watched_calls needs the learner's module, to know which compiles are theirs")
@@ -76,9 +81,11 @@ def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: t
         for args in calls:
             before = builds[0]
             # By name, and by the file on the stack: a jit of JAX's own function made lazily (in a factory's
-            # cache) is called from the learner's file, though its name is not one of the file's.
-            with CompileRecorder(names, path=str(path) if path is not None else None) as rec, \
-                    (RunRecorder(names) if runs else contextlib.nullcontext()) as ran:
+            # cache) is called from the learner's file, though its name is not one of the file's. With
+            # `every_program`, JAX's own too: an eager scan compiles its body again on every call.
+            with CompileRecorder(**_own(names, path, every_program)) as rec, \
+                    (RunRecorder(None if every_program else names) if runs or every_program
+                     else contextlib.nullcontext()) as ran:
                 _settled(fn(*args))
             records.append({"compiled": list(rec.fun_names()), "built": builds[0] - before})
             if ran is not None:
@@ -89,6 +96,13 @@ def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: t
         except Exception:  # noqa: BLE001 - code that runs but cannot be traced: its programs stay unknown
             record["programs"], record["traced"] = [], False
     return records
+
+
+def _own(names: set[str], path: Path | None, every_program: bool) -> dict[str, Any]:
+    """A compile recorder's filter: the file's own functions and what runs from the file, or everything."""
+    if every_program:
+        return {"names": None, "path": None}
+    return {"names": names, "path": str(path) if path is not None else None}
 
 
 def _settled(out: Any) -> None:
