@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     from course.grading.observe.calls.patching import JitBuilds, count_jit_builds, jit_builds_per_call, replaced
     from course.grading.observe.calls.processes import RowLog, own_rows, rows_text, step
     from course.grading.observe.calls.programs import (
-        Memory, Program, call_jitted, compile_lowered, compile_program, grad_of_sum, hlo_size, mib, over_budget,
-        size_text, under_jit,
+        Memory, Program, call_jitted, compile_lowered, compile_program, compile_trace, grad_of_sum, hlo_size, mib,
+        over_budget, size_text, under_jit,
     )
     from course.grading.observe.calls.rebuilt import NOT_USABLE_WARNING, operand_spec, rebuilt_call
     from course.grading.observe.calls.recompiles import LaterCalls, later_calls
@@ -168,7 +168,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "step": "observe.calls.processes",
     "Memory": "observe.calls.programs", "Program": "observe.calls.programs", "call_jitted": "observe.calls.programs",
     "compile_lowered": "observe.calls.programs", "compile_program": "observe.calls.programs",
-    "grad_of_sum": "observe.calls.programs", "hlo_size": "observe.calls.programs", "mib": "observe.calls.programs",
+    "compile_trace": "observe.calls.programs", "grad_of_sum": "observe.calls.programs",
+    "hlo_size": "observe.calls.programs", "mib": "observe.calls.programs",
     "over_budget": "observe.calls.programs", "size_text": "observe.calls.programs",
     "under_jit": "observe.calls.programs",
     "NOT_USABLE_WARNING": "observe.calls.rebuilt", "operand_spec": "observe.calls.rebuilt",
@@ -287,8 +288,8 @@ __all__ = [
     "call_is_jax_helper", "eqn_is_jax_helper", "is_jax_helper",
     "JitBuilds", "count_jit_builds", "jit_builds_per_call", "replaced",
     "RowLog", "own_rows", "rows_text", "step",
-    "Memory", "Program", "call_jitted", "compile_lowered", "compile_program", "grad_of_sum", "hlo_size", "mib",
-    "over_budget", "size_text", "under_jit",
+    "Memory", "Program", "call_jitted", "compile_lowered", "compile_program", "compile_trace", "grad_of_sum",
+    "hlo_size", "mib", "over_budget", "size_text", "under_jit",
     "NOT_USABLE_WARNING", "operand_spec", "rebuilt_call",
     "LaterCalls", "later_calls",
     "SilentWait", "silent_wait_message", "watching_waits",
