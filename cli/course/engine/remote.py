@@ -173,13 +173,12 @@ class RemoteFunction:
     def strict(self, *args: Any, **overrides: Any) -> Any:
         """Run it there as `course.grading.strict_values` runs a kernel: strictly interpreted (and jitted once
         per shape, when this is `jitted_once`'s)."""
-        return self._run(args, {}, jit=self.jitted, strict=overrides)
+        return self._run(args, {}, jit=self.jitted, strict={str(k): v for k, v in overrides.items()})
 
-    def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, strict: dict[str, Any] | None = None,
-             grad: list[int] | None = None, jits: bool = False, watch: dict[str, bool] | None = None,
-             aliased: dict[str, Any] | None = None, trace: dict[str, Any] | None = None,
-             case: dict[str, Any] | None = None) -> Any:
-        """Send the arguments, run the call there, and return what it returned."""
+    def _run(self, args: tuple, kwargs: dict[str, Any], *, jit: bool, **asked: Any) -> Any:
+        """Send the arguments, run the call there as `asked` (one kind of request, `course.engine.asks`: `grad`,
+        `jits`, `trace`, `case`, `watch`, `aliased` or `strict`, with its parameters), and return what it
+        returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
 
@@ -193,23 +192,10 @@ class RemoteFunction:
                 "kwargs": wire.encode(dict(kwargs), buffers, sending), "jit": jit}
         if self._handle is not None:  # a method of an object the judge holds (or that object, called)
             body["handle"] = self._handle
-        if grad is not None:
-            body["grad"] = grad
-        if jits:
-            body["jits"] = True
-        if trace is not None:
-            body["trace"] = trace
-        if case is not None:
-            body["case"] = case
-        if watch is not None:
-            body["watch"] = watch
-        if aliased is not None:
-            body["aliased"] = aliased
-        if strict is not None:
-            body["strict"] = {str(k): v for k, v in strict.items()}
+        body.update(asked)
         # A check inside `tpu_interpret`: the call runs under it there.
         tpu = sys.modules.get("course.grading.observe.calls.tpu")
-        if strict is None and tpu is not None and (interpret := tpu.active_overrides()) is not None:
+        if "strict" not in asked and tpu is not None and (interpret := tpu.active_overrides()) is not None:
             body["interpret"] = interpret
         header, returned = _asked(self._link, self._path, body, buffers)
         for index in header.get("consumed", []):
