@@ -173,6 +173,27 @@ def test_a_save_runs_the_grading_started_ahead_of_it(background: tuple[Watcher, 
     assert watcher.armed is not None and watcher.armed is not ahead
 
 
+def test_a_save_during_a_check_is_graded_by_a_grading_started_beside_it(
+    background: tuple[Watcher, queue.Queue[tuple[str, Any]]]
+) -> None:
+    """When a save lets the waiting grading go, the next one starts beside that check: a save during the check
+    (here one that never ends) calls it off and is graded by the grading already started, not one started then."""
+    watcher, events = background
+    ahead = watcher.armed
+    assert ahead is not None
+    watcher.path.write_text("def double(x):\n    while True:\n        pass\n")
+    watcher.on_save(watcher.path)
+    _pump(watcher, events, lambda: watcher.grading is ahead)
+    beside = watcher.armed
+    assert beside is not None and beside is not ahead and beside.thread is not None and beside.thread.is_alive()
+    watcher.path.write_text(SOLVED)
+    watcher.on_save(watcher.path)
+    assert ahead.cancel.is_set()
+    _pump(watcher, events, lambda: watcher.grading is beside)
+    _pump(watcher, events, lambda: watcher.grading is None)
+    assert watcher.result is not None and watcher.result.passed and watcher.n_graded == 2
+
+
 def test_a_save_that_needs_no_grading_keeps_the_one_started_ahead(
     background: tuple[Watcher, queue.Queue[tuple[str, Any]]], capsys: pytest.CaptureFixture[str]
 ) -> None:

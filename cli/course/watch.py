@@ -173,6 +173,7 @@ class Watcher:
         self.grading = armed
         self.footer.state, self.footer.since = "checking", self.clock()
         armed.gate.open()
+        self._arm()  # the next one starts beside this check, so that a save during it need not wait for a start
         return True
 
     def _waiting(self, armed: Grading) -> bool:
