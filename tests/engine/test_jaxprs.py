@@ -90,6 +90,13 @@ def _control(x):
     return jax.lax.cond(total > 0, lambda t: t * 2, lambda t: t, total), jax.nn.relu(x) @ x.T
 
 
+def _named_tuples(a, i, img, k):
+    """Operations whose parameters are named tuples (dimension numbers, a solve's jaxprs) or an enum (an FFT's)."""
+    conv = jax.lax.conv_general_dilated(img, k, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    solved = jnp.linalg.solve(a @ a.T + 8 * jnp.eye(8), a[i].T)
+    return a.at[i].add(1.0), conv, jnp.fft.rfft(a).real, solved
+
+
 TRACES: dict[str, Callable[[], Any]] = {
     "aliased kernel": lambda: jax.make_jaxpr(_swap)(jnp.ones((8, 128))),
     "tiled matmul": lambda: jax.make_jaxpr(_tiled)(jnp.ones((256, 256)), jnp.ones((256, 256))),
@@ -98,6 +105,8 @@ TRACES: dict[str, Callable[[], Any]] = {
     "reshaped ref, buffered spec, cost estimate": lambda: jax.make_jaxpr(_buffered)(jnp.ones((8, 256))),
     "grad of a remat": lambda: jax.make_jaxpr(jax.grad(jax.checkpoint(lambda w: jnp.tanh(w @ w).sum())))(
         jnp.ones((4, 4))),
+    "gather, scatter, conv, fft and a linear solve": lambda: jax.make_jaxpr(_named_tuples)(
+        jnp.ones((8, 8)), jnp.arange(4), jnp.ones((1, 1, 8, 8)), jnp.ones((2, 1, 3, 3))),
 }
 
 
@@ -193,6 +202,10 @@ FORGERIES: dict[str, bytes | Callable[[], bytes]] = {
     "a variable out of range": lambda: _forged(lambda d: d["jaxprs"][0]["i"].append(10 ** 6)),
     "an unknown tag": lambda: _forged(lambda d: d.update(root={"@": "eval", "v": "__import__('os')"})),
     "an unlisted class": lambda: _forged(lambda d: d["vars"].__setitem__(0, {"@": "o", "c": "Popen", "f": {}})),
+    "a named tuple of the wrong length": lambda: _forged(
+        lambda d: d.update(root={"@": "nt", "c": "GatherDimensionNumbers", "v": [1]})),
+    "a named tuple of a class that is none": lambda: _forged(
+        lambda d: d.update(root={"@": "nt", "c": "Precision", "v": []})),
     "a type that is no type": lambda: _forged(lambda d: d["vars"].__setitem__(0, 7)),
     "an unknown dtype": lambda: _forged(lambda d: d.update(arrays=[["object", [1], 0, 8]])),
     "array bytes missing": lambda: _forged(lambda d: d.update(arrays=[["float32", [1000], 0, 4000]])),

@@ -251,6 +251,16 @@ def _object(r: Any, node: dict[str, Any], depth: int) -> Any:
     return made
 
 
+def _named_tuple(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """A named tuple of a listed class, its items as sent (made as a tuple is: no constructor of its own runs)."""
+    cls = _class(node.get("c"))
+    items = node.get("v")
+    if not (isinstance(cls, type) and issubclass(cls, tuple) and isinstance(items, list)
+            and len(items) == len(getattr(cls, "_fields", ()))):
+        raise wire.WireError("a trace's named tuple is malformed")
+    return tuple.__new__(cls, [r.value(v, depth) for v in items])
+
+
 def _unsent(r: Any, node: dict[str, Any], depth: int) -> Any:
     named, shown = node.get("fn"), node.get("s")
     return Unsent(str(node.get("c", ""))[:100], str(node.get("r", ""))[:400],
@@ -268,6 +278,6 @@ _TAGS = {
     "ti": _typed, "tf": _typed, "tnd": _typed_array, "nd": lambda r, n, d: _array(r, n),
     "ng": lambda r, n, d: _array(r, n)[()], "dt": lambda r, n, d: _dtype(n.get("v")),
     "cj": _closed, "j": lambda r, n, d: _jaxpr_ref(r, n), "tree": _treedef, "leaf": _treedef, "mesh": _mesh,
-    "enum": _enum, "o": _object, "x": _unsent, "ns": _sharding, "ps": _spec, "mat": _manual, "eff": _effect,
-    "unspec": _unspecified,
+    "enum": _enum, "o": _object, "nt": _named_tuple, "x": _unsent, "ns": _sharding, "ps": _spec, "mat": _manual,
+    "eff": _effect, "unspec": _unspecified,
 }

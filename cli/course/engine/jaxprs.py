@@ -52,6 +52,11 @@ CLASSES = {
     "DotAlgorithmPreset": ("jax._src.lax.lax", "DotAlgorithmPreset"),
     "RoundingMethod": ("jax._src.lax.lax", "RoundingMethod"),
     "GatherScatterMode": ("jax._src.lax.slicing", "GatherScatterMode"),
+    "GatherDimensionNumbers": ("jax._src.lax.slicing", "GatherDimensionNumbers"),
+    "ScatterDimensionNumbers": ("jax._src.lax.slicing", "ScatterDimensionNumbers"),
+    "ConvDimensionNumbers": ("jax._src.lax.convolution", "ConvDimensionNumbers"),
+    "LinearSolveTuple": ("jax._src.lax.control_flow.solves", "_LinearSolveTuple"),
+    "FftType": ("jax._src.lax.fft", "FftType"),
     "RandomAlgorithm": ("jax._src.lax.lax", "RandomAlgorithm"),
     "DeviceIdType": ("jax._src.pallas.primitives", "DeviceIdType"),
     "InterpretParams": ("jax._src.pallas.mosaic.interpret.params", "InterpretParams"),
@@ -276,6 +281,8 @@ def _objects(w: _Writer, value: Any, depth: int) -> Any:
     if (key := class_key(type(value))) is not None:
         if isinstance(value, enum.Enum):
             return {"@": "enum", "c": key, "v": value.name}
+        if isinstance(value, tuple):  # a named tuple (a gather's dimension numbers): its items in order
+            return {"@": "nt", "c": key, "v": [w.value(v, depth + 1) for v in value]}
         made = {f: w.value(getattr(value, f, None), depth + 1) for f in fields_of(type(value))}
         return {"@": "o", "c": key, "f": made}
     named = getattr(getattr(value, "debug_info", None), "func_name", None)  # JAX prints a function by it

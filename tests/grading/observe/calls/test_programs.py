@@ -84,7 +84,8 @@ def test_errors_of_the_traced_code_pass_through() -> None:
 def test_a_trace_read_from_elsewhere_compiles_here_to_the_same_program() -> None:
     """A trace as the judge reads it (encoded where the code ran, decoded as JAX's objects, frames as plain data)
     compiles to the program `jax.jit` makes of the function: the same temp memory and size, with pytree
-    arguments, a nested jit and a cond; a trace for other arguments is refused."""
+    arguments, a nested jit and a cond, a custom derivative, named-tuple parameters; a trace for other arguments
+    is refused."""
     from course.engine.jaxpr_objects import decode
     from course.engine.jaxprs import encode
 
@@ -97,7 +98,12 @@ def test_a_trace_read_from_elsewhere_compiles_here_to_the_same_program() -> None
 
     spec = ({"w": jax.ShapeDtypeStruct((6, 64, 64), jnp.float32), "b": jax.ShapeDtypeStruct((64,), jnp.float32)},
             jax.ShapeDtypeStruct((16, 64), jnp.float32))
-    for fn, *args in (_scan(4), _scan(8, unroll=True), (tree, *spec)):
+    def custom_rules(a, i):  # jax.nn.relu's custom derivative, a gather, a linear solve and an FFT
+        square = a[:32] @ a[:32].T + 32 * jnp.eye(32)
+        return jax.nn.relu(a)[i], jnp.linalg.solve(square, a[:32]), jnp.fft.rfft(a).real
+
+    rows = (jax.ShapeDtypeStruct((64, 32), jnp.float32), jax.ShapeDtypeStruct((8,), jnp.int32))
+    for fn, *args in (_scan(4), _scan(8, unroll=True), (tree, *spec), (custom_rules, *rows)):
         far = decode(encode(jax.make_jaxpr(fn)(*args)))
         here, there = compile_program(fn, *args), compile_program(far, *args)
         assert (there.memory, there.hlo_size) == (here.memory, here.hlo_size)

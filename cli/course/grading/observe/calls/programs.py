@@ -133,18 +133,24 @@ def compile_trace(fn: Any, *args: Any) -> Program:
 
 
 def _without_frames(closed: Any) -> Any:
-    """`closed` with no source frames in its equations: a trace read from the executor holds its frames as
-    plain data (`course.engine.jaxpr_objects.Traceback`), which lowering cannot join to its own. Frames only
-    name locations in the lowered text; nothing compiled depends on them."""
+    """`closed` ready to lower here. A trace read from the executor holds its source frames as plain data
+    (`course.engine.jaxpr_objects.Traceback`), which lowering cannot join to its own: they are left out (they
+    only name locations in the lowered text). A custom derivative's rule arrives as its text, and under `jax.jit`
+    only its primal body is lowered: `custom_jvp_call` becomes a call of that body (`jax.nn.relu`'s, say)."""
     from jax._src import core, source_info_util
 
     done: dict[int, Any] = {}
 
+    def eqn(e: Any) -> Any:
+        info = source_info_util.SourceInfo(None, e.source_info.name_stack)
+        if e.primitive.name == "custom_jvp_call":
+            return e.replace(primitive=core.closed_call_p, params={"call_jaxpr": param(e.params["call_jaxpr"])},
+                             source_info=info)
+        return e.replace(source_info=info, params={k: param(v) for k, v in e.params.items()})
+
     def jaxpr(j: Any) -> Any:
         if id(j) not in done:
-            done[id(j)] = j.replace(eqns=[e.replace(
-                source_info=source_info_util.SourceInfo(None, e.source_info.name_stack),
-                params={k: param(v) for k, v in e.params.items()}) for e in j.eqns])
+            done[id(j)] = j.replace(eqns=[eqn(e) for e in j.eqns])
         return done[id(j)]
 
     def param(v: Any) -> Any:
@@ -153,7 +159,8 @@ def _without_frames(closed: Any) -> Any:
         if isinstance(v, core.Jaxpr):
             return jaxpr(v)
         if isinstance(v, tuple) and any(isinstance(x, core.Jaxpr | core.ClosedJaxpr) for x in v):
-            return tuple(param(x) for x in v)  # a cond's branches
+            items = [param(x) for x in v]  # a cond's branches, a linear solve's named jaxprs
+            return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
         return v
 
     return param(closed)
