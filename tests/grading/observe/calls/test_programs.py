@@ -109,3 +109,18 @@ def test_a_trace_read_from_elsewhere_compiles_here_to_the_same_program() -> None
         assert (there.memory, there.hlo_size) == (here.memory, here.hlo_size)
     with pytest.raises(ValueError, match="a trace of 2 inputs cannot be compiled for 1 arrays"):
         compile_program(decode(encode(jax.make_jaxpr(_scan(4)[0])(*_scan(4)[1:]))), _scan(4)[1])
+
+
+def test_a_trace_whose_parameters_did_not_cross_fails_the_check_in_words() -> None:
+    """A PRNG key's implementation arrives as its text, so the judge cannot lower a step that draws random
+    numbers: the check fails saying so, not with the error of JAX's lowering."""
+    from course.engine.jaxpr_objects import decode
+    from course.engine.jaxprs import encode
+    from course.grading import CheckFailed
+
+    def noisy(key, a):
+        return a + jax.random.normal(jax.random.wrap_key_data(key), a.shape)
+
+    args = (jax.ShapeDtypeStruct((2,), jnp.uint32), jax.ShapeDtypeStruct((8,), jnp.float32))
+    with pytest.raises(CheckFailed, match="your step could not be compiled where the grader measures it.*Random"):
+        compile_program(decode(encode(jax.make_jaxpr(noisy)(*args))), *args)

@@ -129,7 +129,16 @@ def compile_trace(fn: Any, *args: Any) -> Program:
 
     name = str(getattr(fn, "__name__", "program"))
     program.__name__ = program.__qualname__ = name
-    return compile_lowered(jax.jit(program).lower(*leaves), name)
+    try:
+        return compile_lowered(jax.jit(program).lower(*leaves), name)
+    except (AttributeError, TypeError) as exc:  # a parameter that arrived as its text (`jaxpr_values.Unsent`)
+        from course.grading.feedback import fail
+
+        what = f"`{fn.__name__}`" if hasattr(fn, "__name__") else "your step"
+        fail(f"{what} could not be compiled where the grader measures it: its trace holds an operation whose "
+             f"parameters do not cross from the process running your code ({type(exc).__name__}: {exc}). Random "
+             "numbers drawn inside the step are the usual cause; no step of this course needs them.")
+        raise  # unreachable: fail raises
 
 
 def _without_frames(closed: Any) -> Any:
