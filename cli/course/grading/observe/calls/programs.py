@@ -138,7 +138,6 @@ def compile_trace(fn: Any, *args: Any) -> Program:
         fail(f"{what} could not be compiled where the grader measures it: its trace holds an operation whose "
              f"parameters do not cross from the process running your code ({type(exc).__name__}: {exc}). Random "
              "numbers drawn inside the step are the usual cause; no step of this course needs them.")
-        raise  # unreachable: fail raises
 
 
 def _without_frames(closed: Any) -> Any:

@@ -31,6 +31,7 @@ import jax
 from course.grading.observe.calls.compiles import CompileRecorder
 from course.grading.observe.calls.executions import record_runs
 from course.grading.observe.calls.patching import count_jit_builds
+from course.grading.observe.calls.strict_runs import runs_here
 
 __all__ = ["LaterCalls", "later_calls"]
 
@@ -90,7 +91,7 @@ def later_calls(fn: Callable[..., Any], args: Sequence[Any] | Callable[[], Seque
     check passes the learner's `module` too: the executor makes the calls, and the judge weighs its report.
     """
     make = args if callable(args) else (lambda: args)
-    if getattr(fn, "watched_calls", None) is not None:
+    if not runs_here(fn):
         return _judged(fn, [tuple(make()) for _ in range(calls + 1)], module, path)
     jax.block_until_ready(fn(*make()))
     with CompileRecorder() as rec, count_jit_builds(path) as built:

@@ -59,7 +59,7 @@ def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, m
     `runs`, the programs each call ran are recorded there too, with their arguments' shapes (`WatchedCall.ran`);
     with `every_program`, JAX's own programs among them and among the compiles (`jit(convert_element_type)`: an
     operation run eagerly)."""
-    asked = {"fresh_caches": fresh_caches, "runs": runs or every_program, "every_program": every_program}
+    asked = {"fresh_caches": fresh_caches, "runs": runs, "every_program": every_program}
     remote = getattr(fn, "watched_calls", None)
     if remote is not None:
         return _judged(remote([list(args) for args in calls], **asked), len(calls))
