@@ -1,0 +1,248 @@
+"""What the course's kernels do on a TPU: block-size sweeps, the references before and after, `course bench`'s harness
+against a hand-timed loop, and the chip-free estimate against the chip. Needs a TPU; run from the repository root:
+
+    python benchmarks/bench_chip.py probe sweep --out DIR
+
+Each part writes one JSON line per measurement to DIR/<part>.jsonl and prints a table. Times are the chip's own
+clock (a profile's device events) where the profiler gives it, with the wall clock beside it; every result is also
+compared with the same math at the chip's highest precision. Parts: `probe` (the machine, its profile's planes),
+`sweep` (matmul and attention at several blocks, XLA's op, a copy kernel's cost per grid step).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "cli"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+MATMUL_BLOCKS = [(256, 256, 256), (512, 512, 512), (512, 512, 1024), (1024, 1024, 512), (1024, 512, 1024),
+                 (512, 1024, 1024), (1024, 1024, 1024), (128, 128, 128)]
+MATMUL_F32_BLOCKS = [(256, 256, 256), (512, 512, 512), (512, 512, 1024), (256, 512, 1024), (1024, 1024, 512)]
+ATTENTION_BLOCKS = [(128, 128), (256, 256), (512, 512), (512, 1024), (1024, 1024), (256, 1024), (1024, 512),
+                    (2048, 1024), (1024, 2048)]
+COPY_ROWS = [8, 32, 128, 512, 4096]
+# A dry run on a CPU (`BENCH_CHIP_DRY=1`): tiny sizes and blocks under the TPU interpreter, to try the script
+# without spending a chip's time; its figures mean nothing.
+DRY = os.environ.get("BENCH_CHIP_DRY") == "1"
+if DRY:
+    MATMUL_BLOCKS = MATMUL_F32_BLOCKS = [(128, 128, 128)]
+    ATTENTION_BLOCKS, COPY_ROWS = [(128, 128)], [8, 64]
+
+
+class Sink:
+    """One JSON line per measurement in OUT/<part>.jsonl, and a line of text on the screen."""
+
+    def __init__(self, out: Path, part: str) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.file = (out / f"{part}.jsonl").open("a", encoding="utf-8")
+
+    def put(self, row: dict[str, Any]) -> None:
+        """Keep a row, and print it."""
+        self.file.write(json.dumps(row) + "\n")
+        self.file.flush()
+        print(" ".join(f"{k}={_short(v)}" for k, v in row.items()), flush=True)
+
+
+def _short(value: Any) -> str:
+    """A value as a short word."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)[:300]
+
+
+def probe(sink: Sink) -> None:
+    """What the machine is: JAX's devices, the chip's own figures, the OS's limits, and a profile's planes."""
+    import jax
+    import jax.numpy as jnp
+
+    started = time.perf_counter()
+    devices = jax.devices()
+    opened = time.perf_counter() - started
+    row: dict[str, Any] = {"part": "probe", "devices": [str(d) for d in devices], "open_s": opened,
+                           "kind": devices[0].device_kind, "platform": devices[0].platform,
+                           "libc": platform.libc_ver(), "python": sys.version.split()[0], "jax": jax.__version__,
+                           "env": {k: v for k, v in os.environ.items() if k.startswith(("TPU", "JAX", "XLA"))},
+                           "dev": sorted(p for p in os.listdir("/dev") if p.startswith(("accel", "vfio", "tpu")))}
+    try:
+        from jax.experimental.pallas import tpu as pltpu
+
+        row["tpu_info"] = repr(pltpu.get_tpu_info())
+    except Exception as exc:  # noqa: BLE001 - a probe records what fails
+        row["tpu_info"] = f"{type(exc).__name__}: {exc}"
+    import importlib.util
+    import socket
+
+    row["libtpu_spec"] = str(importlib.util.find_spec("libtpu"))
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+        row["inet"] = "ok"
+    except OSError as exc:
+        row["inet"] = str(exc)
+    sink.put(row)
+    import tempfile
+
+    from jax.profiler import ProfileData
+
+    folder = tempfile.mkdtemp()
+    f = jax.jit(lambda a: a @ a)
+    x = jnp.ones((1024, 1024), jnp.bfloat16)
+    f(x).block_until_ready()
+    with jax.profiler.trace(folder):
+        for _ in range(3):
+            f(x).block_until_ready()
+    from course.chip.device_time import profile_files
+
+    for path in profile_files(Path(folder)):
+        for plane in ProfileData.from_file(str(path)).planes:
+            lines = []
+            for line in plane.lines:
+                events = list(line.events)
+                lines.append({"line": line.name, "events": len(events),
+                              "first": [(e.name, e.duration_ns, dict(list(e.stats)[:6])) for e in events[:3]]})
+            sink.put({"part": "plane", "plane": plane.name, "lines": lines[:12]})
+
+
+def measure(sink: Sink, what: dict[str, Any], fn: Callable[..., Any], make: Callable[[int], tuple[Any, ...]],
+            exact: Callable[..., Any] | None, flops: float, bytes_min: float, budget_s: float = 1.0) -> None:
+    """Time `fn` on fresh inputs with the course's harness, check its last result, and keep one row."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from course.chip.timing import time_function
+
+    row = dict(what)
+    try:
+        timing, out, args = time_function(fn, make, budget_s=budget_s)
+        row.update(timing.to_json())
+        row["tflops"] = flops / timing.median / 1e12 if flops else None
+        row["gbps"] = bytes_min / timing.median / 1e9 if bytes_min else None
+        if exact is not None:
+            want = np.asarray(jax.device_get(exact(*args)), np.float32)
+            got = np.asarray(jax.device_get(jnp.asarray(out, jnp.float32)))
+            row["rel_err"] = float(np.abs(got - want).max() / (np.abs(want).max() or 1.0))
+    except Exception as exc:  # noqa: BLE001 - a refused block is a finding
+        row["error"] = f"{type(exc).__name__}: {str(exc)[:1500]}"
+        row["trace"] = traceback.format_exc()[-600:]
+    sink.put(row)
+
+
+def _maker(shapes: list[tuple[tuple[int, ...], Any]]) -> Callable[[int], tuple[Any, ...]]:
+    """Fresh random inputs of these shapes and dtypes for the i-th call, made on the device by one program."""
+    import jax
+
+    @jax.jit
+    def course_bench_inputs(i):
+        keys = jax.random.split(jax.random.key(i), len(shapes))
+        pairs = zip(keys, shapes, strict=True)
+        return tuple(jax.random.normal(k, s, jax.numpy.float32).astype(d) for k, (s, d) in pairs)
+
+    return lambda i: course_bench_inputs(i)
+
+
+def sweep(sink: Sink) -> None:
+    """Matmul and attention at several blocks and sizes, XLA's op beside them, and a copy's cost per grid step."""
+    import chip_kernels as ck
+    import jax.numpy as jnp
+
+    n = 256 if DRY else 4096
+    for dtype, blocks in ((jnp.bfloat16, MATMUL_BLOCKS), (jnp.float32, MATMUL_F32_BLOCKS)):
+        make = _maker([((n, n), dtype), ((n, n), dtype)])
+        itemsize = jnp.dtype(dtype).itemsize
+        base = {"part": "matmul", "dtype": jnp.dtype(dtype).name, "m": n, "n": n, "k": n}
+        measure(sink, {**base, "blocks": "xla"}, jax_jit(ck.xla_matmul), make, ck.exact_matmul, 2 * n**3,
+                3 * n * n * itemsize)
+        for b in blocks:
+            measure(sink, {**base, "blocks": list(b)}, ck.matmul(*b), make, ck.exact_matmul, 2 * n**3,
+                    3 * n * n * itemsize)
+    for s in (256,) if DRY else (8192, 16384):
+        make = _maker([((s, 128), jnp.bfloat16)] * 3)
+        base = {"part": "attention", "dtype": "bfloat16", "s": s, "t": s, "d": 128}
+        exact = ck.exact_attention if s <= 8192 else None
+        measure(sink, {**base, "blocks": "xla"}, jax_jit(ck.xla_attention), make, exact, 4 * s * s * 128,
+                4 * s * 128 * 2)
+        for b in ATTENTION_BLOCKS:
+            measure(sink, {**base, "blocks": list(b)}, ck.attention(*b), make, exact, 4 * s * s * 128,
+                    4 * s * 128 * 2)
+    steps(sink)
+
+
+def steps(sink: Sink) -> None:
+    """A copy kernel's time against its grid steps, and double_buffer's reference at two sizes."""
+    import chip_kernels as ck
+    import jax.numpy as jnp
+
+    rows = 256 if DRY else 65536
+    make = _maker([((rows, 128), jnp.float32)])
+    for r in COPY_ROWS:
+        measure(sink, {"part": "copy", "rows": rows, "block_rows": r, "steps": rows // r}, ck.copy_rows(r), make,
+                lambda x: x, 0, 2 * rows * 128 * 4)
+    old = ck.solution("double_buffer")
+    for r in (64,) if DRY else (4096, 65536):
+        make = _maker([((r, 128), jnp.float32)])
+        measure(sink, {"part": "double_buffer", "rows": r, "blocks": "reference"}, old.stream_scale, make,
+                lambda x: 2 * x, 0, 2 * r * 128 * 4)
+
+
+def hand(sink: Sink) -> None:
+    """The harness against a plain loop: the same kernel, one input, `block_until_ready` around each call."""
+    import chip_kernels as ck
+    import jax
+    import jax.numpy as jnp
+
+    n = 256 if DRY else 4096
+    for name, fn in (("xla", jax.jit(ck.xla_matmul)), ("1024x1024x512", ck.matmul(*((128,) * 3 if DRY else
+                                                                                    (1024, 1024, 512))))):
+        x, y = _maker([((n, n), jnp.bfloat16)] * 2)(0)
+        jax.block_until_ready(fn(x, y))
+        times = []
+        for _ in range(10 if DRY else 30):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(x, y))
+            times.append(time.perf_counter() - t0)
+        sink.put({"part": "hand", "kernel": name, "n": n, "wall_median_s": statistics.median(times),
+                  "wall_min_s": min(times)})
+        measure(sink, {"part": "hand", "kernel": name, "n": n, "via": "harness"}, fn,
+                _maker([((n, n), jnp.bfloat16)] * 2), None, 2 * n**3, 0)
+
+
+def jax_jit(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`jax.jit(fn)`, imported late."""
+    import jax
+
+    return jax.jit(fn)
+
+
+PARTS = {"probe": probe, "sweep": sweep, "steps": steps, "hand": hand}
+
+
+def main() -> None:
+    """Run the parts asked for, each into its own file."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("parts", nargs="+", choices=sorted(PARTS))
+    parser.add_argument("--out", type=Path, default=Path("chip-results"))
+    args = parser.parse_args()
+    if DRY:
+        from jax.experimental.pallas import tpu as pltpu
+
+        pltpu.set_tpu_interpret_mode(pltpu.InterpretParams())
+    for part in args.parts:
+        started = time.perf_counter()
+        PARTS[part](Sink(args.out, part))
+        print(f"# {part}: {time.perf_counter() - started:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
