@@ -107,13 +107,19 @@ def check(
     show_output: Annotated[
         bool, typer.Option("--show-output", help="Show what your code printed under passing checks too.")
     ] = False,
+    chip: Annotated[
+        bool, typer.Option("--chip/--no-chip", help="On a machine with a TPU, also compile your kernels on the chip "
+                                                    "and compare their results (the grade stays the CPU's).")
+    ] = True,
     course: CourseOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Grade exercises and say, check by check, what holds.
 
-    Without a name, the current exercise. Exit code 0 when every selected exercise passes, 1
-    when a check fails, 2 for a usage problem, 3 when the course itself failed.
+    Without a name, the current exercise. On a machine with a TPU, the kernels are then compiled
+    on the chip and compared with the CPU's result (`--no-chip` skips it); the verdict stays the
+    CPU's, so every learner gets the same grade. Exit code 0 when every selected exercise passes,
+    1 when a check fails, 2 for a usage problem, 3 when the course itself failed.
     """
     session = open_session(course, workspace)
     selected = session.select(names or [], all_=all_)
@@ -125,13 +131,40 @@ def check(
     live = verdicts.LiveCheck(selected, len(session.course.exercises), jobs)
     with ui.live(live, enabled=not as_json):
         graded = session.check(selected, jobs=jobs, seed=seed, on_result=live.result, on_event=live.event)
+    on_chip: dict = {}
+
+    def chip_words() -> None:
+        on_chip.update(_on_chip(session, graded, quiet=as_json) if chip else {})
+
     if as_json:
-        ui.emit_json(views.check_json(session, graded))
+        chip_words()
+        ui.emit_json(views.check_json(session, graded, on_chip))
     else:
-        verdicts.results(session, graded, verbose=verbose, show_output=show_output)
+        verdicts.results(session, graded, verbose=verbose, show_output=show_output, then=chip_words)
         if len(graded) > 1:
             warn_of(session, again=True)
     raise typer.Exit(exit_code(graded))
+
+
+def _on_chip(session: Session, graded: list, *, quiet: bool) -> dict:
+    """On a machine with a TPU: each graded kernel compiled and compared on the chip, shown after the verdicts."""
+    from course.chip import presence
+
+    if not presence.tpu_here():
+        return {}
+    from course.chip import runs
+    from course.ui import chip as drawing
+
+    def started(name: str, i: int, n: int) -> None:
+        if not quiet and ui.err.is_terminal:
+            ui.info(f"on the TPU: {name}" + (f" ({i + 1} of {n})" if n > 1 else "") + "...")
+
+    reports = runs.after_check(session, graded, on_start=started)
+    if not quiet:
+        for report in reports.values():
+            drawing.check_section(report)
+            ui.line()
+    return {name: report.to_json() for name, report in reports.items()}
 
 
 @app.command()
@@ -279,6 +312,49 @@ def inspect_(
         with ui.paged():  # on a terminal, an inspection taller than the screen opens at its title
             drawing.inspection(found, str(session.submission(exercise)))
     raise typer.Exit(found.exit_code)
+
+
+@app.command()
+def bench(
+    name: Annotated[str | None, typer.Argument(help="The exercise (default: every kernel you have written).",
+                                               show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout and nothing else.")] = False,
+    tpu: Annotated[str, typer.Option("--tpu", help="Without a chip: the TPU generation to estimate for "
+                                                  "(v4, v5e, v5p, v6e).")] = "v5e",
+    course: CourseOpt = None,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """How fast your kernels run on a TPU, against XLA's own op and the chip's peak.
+
+    On a machine with a TPU, each kernel is timed at the lesson's sizes on the chip's own clock
+    (warm-up, fresh inputs every call, median of an adaptive number of calls), its values checked
+    again after timing, and set against XLA's op for the same math and the chip's roofline; your
+    best time is kept. Without a TPU, it estimates the time on the generation `--tpu` names from
+    your kernel's grid, blocks and index maps, and says it is an estimate.
+    """
+    from course.chip import roofline, runs
+    from course.ui import chip as drawing
+
+    if tpu not in roofline.GENERATIONS:
+        raise UsageError(f"--tpu {tpu} is no TPU generation `course bench` knows; one of "
+                         f"{', '.join(roofline.GENERATIONS)}.")
+    session = open_session(course, workspace)
+    targets = runs.bench_targets(session, name)
+    if not targets:
+        raise UsageError("none of your kernels to time yet: `course bench` times tiled_matmul, flash_attention and "
+                         "double_buffer once you have written them.")
+    done = []
+    for exercise in targets:
+        if not as_json and ui.err.is_terminal:
+            ui.info(f"timing {exercise.name}...")
+        report, improved = runs.bench(session, exercise, tpu=tpu)
+        done.append(report)
+        if not as_json:
+            drawing.bench_report(report, improved)
+            ui.line()
+    if as_json:
+        ui.emit_json({"course": session.course.meta.title, "exercises": [r.to_json() for r in done]})
+    raise typer.Exit(0 if all(r.ok for r in done) else 1)
 
 
 @app.command()

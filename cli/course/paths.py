@@ -47,6 +47,11 @@ class WorkspacePaths:
         return self.state / "hints.json"
 
     @property
+    def bench(self) -> Path:
+        """The best time `course bench` measured of each exercise's calls, per chip."""
+        return self.state / "bench.json"
+
+    @property
     def notices(self) -> Path:
         """What this workspace has been told once, not to be told again."""
         return self.state / "notices.json"

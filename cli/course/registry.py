@@ -57,6 +57,7 @@ class ExerciseMeta:
     wall_timeout_s: float | None = None
     check_timeout_s: float | None = None
     mutants: dict[str, Any] | None = None
+    chip: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from course import pyast
 from course.errors import RegistryError
@@ -120,6 +120,36 @@ class InspectTable(BaseModel):
         """The setup is valid Python."""
         _python(setup, single=False)
         return setup
+
+
+class ChipTable(BaseModel):
+    """`[chip]` of an exercise.toml: what a TPU runs of the learner's file (`course check` on a TPU, `course bench`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: list[str] = Field(min_length=1)
+    """Calls `course check` makes on a TPU, compiled, and compares with the CPU's result (`course inspect`'s form)."""
+    bench: list[str] = []
+    """Calls at the lesson's sizes that `course bench` times, or estimates without a chip."""
+    math: Literal["matmul", "attention", "double"] | None = None
+    """The math of the kernel (`course.chip.maths`): XLA's op it is timed against, and its roofline."""
+    setup: str = ""
+    """Python run afresh before each call."""
+
+    @field_validator("calls", "bench")
+    @classmethod
+    def _one_line_each(cls, calls: list[str]) -> list[str]:
+        """Each call is one statement of valid Python."""
+        for call in calls:
+            _python(call, single=True)
+        return calls
+
+    @model_validator(mode="after")
+    def _bench_needs_math(self) -> ChipTable:
+        """Timing against XLA needs the math XLA is to do."""
+        if self.bench and self.math is None:
+            raise ValueError("`bench` calls need `math`, the op XLA is timed doing")
+        return self
 
 
 def _python(text: str, *, single: bool) -> None:
@@ -240,6 +270,8 @@ class ExerciseFile(BaseModel):
     default a third of `timeout_s`, at least 20 (never more than `timeout_s`)."""
     mutants: MutantsTable | None = None
     """How `course validate --mutants` treats this exercise: its equivalent mutants, its own rewrites."""
+    chip: ChipTable | None = None
+    """What a TPU runs of the learner's file: compiled and compared by `course check`, timed by `course bench`."""
 
 
 class EntryFile(BaseModel):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -108,9 +109,9 @@ def learner_output(text: str, indent: int) -> None:
 
 
 def results(session: Session, graded: list[ExerciseResult], *, verbose: bool = False,
-            show_output: bool = False) -> None:
+            show_output: bool = False, then: Callable[[], None] | None = None) -> None:
     """The verdict of a `course check`: in full for one exercise; for several, the first failure of
-    each and a summary table; then the points and the next step."""
+    each and a summary table; then whatever `then` adds (the chip's words), the points and the next step."""
     several = len(graded) > 1
     for result in graded:
         exercise = session.exercise(result.name)
@@ -122,6 +123,8 @@ def results(session: Session, graded: list[ExerciseResult], *, verbose: bool = F
     if several:
         summary_table(session, graded)
         ui.line()
+    if then is not None:
+        then()
     views.next_step(session, graded)
 
 

@@ -237,13 +237,17 @@ def hint(shown: Hint, *, in_watch: bool = False) -> None:
         ui.line(f"`course hint {shown.exercise}` again for the next level.", style="dim")
 
 
-def check_json(session: Session, graded: list[ExerciseResult]) -> dict[str, Any]:
-    """The `course check --json` object (SPEC §4), each check with what the learner's code printed."""
+def check_json(session: Session, graded: list[ExerciseResult],
+               on_chip: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `course check --json` object (SPEC §4), each check with what the learner's code printed, and (on a
+    machine with a TPU) what the chip said of the exercise's kernels."""
     exercises = []
     for result in graded:
         data = result.to_json()
         for check, shown in zip(result.checks, data["checks"], strict=True):  # type: ignore[call-overload]
             shown.setdefault("output", getattr(check, "output", ""))
+        if on_chip and result.name in on_chip:
+            data["chip"] = on_chip[result.name]
         exercises.append(data)
     return {
         "course": session.course.meta.title,
