@@ -3,6 +3,7 @@
     import course
     course.check("update_with_donate")      # grades it, records the result, renders in a notebook
     course.inspect("update_with_donate")    # what the code does, as `course inspect` shows it
+    course.bench("tiled_matmul")            # timed on the notebook's TPU, or estimated without one
 
     %load_ext course
     %course check update_with_donate        # any command: %course hint NAME, %course list, ...
@@ -24,13 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from course.chip.stage import ChipReport
     from course.engine.inspection import Inspection
     from course.engine.verdict import ExerciseResult
     from course.registry import Exercise
     from course.session import Session
 
-__all__ = ["CheckReport", "InspectReport", "check", "inspect", "load_ipython_extension", "save_cell",
-           "unload_ipython_extension"]
+__all__ = ["BenchReport", "CheckReport", "InspectReport", "bench", "check", "inspect", "load_ipython_extension",
+           "save_cell", "unload_ipython_extension"]
 
 HTML_WIDTH = 160
 """Columns a report is laid out in for Jupyter's HTML, which then wraps each line to the cell's width:
@@ -89,8 +91,11 @@ _HTML = ('<pre style="font-family:Menlo,\'DejaVu Sans Mono\',monospace;font-size
 class CheckReport(_Report):
     """What `course.check` graded: one `ExerciseResult` per exercise, in `results`."""
 
-    def __init__(self, session: Session, results: list[ExerciseResult]) -> None:
+    def __init__(self, session: Session, results: list[ExerciseResult],
+                 chip: dict[str, ChipReport] | None = None) -> None:
         self.session, self.results = session, results
+        self.chip = chip or {}
+        """What the chip said of each exercise's kernels, on a machine with a TPU."""
 
     @property
     def passed(self) -> bool:
@@ -108,13 +113,19 @@ class CheckReport(_Report):
         """The `course check --json` object."""
         from course.ui import views
 
-        return views.check_json(self.session, self.results)
+        return views.check_json(self.session, self.results, {n: r.to_json() for n, r in self.chip.items()})
 
     def _draw(self) -> None:
-        """The verdicts, as `course check` prints them."""
-        from course.ui import verdicts
+        """The verdicts, as `course check` prints them, and the chip's words after them."""
+        from course import ui
+        from course.ui import chip, verdicts
 
-        verdicts.results(self.session, self.results)
+        def chip_words() -> None:
+            for report in self.chip.values():
+                chip.check_section(report)
+                ui.line()
+
+        verdicts.results(self.session, self.results, then=chip_words)
 
     def _title(self) -> str:
         """`course check NAME: passed`."""
@@ -150,6 +161,63 @@ class InspectReport(_Report):
         return f"course inspect {self.exercise.name}"
 
 
+class BenchReport(_Report):
+    """What `course.bench` measured (or estimated) of each exercise's kernels, in `reports`."""
+
+    def __init__(self, reports: list[tuple[ChipReport, list[str]]]) -> None:
+        self.reports = reports
+
+    def to_json(self) -> dict[str, Any]:
+        """The `course bench --json` object's exercises."""
+        return {"exercises": [r.to_json() for r, _ in self.reports]}
+
+    def _draw(self) -> None:
+        """The tables, as `course bench` prints them."""
+        from course import ui
+        from course.ui import chip
+
+        for report, improved in self.reports:
+            chip.bench_report(report, improved)
+            ui.line()
+
+    def _repr_html_(self) -> str:
+        """The tables, and a chart of each call's time beside XLA's, the estimate and the roofline."""
+        from course.ui.chip import chart_png
+
+        picture = chart_png([r for r, _ in self.reports])
+        image = f'<img src="data:image/png;base64,{picture}"/>' if picture else ""
+        return super()._repr_html_() + image
+
+    def _title(self) -> str:
+        """`course bench NAME`."""
+        return "course bench " + ", ".join(r.name for r, _ in self.reports)
+
+
+def _holds_tpu() -> bool:
+    """Whether this very process (a notebook's kernel) has JAX's TPU backend open: no other process can."""
+    import sys
+
+    if "jax" not in sys.modules:
+        return False
+    from jax._src import xla_bridge  # private, but the only way to ask without opening a backend
+
+    return "tpu" in getattr(xla_bridge, "_backends", {})
+
+
+def bench(name: str | None = None, *, tpu: str = "v5e", course: str | Path | None = None,
+          workspace: str | Path | None = None) -> BenchReport:
+    """Time your kernels on this machine's TPU as `course bench` does (in this process when the notebook
+    already holds the chip), or estimate them for the generation `tpu` names where there is none."""
+    from course.chip import runs
+
+    session = _session(course, workspace)
+    reports = [runs.bench(session, e, tpu=tpu, here=_holds_tpu()) for e in runs.bench_targets(session, name)]
+    report = BenchReport(reports)
+    if not _shown_by_the_shell():
+        report._draw()
+    return report
+
+
 def _session(course: str | Path | None, workspace: str | Path | None) -> Session:
     """The session, found as the command line finds it."""
     from course.session import Session
@@ -160,9 +228,12 @@ def _session(course: str | Path | None, workspace: str | Path | None) -> Session
 def check(name: str | None = None, *, course: str | Path | None = None, workspace: str | Path | None = None,
           seed: int | None = None) -> CheckReport:
     """Grade an exercise (default: the current one) as `course check` does, and record the result."""
+    from course.chip import runs
+
     session = _session(course, workspace)
     exercises = session.select([name] if name else [])
-    report = CheckReport(session, session.check(exercises, seed=seed))
+    results = session.check(exercises, seed=seed)
+    report = CheckReport(session, results, runs.after_check(session, results, here=_holds_tpu()))
     if not _shown_by_the_shell():
         report._draw()  # a script discards the value of `course.check(...)`: show the verdict as it returns
     return report
@@ -236,6 +307,8 @@ def _line(line: str) -> Any:
             return check(plain[0] if plain else None)
         if verb == "inspect" and rest == plain and len(plain) <= 1:
             return inspect(plain[0] if plain else None)
+        if verb == "bench" and rest == plain and len(plain) <= 1:
+            return bench(plain[0] if plain else None)
     except Exception as exc:  # noqa: BLE001 - the same one sentence as the command line
         if exit_code_for(exc) is None:
             raise

@@ -63,3 +63,20 @@ def test_check_on_a_tpu_adds_the_chips_words_after_the_verdict(cli: CliRunner, t
     assert data["exercises"][0]["chip"]["ok"] is True
     quiet = cli.invoke(app, [*args, "--no-chip", "--json"])
     assert "chip" not in json.loads(quiet.stdout)["exercises"][0]
+
+
+@pytest.mark.slow
+def test_a_notebook_gets_the_tables_and_a_chart(cli: CliRunner, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`%course bench NAME` returns a report that shows as text, and in Jupyter with a chart beside it."""
+    from course import notebook
+
+    monkeypatch.setenv("COURSE_CHIP", "0")
+    ws = _workspace(tmp_path, cli, "15_double_buffer")
+    monkeypatch.setenv("COURSE_ROOT", str(COURSE))
+    monkeypatch.setenv("COURSE_WORKSPACE", str(ws))
+    report = notebook._line("bench double_buffer")
+    assert isinstance(report, notebook.BenchReport)
+    assert "stream_scale(f32(65536, 128))" in repr(report) and "GB/s" in repr(report)
+    assert '<img src="data:image/png;base64,' in report._repr_html_()
+    assert report.to_json()["exercises"][0]["calls"][0]["status"] == "estimated"

@@ -18,30 +18,44 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from course.files import write_atomic
 
-__all__ = ["main"]
+__all__ = ["main", "run_calls"]
 
 
 def main(argv: list[str]) -> int:
     """Run the spec in argv[0], writing to argv[1]; 0 when every call was made, 1 when one failed, 2 for no file."""
     spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     out = Path(argv[1])
+    report = run_calls(spec, lambda so_far: _write(out, so_far))
+    if "error" in report or "no_chip" in report:
+        return 2
+    return 0 if all(c.get("status") in ("matched", "timed", "estimated") for c in report["calls"]) else 1
+
+
+def run_calls(spec: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Import the file the spec names and make its calls in the spec's mode; `progress` gets the report after each."""
     report: dict[str, Any] = {"mode": spec["mode"], "calls": []}
     try:
         module = _load(Path(spec["file"]))
     except Exception as exc:  # noqa: BLE001 - the learner's file may raise anything at import
         report["error"] = str(exc)
-        _write(out, report)
-        return 2
+        progress(report)
+        return report
     from course.chip import modes
 
     run = {"check": modes.check_call, "bench": modes.bench_call, "estimate": modes.estimate_call}[spec["mode"]]
-    report.update(modes.platform(spec))
-    _write(out, report)
+    try:
+        report.update(modes.platform(spec))
+    except Exception as exc:  # noqa: BLE001 - a chip that cannot be opened is the machine's, said in words
+        report["no_chip"] = f"{type(exc).__name__}: {str(exc)[:400]}"
+        progress(report)
+        return report
+    progress(report)
     for text in spec["calls"]:
         try:
             found = run(text, module, spec)
@@ -49,10 +63,10 @@ def main(argv: list[str]) -> int:
             found = {"call": text, "status": "error", "message": f"{type(exc).__name__}: {str(exc)[:400]}",
                      "trace": traceback.format_exc()[-1200:] if os.environ.get("COURSE_DEBUG") else ""}
         report["calls"].append(found)
-        _write(out, report)
+        progress(report)
         if found.get("status") == "halted":
             break  # the core is gone for this process: the calls after it cannot run
-    return 0 if all(c.get("status") in ("matched", "timed", "estimated") for c in report["calls"]) else 1
+    return report
 
 
 def _load(path: Path) -> Any:

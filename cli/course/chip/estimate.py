@@ -6,7 +6,8 @@ What a `pallas_call` moves and computes is in its trace:
   every index map is evaluated at every grid point, in the order the chip runs them (last axis
   fastest), and each change is one block moved: a block fetched again after it was left counts
   again. Operands the kernel copies itself (`memory_space=pl.ANY` with `make_async_copy`) count
-  what its DMAs move, found by running its integer control flow over the grid.
+  what its DMAs move: each DMA start's window, times the trip count of the loops around it (a
+  prefetch under `pl.when` counted as if it always ran: one block too many).
 - **MXU work**: every `dot_general` in the kernel, 2 FLOPs per multiply-add, once per step
   (times the trip count of a `fori_loop` around it).
 - **Vector work**: the vector registers every other array operation of the kernel fills per step
@@ -136,19 +137,50 @@ def _moves(closed: Any, grid: tuple[int, ...]) -> int:
 
 
 def _dma_traffic(call: Any) -> tuple[float, int]:
-    """Bytes the kernel's own DMAs move over the grid, and the loop iterations that start them (0, 0 for none)."""
-    from course.grading.observe.kernels.kernel_trace import TraceUnsupported, trace_kernel
-    from course.grading.observe.traces.jaxprs import walk_eqns
+    """Bytes the kernel's own DMAs move between HBM and its memories over the grid, and how many DMAs it starts."""
+    moved, starts = _dmas(call.jaxpr, 1.0)
+    steps = math.prod(int(g) for g in call.params["grid_mapping"].grid) if call.params["grid_mapping"].grid else 1
+    return moved * steps, int(starts * steps)
 
-    if not any(eqn.primitive.name == "dma_start" for eqn, _ in walk_eqns(call.jaxpr)):
-        return 0.0, 0
-    try:
-        trace = trace_kernel(call)
-    except TraceUnsupported:
-        return 0.0, 0
-    starts = trace.of("dma_start")
-    moved = sum(math.prod(e.src.shape) * np.dtype(e.src.buffer.dtype).itemsize for e in starts if e.src is not None)
-    return float(moved), len(starts)
+
+def _dmas(jaxpr: Any, times: float) -> tuple[float, float]:
+    """(HBM bytes, DMA starts) of one run of `jaxpr`: a loop's by its trip count, a `pl.when` as if it ran
+    (a prefetch guarded by one runs on all steps but the last)."""
+    import jax
+    import jax.extend as jex
+
+    moved = starts = 0.0
+    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+        name = eqn.primitive.name
+        if name == "dma_start":
+            src, dst = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars)[:3:2]
+            if _in_hbm(src) or _in_hbm(dst):
+                moved, starts = moved + _window_bytes(src), starts + 1
+            continue
+        inner = 1.0 if name != "scan" else float(eqn.params["length"])
+        subs = list(jex.core.jaxprs_in_params(eqn.params))
+        found = [_dmas(sub, inner) for sub in subs]
+        if name == "cond" and found:
+            found = [max(found)]  # one branch runs
+        for m, n in found:
+            moved, starts = moved + m, starts + n
+    return moved * times, starts * times
+
+
+def _in_hbm(ref: Any) -> bool:
+    """Whether a (transformed) ref lives in HBM, where a kernel reaches only by DMA."""
+    aval = getattr(getattr(ref, "ref", ref), "aval", None)
+    return str(getattr(getattr(aval, "memory_space", None), "value", "")).lower() in ("any", "hbm")
+
+
+def _window_bytes(ref: Any) -> float:
+    """Bytes of the window of a ref a DMA moves: its last indexer's shape, or the whole ref."""
+    base = getattr(ref, "ref", ref)
+    shape = tuple(base.aval.shape)
+    for transform in getattr(ref, "transforms", ()):
+        getter = getattr(transform, "get_indexer_shape", None)
+        shape = tuple(getter()) if getter is not None else shape
+    return float(math.prod(shape) * np.dtype(base.aval.dtype).itemsize)
 
 
 def _work(jaxpr: Any, times: float) -> tuple[float, float, float]:

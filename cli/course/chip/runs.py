@@ -23,10 +23,11 @@ if TYPE_CHECKING:
 __all__ = ["after_check", "bench", "bench_targets"]
 
 
-def after_check(session: Session, graded: list[ExerciseResult], *,
+def after_check(session: Session, graded: list[ExerciseResult], *, here: bool = False,
                 on_start: Callable[[str, int, int], None] | None = None) -> dict[str, stage.ChipReport]:
-    """The chip's report of each graded exercise that goes to the chip (none without a TPU)."""
-    if not tpu_here():
+    """The chip's report of each graded exercise that goes to the chip (none without a TPU); `here`: in this
+    process, which holds the chip (a notebook's)."""
+    if not (here or tpu_here()):
         return {}
     chosen = [r for r in graded if not r.not_tried and r.status in ("passed", "failed")
               and stage.calls_of(session.exercise(r.name), "check")]
@@ -35,7 +36,7 @@ def after_check(session: Session, graded: list[ExerciseResult], *,
         if on_start is not None:
             on_start(result.name, i, len(chosen))
         exercise = session.exercise(result.name)
-        reports[result.name] = stage.run(exercise, session.submission(exercise), "check")
+        reports[result.name] = stage.run(exercise, session.submission(exercise), "check", here=here)
     return reports
 
 
@@ -50,13 +51,14 @@ def bench_targets(session: Session, name: str | None) -> list[Exercise]:
     return [e for e in session.course.exercises if stage.calls_of(e, "bench") and not session.is_stub_now(e)]
 
 
-def bench(session: Session, exercise: Exercise, *, tpu: str) -> tuple[stage.ChipReport, list[str]]:
-    """Time one exercise on the chip (or estimate it for `tpu` without one); the calls that set a new best."""
+def bench(session: Session, exercise: Exercise, *, tpu: str, here: bool = False) -> tuple[stage.ChipReport, list[str]]:
+    """Time one exercise on the chip (or estimate it for `tpu` without one); the calls that set a new best.
+    `here`: in this process, which holds the chip (a notebook's)."""
     if session.is_stub_now(exercise) or not session.submission(exercise).is_file():
         report = stage.ChipReport(exercise.name, "bench")
         report.error = f"your file of {exercise.name} is still the stub: write your kernel, then time it"
         return report, []
-    if not tpu_here():
+    if not (here or tpu_here()):
         return stage.run(exercise, session.submission(exercise), "estimate", tpu=tpu), []
-    report = stage.run(exercise, session.submission(exercise), "bench")
+    report = stage.run(exercise, session.submission(exercise), "bench", here=here)
     return report, best.record(session.paths, exercise.name, report.chip, report.calls)

@@ -32,6 +32,9 @@ LOCK = Path(tempfile.gettempdir()) / "course-chip.lock"
 WALL_S = {"check": 240.0, "bench": 600.0, "estimate": 240.0}
 """How long one file's chip process may run, by mode, before it is stopped."""
 IN_USE = ("libtpu multi-process lockfile", "TPU is already in use", "Device or resource busy")
+"""What JAX says when another process holds the chip."""
+IN_USE_WORDS = ("the TPU is in use by another program (a notebook, or another `course`): close it, or in a notebook "
+                "that holds the chip use `course.check` and `course.bench`, which run there; `--no-chip` skips this")
 
 
 @dataclass
@@ -67,8 +70,13 @@ def calls_of(exercise: Exercise, mode: str) -> list[str]:
     return list(table.get("calls" if mode == "check" else "bench") or [])
 
 
-def run(exercise: Exercise, submission: Path, mode: str, *, tpu: str = "v5e", budget_s: float = 2.0) -> ChipReport:
-    """Run `submission` in a chip process in `mode` ("check", "bench" or "estimate") and return its report."""
+def run(exercise: Exercise, submission: Path, mode: str, *, tpu: str = "v5e", budget_s: float = 2.0,
+        here: bool = False) -> ChipReport:
+    """Run `submission` in a chip process in `mode` ("check", "bench" or "estimate") and return its report.
+
+    `here`: in this process instead, for a notebook whose own JAX already holds the TPU (no other process
+    could open it); the learner's kernels then run beside their own notebook, as their own cells do.
+    """
     from filelock import FileLock
 
     started = time.monotonic()
@@ -81,7 +89,9 @@ def run(exercise: Exercise, submission: Path, mode: str, *, tpu: str = "v5e", bu
         spec = {"mode": mode, "file": str(copy), "calls": calls_of(exercise, mode), "setup": table.get("setup", ""),
                 "math": table.get("math"), "tpu": tpu, "budget_s": budget_s}
         (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-        if mode == "estimate":  # no chip needed: nothing to wait for
+        if here:
+            _fill(report, _in_this_process(spec))
+        elif mode == "estimate":  # no chip needed: nothing to wait for
             _launch(folder, mode, report)
         else:
             with FileLock(str(LOCK)):
@@ -90,6 +100,25 @@ def run(exercise: Exercise, submission: Path, mode: str, *, tpu: str = "v5e", bu
         shutil.rmtree(folder, ignore_errors=True)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _in_this_process(spec: dict[str, Any]) -> dict[str, Any]:
+    """The child's report, made in this process."""
+    from course.chip.child import run_calls
+
+    return run_calls(spec, lambda so_far: None)
+
+
+def _fill(report: ChipReport, data: dict[str, Any]) -> None:
+    """Copy a child's report into `report`."""
+    report.chip, report.device_kind = str(data.get("chip", "")), str(data.get("device_kind", ""))
+    report.estimated = bool(data.get("estimated", False))
+    report.calls = [c for c in data.get("calls", []) if isinstance(c, dict)]
+    if isinstance(data.get("error"), str):
+        report.error = f"your file could not be imported for the chip: {data['error']}"
+    elif isinstance(data.get("no_chip"), str):
+        report.error = (IN_USE_WORDS if any(m in data["no_chip"] for m in IN_USE)
+                        else f"JAX could not open the TPU here ({data['no_chip']})")
 
 
 def _launch(folder: Path, mode: str, report: ChipReport) -> None:
@@ -136,17 +165,14 @@ def _read(out: Path, log: Path, code: int | None, stopped: bool, mode: str, repo
         data = json.loads(out.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         data = {}
-    report.chip, report.device_kind = str(data.get("chip", "")), str(data.get("device_kind", ""))
-    report.estimated = bool(data.get("estimated", False))
-    report.calls = [c for c in data.get("calls", []) if isinstance(c, dict)]
-    if isinstance(data.get("error"), str):
-        report.error = f"your file could not be imported for the chip: {data['error']}"
-    elif stopped:
+    _fill(report, data)
+    if report.error:
+        return
+    if stopped:
         report.error = (f"the {'chip' if mode != 'estimate' else 'estimate'} run took longer than "
                         f"{WALL_S[mode]:.0f} s and was stopped; is there a kernel or a loop that never ends?")
     elif any(mark in printed for mark in IN_USE):
-        report.error = ("the TPU is in use by another program (a notebook, or another `course`); close it, or run "
-                        "`course check --no-chip`")
+        report.error = IN_USE_WORDS
     elif not data or code not in (0, 1):  # what it finished is kept; why it stopped is said
         report.error = _died(code, printed)
 

@@ -101,3 +101,35 @@ def _footnote(call: dict[str, Any], best: bool) -> str:
 def _time(seconds: float) -> str:
     """A duration in the unit that reads best."""
     return f"{seconds * 1e3:.3f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def chart_png(reports: list[ChipReport]) -> str | None:
+    """A bar chart of each timed call, yours beside XLA's, the estimate and the roofline, as base64 PNG; None
+    without matplotlib (`pip install matplotlib`) or without anything timed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    calls = [c for r in reports for c in r.calls if c.get("status") in ("timed", "estimated")]
+    if not calls:
+        return None
+    import base64
+    import io
+
+    labels = ("yours", "XLA", "estimate", "roofline")
+    fig, axes = plt.subplots(1, len(calls), figsize=(3.2 * len(calls), 2.8), squeeze=False)
+    for ax, call in zip(axes[0], calls, strict=True):
+        values = [call.get("kernel", {}).get("median_s"), call.get("xla", {}).get("median_s"),
+                  (call.get("estimate") or {}).get("seconds"), call.get("roofline_s")]
+        shown = [(lab, v * 1e3) for lab, v in zip(labels, values, strict=True) if v]
+        ax.bar([lab for lab, _ in shown], [v for _, v in shown], color=["#2a7", "#888", "#39c", "#ccc"][:len(shown)])
+        ax.set_ylabel("ms")
+        ax.set_title(call["call"] if len(call["call"]) < 34 else call["call"][:32] + "…", fontsize=8)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
