@@ -225,7 +225,91 @@ def jax_jit(fn: Callable[..., Any]) -> Callable[..., Any]:
     return jax.jit(fn)
 
 
-PARTS = {"probe": probe, "sweep": sweep, "steps": steps, "hand": hand}
+# The references at the lessons' sizes: (exercise, function, the call's inputs, math).
+REFERENCE_CASES = [
+    ("tiled_matmul", "matmul", [((4096, 4096), "bfloat16")] * 2, "matmul"),
+    ("tiled_matmul", "matmul", [((4096, 4096), "float32")] * 2, "matmul"),
+    ("flash_attention", "attention", [((16384, 128), "bfloat16")] * 3, "attention"),
+    ("flash_attention", "attention", [((8192, 128), "bfloat16")] * 3, "attention"),
+    ("double_buffer", "stream_scale", [((65536, 128), "float32")], "double"),
+]
+if DRY:
+    REFERENCE_CASES = [("tiled_matmul", "matmul", [((256, 256), "bfloat16")] * 2, "matmul"),
+                       ("flash_attention", "attention", [((256, 128), "bfloat16")] * 3, "attention"),
+                       ("double_buffer", "stream_scale", [((64, 128), "float32")], "double")]
+
+
+def refs(sink: Sink) -> None:
+    """Each reference before and after its blocks were chosen for the chip, beside XLA's op, at the lessons' sizes;
+    and a plain loop around the reference of today (what `course bench` is compared with)."""
+    import chip_kernels as ck
+    import jax
+    import jax.numpy as jnp
+
+    from course.chip.maths import MATHS
+
+    for name, fn_name, shapes, math_name in REFERENCE_CASES:
+        math = MATHS[math_name]
+        make = _maker([(s, jnp.dtype(d)) for s, d in shapes])
+        specimen = make(0)
+        flops, nbytes = math.flops(*specimen), math.nbytes(*specimen)
+        base = {"part": "refs", "exercise": name, "shapes": [list(s) for s, _ in shapes], "dtype": shapes[0][1]}
+        for label, fn in (("xla", jax.jit(math.xla)), ("before", ck.BEFORE[name]()),
+                          ("after", getattr(ck.solution(name), fn_name))):
+            measure(sink, {**base, "kernel": label}, fn, make, math.exact, flops, nbytes)
+        fn = getattr(ck.solution(name), fn_name)
+        args = make(1)
+        jax.block_until_ready(fn(*args))
+        times = []
+        for _ in range(5 if DRY else 30):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            times.append(time.perf_counter() - t0)
+        sink.put({**base, "kernel": "after, plain loop", "wall_median_s": statistics.median(times),
+                  "wall_min_s": min(times)})
+
+
+KERNEL_EXERCISES = ("ref_reads_writes", "aliasing_order", "any_sync_copy", "smem_scalar", "alias_zero_init",
+                    "tiled_matmul", "flash_attention", "double_buffer")
+
+
+def compiles(sink: Sink) -> None:
+    """Every reference, shipped alternative and chip-only wrong variant of the kernel exercises, compiled on the chip
+    at its `[chip]` calls and compared with the reference's result there (one process: our own files)."""
+    import tomllib
+
+    import jax
+
+    from course.chip.agreement import agree, refusal
+    from course.chip.modes import _call, _leaves
+    from course.engine.submission import load, read_source
+
+    for name in KERNEL_EXERCISES:
+        folder = next((ROOT / "exercises").glob(f"*_{name}"))
+        table = tomllib.loads((folder / "exercise.toml").read_text(encoding="utf-8"))["chip"]
+        reference = ROOT / "solutions" / folder.name / f"{name}.py"
+        files = [reference, *sorted((ROOT / "tests" / "content" / "alternatives" / name).glob("*.py")),
+                 *sorted(p for p in (ROOT / "solutions" / folder.name / "wrong").glob("*.py")
+                         if "chip" in p.read_text(encoding="utf-8").split("\n", 1)[0].lower())]
+        want: dict[str, list[Any]] = {}
+        for path in files:
+            module = load(path, read_source(path))
+            for text in table["calls"]:
+                row = {"part": "compiles", "exercise": name, "file": str(path.relative_to(ROOT)), "call": text}
+                try:
+                    got = _leaves(jax.block_until_ready(_call(text, module, table).run()))
+                except Exception as exc:  # noqa: BLE001 - a refusal is the finding
+                    kind, words = refusal(exc, path, path.read_text(encoding="utf-8"))
+                    sink.put({**row, "status": kind, "message": words})
+                    continue
+                if path == reference:
+                    want[text] = got
+                found = [agree(g, w) for g, w in zip(got, want.get(text, got), strict=False)]
+                sink.put({**row, "status": "matched" if all(f.ok for f in found) else "differs",
+                          "error": max((f.error for f in found), default=0.0)})
+
+
+PARTS = {"probe": probe, "sweep": sweep, "steps": steps, "hand": hand, "refs": refs, "compiles": compiles}
 
 
 def main() -> None:
