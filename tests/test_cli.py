@@ -378,13 +378,13 @@ def test_unknown_progress_version_is_exit_2(cli: CliRunner, mini_course: Path) -
 
 
 def test_accelerator_requests_are_answered(cli: CliRunner, mini_course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`JAX_PLATFORMS=cuda course check` says, once, that grading runs on the CPU and how to try the GPU;
-    with the CPU asked for, nothing is said."""
+    """`JAX_PLATFORMS=cuda course check` says, once, that grading runs on the CPU, what a TPU adds and how to
+    try the GPU; with the CPU asked for, nothing is said."""
     _trim(mini_course, ["ex_pass"])
     monkeypatch.setenv("JAX_PLATFORMS", "cuda")
     said = run(cli, mini_course, "check", "ex_pass").stderr
     assert said.count("grading runs on the CPU") == 1 and "JAX_PLATFORMS=cuda" in said
-    assert "outside the grader" in said
+    assert "your own script or notebook" in said and "course bench" in said
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     assert "grading runs on the CPU" not in run(cli, mini_course, "check", "ex_pass").stderr
 

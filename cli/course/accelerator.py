@@ -22,8 +22,8 @@ PLUGIN_PREFIXES = ("jax_cuda", "jax_rocm", "jax_metal", "jax_tpu", "libtpu", "ja
 namespace package), as they appear in site-packages."""
 ADVICE = (
     "grading runs on the CPU whatever JAX is asked for ({why}), so every learner gets the same verdict; "
-    "to try your code on the accelerator, run it outside the grader, in your own script or notebook "
-    "that imports your file (`python -c \"import jax; print(jax.devices())\"` shows what JAX sees)."
+    "on a TPU, `course check` then compiles your kernels on the chip and `course bench` times them; to try "
+    "your code on another accelerator, run it in your own script or notebook that imports your file."
 )
 
 
