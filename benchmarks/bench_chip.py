@@ -309,20 +309,81 @@ def compiles(sink: Sink) -> None:
                           "error": max((f.error for f in found), default=0.0)})
 
 
+def estimates(sink: Sink, results: Path) -> None:
+    """The chip-free estimate of every kernel measured in `results` (a folder of this script's .jsonl files), beside
+    the chip's time: needs no chip."""
+    import chip_kernels as ck
+    import jax
+    import jax.numpy as jnp
+
+    from course.chip.estimate import kernel_cost
+    from course.chip.roofline import chip_named
+    from course.grading.observe.kernels.kernels import pallas_calls
+
+    chip = chip_named("v5e")
+    seen: set[str] = set()
+    for row in (json.loads(line) for path in sorted(results.glob("*.jsonl")) for line in path.open()):
+        case = _kernel_case(row, ck)
+        if case is None or row.get("error") or not row.get("median_s"):
+            continue
+        key = json.dumps(case[0])
+        if key in seen:
+            continue
+        seen.add(key)
+        what, fn, shapes = case
+        specs = [jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)) for shape, dtype in shapes]
+        found = [kernel_cost(k).on(chip) for k in pallas_calls(fn, *specs)]
+        estimate = sum(f.seconds for f in found)
+        sink.put({"part": "estimate", **what, "chip_s": row["median_s"], "estimate_s": estimate,
+                  "ratio": estimate / row["median_s"], "bound": found[0].bound if found else ""})
+
+
+def _kernel_case(row: dict[str, Any], ck: Any) -> tuple[dict[str, Any], Any, list[Any]] | None:
+    """(what it was, the kernel's function, its inputs' shapes and dtypes) of a measured row, or None for XLA's."""
+    part, blocks = row.get("part"), row.get("blocks")
+    if part == "matmul" and isinstance(blocks, list):
+        n, dtype = row["m"], row["dtype"]
+        what = {"kernel": "matmul", "dtype": dtype, "size": n, "blocks": blocks}
+        return what, ck.matmul(*blocks), [((n, n), dtype)] * 2
+    if part == "attention" and isinstance(blocks, list):
+        s = row["s"]
+        return ({"kernel": "attention", "dtype": row["dtype"], "size": s, "blocks": blocks}, ck.attention(*blocks),
+                [((s, 128), row["dtype"])] * 3)
+    if part == "copy":
+        r = row["rows"]
+        return {"kernel": "copy", "size": r, "blocks": row["block_rows"]}, ck.copy_rows(row["block_rows"]), [
+            ((r, 128), "float32")]
+    if part == "refs" and row.get("kernel") in ("before", "after"):
+        name = row["exercise"]
+        fn = ck.BEFORE[name]() if row["kernel"] == "before" else getattr(ck.solution(name), _PUBLIC[name])
+        shapes = [(tuple(s), row["dtype"]) for s in row["shapes"]]
+        return {"kernel": f"{name} ({row['kernel']})", "dtype": row["dtype"], "size": row["shapes"][0]}, fn, shapes
+    return None
+
+
+_PUBLIC = {"tiled_matmul": "matmul", "flash_attention": "attention", "double_buffer": "stream_scale"}
+
 PARTS = {"probe": probe, "sweep": sweep, "steps": steps, "hand": hand, "refs": refs, "compiles": compiles}
 
 
 def main() -> None:
     """Run the parts asked for, each into its own file."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("parts", nargs="+", choices=sorted(PARTS))
+    parser.add_argument("parts", nargs="*", metavar="PART", help=f"any of {', '.join(sorted(PARTS))}")
     parser.add_argument("--out", type=Path, default=Path("chip-results"))
+    parser.add_argument("--estimate", type=Path, metavar="RESULTS",
+                        help="no chip needed: estimate every kernel measured in RESULTS, a folder of .jsonl files")
     args = parser.parse_args()
+    if args.estimate:
+        estimates(Sink(args.out, "estimate"), args.estimate)
+        return
     if DRY:
         from jax.experimental.pallas import tpu as pltpu
 
         pltpu.set_tpu_interpret_mode(pltpu.InterpretParams())
     for part in args.parts:
+        if part not in PARTS:
+            parser.error(f"no part named {part!r}")
         started = time.perf_counter()
         PARTS[part](Sink(args.out, part))
         print(f"# {part}: {time.perf_counter() - started:.1f} s", flush=True)
