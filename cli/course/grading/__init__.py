@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         BlockMismatch, assert_array, assert_dtype, assert_is_array, assert_shape, block_mismatches, describe_value,
     )
     from course.grading.judge.donors import ProgramBuffers, parameter_shapes, program_buffers
+    from course.grading.judge.fingerprint import Seen, fingerprint, operations
     from course.grading.judge.named import (
         ViewCase, axis_entries, numpy_index, numpy_view, selector_code, selector_entries, selectors, view_cases,
     )
@@ -124,7 +125,6 @@ if TYPE_CHECKING:
         ShardMismatch, Traced, assert_mesh, assert_sharding, call_explained, call_traced, differing_copies,
         per_device_bytes, shard_mismatches, shard_shapes, sharding_text, spec_text, traced_once,
     )
-
 # isort: on
 
 # Each public helper and the submodule that defines it: a name two submodules define cannot be here
@@ -136,6 +136,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "assert_is_array": "judge.arrays", "assert_shape": "judge.arrays", "block_mismatches": "judge.arrays",
     "describe_value": "judge.arrays",
     "ProgramBuffers": "judge.donors", "parameter_shapes": "judge.donors", "program_buffers": "judge.donors",
+    "Seen": "judge.fingerprint", "fingerprint": "judge.fingerprint", "operations": "judge.fingerprint",
     "ViewCase": "judge.named", "axis_entries": "judge.named", "numpy_index": "judge.named",
     "numpy_view": "judge.named", "selector_code": "judge.named", "selector_entries": "judge.named",
     "selectors": "judge.named", "view_cases": "judge.named",
@@ -144,9 +145,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "RoundingReport": "judge.rounding", "correctly_rounded": "judge.rounding", "exact_matmul": "judge.rounding",
     "rounding_report": "judge.rounding",
     "callback_error": "judge.source", "code_names": "judge.source", "defined_names": "judge.source",
-    "describe_exception": "judge.source", "learner_frames": "judge.source",
-    "learner_location": "judge.source", "learner_traceback": "judge.source", "raised_in": "judge.source",
-    "syntax_message": "judge.source",
+    "describe_exception": "judge.source", "learner_frames": "judge.source", "learner_location": "judge.source",
+    "learner_traceback": "judge.source", "raised_in": "judge.source", "syntax_message": "judge.source",
     "BACKEND_COMPILE_EVENT": "observe.calls.compiles", "CompileEvent": "observe.calls.compiles",
     "CompileRecorder": "observe.calls.compiles", "install_listener": "observe.calls.compiles",
     "matches_name": "observe.calls.compiles", "own_function_names": "observe.calls.compiles",
@@ -169,9 +169,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "Memory": "observe.calls.programs", "Program": "observe.calls.programs", "call_jitted": "observe.calls.programs",
     "compile_lowered": "observe.calls.programs", "compile_program": "observe.calls.programs",
     "compile_trace": "observe.calls.programs", "grad_of_sum": "observe.calls.programs",
-    "hlo_size": "observe.calls.programs", "mib": "observe.calls.programs",
-    "over_budget": "observe.calls.programs", "size_text": "observe.calls.programs",
-    "under_jit": "observe.calls.programs",
+    "hlo_size": "observe.calls.programs", "mib": "observe.calls.programs", "over_budget": "observe.calls.programs",
+    "size_text": "observe.calls.programs", "under_jit": "observe.calls.programs",
     "NOT_USABLE_WARNING": "observe.calls.rebuilt", "operand_spec": "observe.calls.rebuilt",
     "rebuilt_call": "observe.calls.rebuilt",
     "LaterCalls": "observe.calls.recompiles", "later_calls": "observe.calls.recompiles",
@@ -194,10 +193,9 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "Accumulator": "observe.kernels.accumulators", "TaintPass": "observe.kernels.accumulators",
     "find_accumulators": "observe.kernels.accumulators", "taint_pass": "observe.kernels.accumulators",
     "Hazard": "observe.kernels.aliasing", "first_hazard": "observe.kernels.aliasing",
-    "hazard_message": "observe.kernels.aliasing",
-    "first_read_after_write": "observe.kernels.aliasing", "overlaps": "observe.kernels.aliasing",
-    "reads_after_writes": "observe.kernels.aliasing", "run_aliased": "observe.kernels.aliasing",
-    "unrolled_loops": "observe.kernels.aliasing",
+    "first_read_after_write": "observe.kernels.aliasing", "hazard_message": "observe.kernels.aliasing",
+    "overlaps": "observe.kernels.aliasing", "reads_after_writes": "observe.kernels.aliasing",
+    "run_aliased": "observe.kernels.aliasing", "unrolled_loops": "observe.kernels.aliasing",
     "DmaCopy": "observe.kernels.dma_replay", "DmaReplay": "observe.kernels.dma_replay",
     "Hang": "observe.kernels.dma_replay", "Touch": "observe.kernels.dma_replay",
     "WaitMismatch": "observe.kernels.dma_replay", "replay_dmas": "observe.kernels.dma_replay",
@@ -241,10 +239,10 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "LAYOUT_OPS": "observe.traces.dataflow", "OutputOrigin": "observe.traces.dataflow",
     "output_origins": "observe.traces.dataflow",
     "Dim": "observe.traces.jaxprs", "called_function_line": "observe.traces.jaxprs",
-    "equations": "observe.traces.jaxprs", "is_var": "observe.traces.jaxprs", "learner_line": "observe.traces.jaxprs",
-    "region_of": "observe.traces.jaxprs", "region_text": "observe.traces.jaxprs", "sub_env": "observe.traces.jaxprs",
-    "walk_eqns": "observe.traces.jaxprs", "traced": "observe.traces.jaxprs", "jitted_body": "observe.traces.jaxprs",
-    "sendable": "observe.traces.jaxprs",
+    "equations": "observe.traces.jaxprs", "is_var": "observe.traces.jaxprs", "jitted_body": "observe.traces.jaxprs",
+    "learner_line": "observe.traces.jaxprs", "region_of": "observe.traces.jaxprs",
+    "region_text": "observe.traces.jaxprs", "sendable": "observe.traces.jaxprs", "sub_env": "observe.traces.jaxprs",
+    "traced": "observe.traces.jaxprs", "walk_eqns": "observe.traces.jaxprs",
     "EqnRuns": "observe.traces.loops", "Loop": "observe.traces.loops", "eqn_runs": "observe.traces.loops",
     "jaxpr_size": "observe.traces.loops", "line_text": "observe.traces.loops", "loops_in": "observe.traces.loops",
     "times_run": "observe.traces.loops", "traced_jaxpr": "observe.traces.loops", "type_text": "observe.traces.loops",
@@ -272,6 +270,7 @@ __all__ = [
     "BlockMismatch", "assert_array", "assert_dtype", "assert_is_array", "assert_shape", "block_mismatches",
     "describe_value",
     "ProgramBuffers", "parameter_shapes", "program_buffers",
+    "Seen", "fingerprint", "operations",
     "ViewCase", "axis_entries", "numpy_index", "numpy_view", "selector_code", "selector_entries", "selectors",
     "view_cases",
     "assert_gave", "check_property",
@@ -319,8 +318,8 @@ __all__ = [
     "HLO_COLLECTIVES", "BlockFault", "Collective", "HloCollective", "by_call", "collectives_in", "compiled_hlo",
     "hlo_collective_shapes", "hlo_collectives", "jaxpr_collectives", "live_jaxpr", "total_steps", "wrong_blocks",
     "LAYOUT_OPS", "OutputOrigin", "output_origins",
-    "Dim", "called_function_line", "equations", "is_var", "learner_line", "region_of", "region_text", "sub_env",
-    "walk_eqns", "traced", "jitted_body", "sendable",
+    "Dim", "called_function_line", "equations", "is_var", "jitted_body", "learner_line", "region_of", "region_text",
+    "sendable", "sub_env", "traced", "walk_eqns",
     "EqnRuns", "Loop", "eqn_runs", "jaxpr_size", "line_text", "loops_in", "times_run", "traced_jaxpr", "type_text",
     "Matmul", "float32_matmuls", "matmul_flops", "matmuls_in", "matmuls_of", "mflop", "repeated_matmuls",
     "Residual", "describe_residuals", "residuals_of", "scan_residuals",

@@ -39,12 +39,19 @@ _restore: contextlib.ExitStack | None = None
 
 @dataclass(frozen=True)
 class ProgramRun:
-    """One execution of a compiled program: its name and the types of the arguments it ran on."""
+    """One execution of a compiled program: its name and the types of the arguments it ran on, and (when the
+    recorder keeps programs) the program itself and what it donated."""
 
     fun_name: str
     """As compile events name it: `jit(f)` for a jitted or AOT-compiled `f`."""
     arg_types: tuple[Any, ...]
     """One `jax.core.ShapedArray` per flattened array argument (static arguments are not passed)."""
+    program: Any = field(default=None, compare=False, repr=False)
+    """The closed jaxpr that ran (a `jax.jit` call's; None for an ahead-of-time `Compiled`, or when not kept)."""
+    donated: tuple[bool, ...] = ()
+    """Per flattened argument, whether the program was asked to donate it."""
+    args: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    """The arguments it ran on, to tell which of a call's inputs reached it as themselves (kept with programs)."""
 
     @property
     def shapes(self) -> tuple[tuple[int, ...], ...]:
@@ -66,6 +73,8 @@ class RunRecorder:
 
     names: Iterable[str] | None = None
     runs: list[ProgramRun] = field(default_factory=list)
+    programs: bool = False
+    """Keep each run's program, donations and arguments too (`ProgramRun.program`)."""
 
     def __post_init__(self) -> None:
         """Freeze the filter so matching is cheap and the caller's set can change freely."""
@@ -90,10 +99,15 @@ class RunRecorder:
                 _restore.close()
                 _restore = None
 
-    def _receive(self, fun_name: str, arg_types: tuple[Any, ...]) -> None:
+    def _receive(self, fun_name: str, arg_types: tuple[Any, ...], params: dict[str, Any],
+                 args: tuple[Any, ...]) -> None:
         """Keep one execution if it passes the name filter."""
         if self._filter is None or matches_name(fun_name, self._filter):
-            self.runs.append(ProgramRun(fun_name, arg_types))
+            if self.programs:
+                self.runs.append(ProgramRun(fun_name, arg_types, params.get("jaxpr"),
+                                            tuple(bool(d) for d in params.get("donated_invars", ())), args))
+            else:
+                self.runs.append(ProgramRun(fun_name, arg_types))
 
     def count(self) -> int:
         """How many executions were recorded."""
@@ -104,12 +118,13 @@ class RunRecorder:
         return [r.fun_name for r in self.runs]
 
 
-def record_runs(names: Iterable[str] | None = None) -> RunRecorder:
-    """A recorder to use as `with record_runs(names) as rec: ...`, then `rec.runs`."""
-    return RunRecorder(names=names)
+def record_runs(names: Iterable[str] | None = None, *, programs: bool = False) -> RunRecorder:
+    """A recorder to use as `with record_runs(names) as rec: ...`, then `rec.runs` (with `programs`, each run's
+    program, donations and arguments too)."""
+    return RunRecorder(names=names, programs=programs)
 
 
-def _notify(fun_name: str, args: Iterable[Any]) -> None:
+def _notify(fun_name: str, args: Iterable[Any], params: dict[str, Any] | None = None) -> None:
     """Hand one execution to the active recorders; calls under a trace are not executions."""
     with _lock:
         recorders = list(_active)
@@ -125,7 +140,7 @@ def _notify(fun_name: str, args: Iterable[Any]) -> None:
         return
     types = tuple(jax.typeof(a) for a in flat)
     for rec in wanted:
-        rec._receive(fun_name, types)
+        rec._receive(fun_name, types, params or {}, tuple(flat))
 
 
 def _instrument() -> contextlib.ExitStack:
@@ -138,7 +153,7 @@ def _instrument() -> contextlib.ExitStack:
     call_compiled = stages.Compiled.__call__
 
     def recording_run(*args: Any, **params: Any) -> Any:
-        _notify(f"jit({params.get('name', '')})", args)
+        _notify(f"jit({params.get('name', '')})", args, params)
         return run_python(*args, **params)
 
     def recording_call(self: Any, *args: Any, **kwargs: Any) -> Any:

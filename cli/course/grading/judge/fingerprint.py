@@ -1,0 +1,123 @@
+"""What a program computes, as one short text, and the programs one function ran, kept per input types.
+
+The judge reads programs (jaxprs) and compares values; both must come from what the learner's
+function does, whichever way it is asked. A function that looks at its own arguments (`isinstance(x,
+jax.core.Tracer)`) or at its stack could run one program when a check traces it and another when a
+check calls it. So every program the judge sees of a function, traced or run, is reduced to a
+fingerprint, and all the programs one function gives for the same types of input must agree: a
+second, different one is the learner's function behaving two ways, and fails the check that met it.
+
+A fingerprint is the sha256 of the program's operations in order, each with its input and output
+types and its parameters, nested programs walked into. It leaves out what does not change what a
+program computes: how the learner nested their jits (a call of a jitted function is the operations
+it calls), the interpreter a kernel is run under (grading forces one), and names and source lines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Seen", "fingerprint", "operations"]
+
+_CALLS = frozenset({"pjit", "jit", "closed_call", "core_call"})
+"""Equations that only call a program: walked into, not written."""
+_LEFT_OUT = frozenset({"interpret", "debug", "name", "keep_unused", "inline", "compiler_options_kvs",
+                       "in_layouts", "out_layouts", "ctx_mesh", "metadata", "cost_estimate", "source_info"})
+"""Parameters that say how or where a program runs, or what it is called, not what it computes."""
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def fingerprint(closed: Any) -> str:
+    """The sha256 of `closed`'s operations (module docstring)."""
+    digest = hashlib.sha256()
+    for line in operations(closed):
+        digest.update(line.encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def operations(closed: Any) -> Iterator[str]:
+    """One line per operation of a (closed) jaxpr, each naming its inputs and outputs by number in order of
+    appearance, nested programs written in place, calls walked through as the operations they call."""
+    names: dict[Any, str] = {}
+    jaxpr = getattr(closed, "jaxpr", closed)
+    yield "in " + " ".join(_name(v, names) for v in (*jaxpr.constvars, *jaxpr.invars))
+    yield from _body(jaxpr, names)
+    yield "out " + " ".join(_name(v, names) for v in jaxpr.outvars)
+
+
+def _name(var: Any, names: dict[Any, str]) -> str:
+    """A variable's number (given on first sight, counting distinct numbers only: a call's input is its
+    caller's variable under another name), or a literal's value and type."""
+    if not hasattr(var, "count") and hasattr(var, "val"):  # a Literal
+        return f"{_plain(var.val)}:{var.aval}"
+    if var not in names:
+        names[var] = f"v{len(set(names.values()))}"
+    return names[var]
+
+
+def _body(jaxpr: Any, names: dict[Any, str]) -> Iterator[str]:
+    """The operations of `jaxpr`, its variables named in `names` (a call's inputs are its caller's)."""
+    import jax.extend as jex
+
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in _CALLS:
+            inner = eqn.params["jaxpr"]
+            callee = getattr(inner, "jaxpr", inner)
+            for var, given in zip(callee.invars, eqn.invars, strict=True):
+                names[var] = _name(given, names)
+            yield from _body(callee, names)
+            for var, made in zip(eqn.outvars, callee.outvars, strict=True):
+                names[var] = _name(made, names)
+            continue
+        params = {k: v for k, v in eqn.params.items() if k not in _LEFT_OUT}
+        shown = {k: _plain(v) for k, v in sorted(params.items()) if not _holds_jaxpr(v) and k != "grid_mapping"}
+        ins = " ".join(_name(v, names) for v in eqn.invars)
+        outs = " ".join(f"{_name(v, names)}:{v.aval}" for v in eqn.outvars)
+        yield f"{outs} = {eqn.primitive.name} {ins} {shown}"
+        if params.get("grid_mapping") is not None:
+            yield from _grid(params["grid_mapping"])
+        for sub in jex.core.jaxprs_in_params(params):
+            yield "{"
+            yield from operations(sub)
+            yield "}"
+
+
+def _grid(mapping: Any) -> Iterator[str]:
+    """A kernel's grid and, per operand, its block and its index map."""
+    yield f"grid {tuple(mapping.grid)} index operands {mapping.num_index_operands}"
+    for block in mapping.block_mappings:
+        yield f"block {_plain(block.block_shape)} of {block.array_aval}"
+        yield "{"
+        yield from operations(block.index_map_jaxpr)
+        yield "}"
+
+
+def _holds_jaxpr(value: Any) -> bool:
+    """Whether a parameter is (or holds) a jaxpr, which is walked instead of printed."""
+    import jax.extend as jex
+
+    return bool(list(jex.core.jaxprs_in_params({"p": value})))
+
+
+def _plain(value: Any) -> str:
+    """A parameter as text without memory addresses (a function's repr carries one)."""
+    return _ADDRESS.sub("0x", repr(value))[:2000]
+
+
+@dataclass
+class Seen:
+    """The fingerprints of the programs each function gave, by the types of its inputs."""
+
+    programs: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def note(self, function: str, inputs: str, printed: str) -> str | None:
+        """Keep `printed` (a fingerprint) for `function` at `inputs`; return the earlier, different fingerprint
+        when there was one (the function behaved two ways), None otherwise."""
+        key = (function, inputs)
+        earlier = self.programs.setdefault(key, printed)
+        return earlier if earlier != printed else None

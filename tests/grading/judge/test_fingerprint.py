@@ -1,0 +1,79 @@
+"""A program's fingerprint: the same for one program however it was traced, run or sent; different for another."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from course.engine.jaxpr_objects import decode
+from course.engine.jaxprs import encode
+from course.grading.judge.fingerprint import Seen, fingerprint
+from course.grading.observe.calls.executions import record_runs
+
+
+def _kernel(x_ref, y_ref, o_ref, acc_ref):
+    """One K step of a tiled matmul."""
+    @pl.when(pl.program_id(2) == 0)
+    def _zero():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+    o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+
+def _matmul(tile: int, *, k_first: bool = False):
+    """A tiled matmul of (256, 256) operands at `tile` (K the last grid axis unless `k_first`)."""
+    def run(x, y):
+        order = (lambda k, i, j: (i, k), lambda k, i, j: (k, j), lambda k, i, j: (i, j)) if k_first else (
+            lambda i, j, k: (i, k), lambda i, j, k: (k, j), lambda i, j, k: (i, j))
+        n = 256 // tile
+        return pl.pallas_call(
+            _kernel, out_shape=jax.ShapeDtypeStruct((256, 256), x.dtype), grid=(n, n, n),
+            in_specs=[pl.BlockSpec((tile, tile), order[0]), pl.BlockSpec((tile, tile), order[1])],
+            out_specs=pl.BlockSpec((tile, tile), order[2]), scratch_shapes=[pltpu.VMEM((tile, tile), jnp.float32)],
+        )(x, y)
+
+    return run
+
+
+X = jnp.ones((256, 256), jnp.float32)
+
+
+def test_one_program_has_one_fingerprint_traced_run_or_sent() -> None:
+    """Traced, traced under the grader's jit and the interpreter, run and recorded, sent and read back: one."""
+    fn = _matmul(128)
+    traced = jax.make_jaxpr(fn)(X, X)
+    with pltpu.force_tpu_interpret_mode(pltpu.InterpretParams()):
+        jitted = jax.make_jaxpr(jax.jit(fn))(X, X)
+        with record_runs(programs=True) as rec:
+            jax.block_until_ready(jax.jit(fn)(X, X))
+    prints = {fingerprint(traced), fingerprint(jitted), fingerprint(rec.runs[0].program),
+              fingerprint(decode(encode(traced)))}
+    assert len(prints) == 1
+
+
+def test_other_blocks_another_grid_order_or_another_dataflow_differ() -> None:
+    """Blocks, the order of grid axes in the index maps, and what is returned all count."""
+    base = fingerprint(jax.make_jaxpr(_matmul(128))(X, X))
+    assert fingerprint(jax.make_jaxpr(_matmul(64))(X, X)) != base
+    assert fingerprint(jax.make_jaxpr(_matmul(128, k_first=True))(X, X)) != base
+    assert fingerprint(jax.make_jaxpr(lambda a, b: (a + b, a))(X, X)) != fingerprint(
+        jax.make_jaxpr(lambda a, b: (a + b, b))(X, X))
+
+
+def test_how_jits_are_nested_does_not_count() -> None:
+    """A jitted helper called inside is the operations it runs."""
+    helper = jax.jit(lambda a, b: a * b)
+    assert fingerprint(jax.make_jaxpr(lambda a, b: helper(a, b) + 1)(X, X)) == fingerprint(
+        jax.make_jaxpr(lambda a, b: a * b + 1)(X, X))
+
+
+def test_seen_returns_the_earlier_fingerprint_when_a_function_changes_its_program() -> None:
+    """The first program of a function at some inputs is kept; the same again is fine, another is returned."""
+    seen = Seen()
+    assert seen.note("matmul", "f32[256,256] f32[256,256]", "a") is None
+    assert seen.note("matmul", "f32[256,256] f32[256,256]", "a") is None
+    assert seen.note("matmul", "bf16[256,256] bf16[256,256]", "b") is None
+    assert seen.note("matmul", "f32[256,256] f32[256,256]", "c") == "a"
