@@ -1,4 +1,4 @@
-"""Picks its jit by a value read back to Python (`float(delta.sum())`), a device sync on every call; must fail test_helper_aliases_state."""
+"""Picks its jit by a value read back to Python (`float(delta.sum())`), a device sync and a new jit on every call; must fail test_helper_built_once."""
 
 import functools
 
@@ -13,5 +13,5 @@ def _helper(key):
 
 
 def update_with_donate(state, delta):
-    """Reads a value of `delta` before the call: the function can no longer be traced."""
+    """Reads a value of `delta` before the call: each new value builds (and compiles) another jit."""
     return _helper(float(delta.sum()))(state, delta)

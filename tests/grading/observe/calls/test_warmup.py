@@ -113,13 +113,14 @@ def test_programs_that_differ_only_in_a_constant_are_told_apart(tmp_path: Path) 
     assert len({w.programs[0].program for w in watched}) == 4 and all(w.built == 1 for w in watched)
 
 
-def test_a_function_that_cannot_be_traced_is_watched_without_its_programs(tmp_path: Path) -> None:
-    """A step that reads a value on the host before its jit runs and compiles as it does, but has no programs
-    to show: the calls are still reported, and nothing is concluded from texts there are none of."""
+def test_a_function_that_cannot_be_traced_is_watched_with_the_programs_it_ran(tmp_path: Path) -> None:
+    """A step that reads a value on the host before its jit cannot be traced, but its programs are those its calls
+    ran: each call shows the one jitted program it ran, and the same program again compiles nothing new."""
     module = _module(tmp_path)
     watched = watched_calls(module.reads_first, _calls(), module=module, path=Path(module.__file__))
     assert [bool(w.compiled) for w in watched] == [True, False, False, False]
-    assert not any(w.traced or w.programs for w in watched) and unreported_compiles(watched) == []
+    assert all(w.traced and [p.name for p in w.programs] == ["<lambda>"] for w in watched)
+    assert unreported_compiles(watched) == []
 
 
 def test_one_body_under_two_names_is_two_programs(tmp_path: Path) -> None:
@@ -214,7 +215,7 @@ def test_the_programs_a_call_ran_are_recorded_when_asked(tmp_path: Path) -> None
     module = _module(tmp_path)
     path = Path(module.__file__)
     ran = watched_calls(module.reads_first, _calls()[:2], module=module, path=path, runs=True)
-    assert [w.ran for w in ran] == [(("jit(<lambda>)", ((8,), ())),)] * 2 and not ran[0].traced
+    assert [w.ran for w in ran] == [(("jit(<lambda>)", ((8,), ())),)] * 2 and ran[0].traced
     assert watched_calls(module.reads_first, _calls()[:1], module=module, path=path)[0].ran == ()
     with served(tmp_path / "far.py", LEARNER) as far:
         assert watched_calls(far.reads_first, _calls()[:1], module=far, runs=True)[0].ran == ran[0].ran

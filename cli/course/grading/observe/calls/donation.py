@@ -18,7 +18,6 @@ from typing import Any
 import jax
 
 from course.grading.feedback import fail
-from course.grading.observe.calls.ownership import eqn_is_jax_helper
 from course.grading.observe.calls.rebuilt import NOT_USABLE_WARNING, program_facts
 
 __all__ = [
@@ -37,6 +36,8 @@ __all__ = [
     "is_deleted_error",
     "jit_calls",
     "jitted_functions",
+    "ran_jit_calls",
+    "runs_as_jit_calls",
 ]
 
 
@@ -192,42 +193,103 @@ class JitCall:
 
 
 def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitCall]:
-    """Trace `fn(*args)` and describe each jitted call it makes from Python, wherever the jit is held.
+    """Call `fn(*args)` and describe each jitted program the call ran, wherever the jit is held.
 
-    Only calls made at the top of the trace count: a donation requested by a jit nested inside
-    another is ignored by XLA. Calls of JAX's own jitted functions (`jnp.where` runs a jitted
-    `_where`) are the learner's operations, not their jits, and are left out. Each call's program
-    is compiled again, on its own, to read its real aliasing and any "not usable" warning.
-    Arguments may be `jax.ShapeDtypeStruct`s. In the judge, `fn` is the learner's function seen from
-    afar: the executor traces it and sends each call's program texts, which `judged` reads here.
+    Only programs run at the top count: a donation requested by a jit nested inside another is
+    ignored by XLA. JAX's own jitted functions (`jnp.where` runs a jitted `_where`) and eager
+    operations are the learner's operations, not their jits, and are left out. Each program is
+    compiled again, on its own, to read its real aliasing and any "not usable" warning. The facts
+    are those of the very call (`ran_jit_calls`), never of a trace made beside it. Arguments may be
+    `jax.ShapeDtypeStruct`s. In the judge, `fn` is the learner's function seen from afar: the
+    executor makes the call and sends each program's texts, which `judged` reads here.
     """
-    from course.grading.observe.traces.jaxprs import called_function_line, learner_line, sendable
+    from course.grading.observe.traces.jaxprs import sendable
 
     remote = getattr(fn, "jit_calls", None)
-    if remote is not None:  # the learner's function seen from the judge: traced there, judged here
+    if remote is not None:  # the learner's function seen from the judge: called there, judged here
         return judged(remote(*(sendable(a) for a in args)))
-    # A Python number stays one, as in a real call: a jit that keeps it static needs it hashable.
-    static = tuple(i for i, a in enumerate(args) if isinstance(a, (bool, int, float)))
-    closed = jax.make_jaxpr(_afresh(fn), static_argnums=static)(*args)
-    origin: dict[Any, Source] = {v: Source(i) for i, v in enumerate(closed.jaxpr.invars)}
+    return ran_jit_calls(fn, *args, path=path)
+
+
+def ran_jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitCall]:
+    """Call `fn(*args)` for real and describe each jitted program the call ran, as `jit_calls` describes the
+    jitted calls of a trace: the facts of the very call, never of a trace made beside it. Arguments given as
+    `jax.ShapeDtypeStruct`s are made into random arrays of those types first (their values are never read)."""
+    from course.grading.observe.calls.executions import record_runs
+
+    concrete = jax.tree_util.tree_map(_materialized, args)
+    with record_runs(programs=True) as rec:
+        out = fn(*concrete)
+        leaves = jax.tree_util.tree_leaves(out)
+        jax.block_until_ready([x for x in leaves if not (isinstance(x, jax.Array) and x.is_deleted())])
+    return runs_as_jit_calls(rec.runs, jax.tree_util.tree_leaves(concrete), path)
+
+
+def runs_as_jit_calls(runs: Any, inputs: list[Any], path: Any = None) -> list[JitCall]:
+    """The learner's jitted calls among the programs a call ran (`RunRecorder(programs=True).runs`), each with
+    where its arguments came from: one of `inputs` itself, or made from one by an operation the call ran
+    before it (a copy). JAX's own operations are followed, not listed; a compiled AOT call has no program."""
+    origin: dict[int, Source] = {id(a): Source(i) for i, a in enumerate(inputs)}
     calls = []
-    with _on_mesh_of(args):
-        for eqn in closed.jaxpr.eqns:
-            if eqn.primitive.name in ("jit", "pjit") and not eqn_is_jax_helper(eqn):
-                sources = tuple(_origin(v, origin) for v in eqn.invars)
-                calls.append(_describe_call(eqn, sources, learner_line(eqn, path), called_function_line(eqn, path)))
-            _note_outputs(eqn, origin, learner_line(eqn, path))
+    with _on_mesh_of(inputs):  # a program of sharded operands compiles again on their mesh
+        for run in runs:
+            _follow(run, origin, calls, path)
     return calls
 
 
-def _afresh(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` behind a new function object: JAX keeps the trace of a function it has traced at these types, so
-    without this a second trace would show the program of the first, not what the learner's Python would
-    build now (a call counter that makes every call's program new, say)."""
-    def traced(*args: Any) -> Any:
-        return fn(*args)
+def _follow(run: Any, origin: dict[int, Source], calls: list[JitCall], path: Any) -> None:
+    """Note where one run's outputs come from, and list it among `calls` when it is a jit of the learner's."""
+    sources = tuple(origin.get(id(a), Source(None)) for a in run.args)
+    line = _line_in(run.frames, path)
+    name = str(run.params.get("name", "")) or run.fun_name
+    found = {s.arg for s in sources}
+    if len(found) == 1 and None not in found:  # what one argument's value became, and how (the runs hold
+        (arg,) = found                          # every array alive: no id is reused meanwhile)
+        for made in run.outs:
+            origin.setdefault(id(made), Source(arg, name, line))
+    if run.helper or run.program is None:
+        return
+    calls.append(JitCall(name=name, sources=sources, line=line, defined_line=_defined_line(run.program, path),
+                         **program_facts(_as_equation(run))))
 
-    return traced
+
+def _materialized(leaf: Any) -> Any:
+    """A random array for a type to call with (placed as its sharding says); anything else as it is."""
+    import numpy as np
+
+    if not isinstance(leaf, jax.ShapeDtypeStruct):
+        return leaf
+    rng = np.random.default_rng(len(leaf.shape))
+    values = rng.standard_normal(leaf.shape).astype(np.float32)
+    made = jax.numpy.asarray(values).astype(leaf.dtype)
+    sharding = getattr(leaf, "sharding", None)
+    return jax.device_put(made, sharding) if sharding is not None else made
+
+
+def _line_in(frames: Any, path: Any) -> int | None:
+    """The innermost line of the learner's file among recorded (file, line) frames."""
+    target = str(path) if path is not None else None
+    return next((line for file, line in frames if file == target), None)
+
+
+def _defined_line(program: Any, path: Any) -> int | None:
+    """The line of the learner's file where a program's function was written, when its debug info says."""
+    debug = getattr(getattr(program, "jaxpr", None), "debug_info", None)
+    _, _, where = str(getattr(debug, "func_src_info", "") or "").rpartition(" at ")
+    file, _, line = where.rpartition(":")
+    return int(line) if line.isdigit() and (path is None or file == str(path)) else None
+
+
+def _as_equation(run: Any) -> Any:
+    """A recorded run in the form of the `jit` equation that `program_facts` reads: its parameters, and its
+    operands' types as the arrays it ran on had them."""
+    from types import SimpleNamespace
+
+    avals = [jax.typeof(a) for a in run.args]  # a Python number it ran on is a weakly typed scalar
+    operands = [SimpleNamespace(aval=SimpleNamespace(shape=t.shape, dtype=t.dtype, weak_type=t.weak_type,
+                                                     sharding=getattr(a, "sharding", None)))
+                for a, t in zip(run.args, avals, strict=True)]
+    return SimpleNamespace(params=run.params, invars=operands, outvars=list(run.program.jaxpr.outvars))
 
 
 def _on_mesh_of(args: Any) -> Any:
@@ -288,27 +350,6 @@ def _spec(shape: tuple[int, ...], dtype: Any) -> Any:
     return jax.ShapeDtypeStruct(shape, dtype)
 
 
-def _origin(var: Any, origin: dict[Any, Source]) -> Source:
-    """Where `var` comes from; literals and unrelated values come from no argument."""
-    return origin.get(var, Source(None)) if not isinstance(var, jax.extend.core.Literal) else Source(None)
-
-
-def _note_outputs(eqn: Any, origin: dict[Any, Source], line: int | None) -> None:
-    """An op on one argument's value (a copy, an add of a constant) makes values derived from it."""
-    found = {_origin(v, origin).arg for v in eqn.invars if not isinstance(v, jax.extend.core.Literal)}
-    if len(found) == 1 and None not in found:
-        (arg,) = found
-        for out in eqn.outvars:
-            origin[out] = Source(arg, eqn.primitive.name, line)
-
-
-def _describe_call(eqn: Any, sources: tuple[Source, ...], line: int | None, defined_line: int | None) -> JitCall:
-    """Compile the called program alone, with its donation, and read what it does."""
-    facts = program_facts(eqn)
-    return JitCall(name=str(eqn.params.get("name", "")), sources=sources, line=line, defined_line=defined_line,
-                   **facts)
-
-
 @dataclass(frozen=True)
 class Copy:
     """A full copy of an argument made by a traced function: a second buffer holding its values."""
@@ -320,40 +361,47 @@ class Copy:
 
 
 def argument_copies(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[Copy]:
-    """Trace `fn(*args)` and list each full copy it makes of one of its arguments, in program order.
+    """Call `fn(*args)` for real and list each full copy it made of one of its arguments, in order.
 
     A copy kept aside (a backup in a global) is as much a second buffer as one passed on, and so
     is an argument a jitted call returns unchanged: XLA must copy it to return it, all the more
-    when the call donates it. Arguments may be `jax.ShapeDtypeStruct`s.
+    when the call donates it. What the call ran says so, never a trace made beside it. Arguments may
+    be `jax.ShapeDtypeStruct`s (made into random arrays first).
     """
-    from course.grading.observe.traces.jaxprs import learner_line, traced
+    from course.grading.observe.calls.executions import record_runs
 
-    closed = traced(fn, *args)
-    position = {v: i for i, v in enumerate(closed.jaxpr.invars)}
+    concrete = jax.tree_util.tree_map(_materialized, args)
+    inputs = jax.tree_util.tree_leaves(concrete)
+    with record_runs(programs=True) as rec:
+        out = fn(*concrete)
+        leaves = jax.tree_util.tree_leaves(out)
+        jax.block_until_ready([x for x in leaves if not (isinstance(x, jax.Array) and x.is_deleted())])
+    position = {id(a): i for i, a in enumerate(inputs)}
     found = []
-    for eqn in closed.jaxpr.eqns:
-        for operand, via in _copied_operands(eqn):
-            var = eqn.invars[operand]
-            if not isinstance(var, jax.extend.core.Literal) and var in position:
-                found.append(Copy(position[var], via, learner_line(eqn, path)))
+    for run in rec.runs:
+        for operand, via in _copied_operands(run):
+            if operand < len(run.args) and id(run.args[operand]) in position:
+                found.append(Copy(position[id(run.args[operand])], via, _line_in(run.frames, path)))
     return found
 
 
-def _copied_operands(eqn: Any) -> list[tuple[int, str]]:
-    """(operand, how) for each operand that `eqn` returns a full copy of."""
-    name = eqn.primitive.name
-    if name in ("copy", "copy_p"):
-        return [(0, "copy")]
-    if name == "device_put":
-        return [(i, "device_put") for i, s in enumerate(eqn.params.get("copy_semantics", ())) if "COPY" in str(s)]
-    if name not in ("jit", "pjit") or eqn_is_jax_helper(eqn):
+def _copied_operands(run: Any) -> list[tuple[int, str]]:
+    """(operand, how) for each operand a program run returned a full copy of: an eager copy, a `device_put` that
+    copies, or a jit of the learner's that returns an argument as it came."""
+    if run.fun_name == "device_put":
+        return [(i, "device_put") for i, s in enumerate(run.params.get("copy_semantics", ())) if "COPY" in str(s)]
+    program = run.program
+    if program is None:
         return []
-    inner = eqn.params["jaxpr"].jaxpr
+    inner = program.jaxpr
+    if run.helper:
+        single = inner.eqns[0].primitive.name if len(inner.eqns) == 1 else ""
+        return [(0, "copy")] if single in ("copy", "copy_p") else []
     position = {v: i for i, v in enumerate(inner.invars)}
     copied = {e.outvars[0]: e.invars[0] for e in inner.eqns if e.primitive.name in ("copy", "copy_p")}
     returned = []
     for out in inner.outvars:
         source = copied.get(out, out) if not isinstance(out, jax.extend.core.Literal) else None
         if source is not None and not isinstance(source, jax.extend.core.Literal) and source in position:
-            returned.append((position[source], f"returned by `{eqn.params.get('name', 'jit')}`"))
+            returned.append((position[source], f"returned by `{run.params.get('name', 'jit')}`"))
     return returned

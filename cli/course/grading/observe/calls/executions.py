@@ -52,6 +52,16 @@ class ProgramRun:
     """Per flattened argument, whether the program was asked to donate it."""
     args: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     """The arguments it ran on, to tell which of a call's inputs reached it as themselves (kept with programs)."""
+    outs: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    """What it returned, to follow a value from one program into the next (kept with programs)."""
+    params: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The jit's parameters (shardings, names, what it keeps), to compile the same program again (kept with
+    programs)."""
+    helper: bool = False
+    """One of JAX's own jitted functions, or a primitive applied eagerly: an operation, not a jit of the
+    learner's (kept with programs)."""
+    frames: tuple[tuple[str, int], ...] = ()
+    """(file, line) of the Python frames that made the call, innermost first (kept with programs)."""
 
     @property
     def shapes(self) -> tuple[tuple[int, ...], ...]:
@@ -99,13 +109,14 @@ class RunRecorder:
                 _restore.close()
                 _restore = None
 
-    def _receive(self, fun_name: str, arg_types: tuple[Any, ...], params: dict[str, Any],
-                 args: tuple[Any, ...]) -> None:
-        """Keep one execution if it passes the name filter."""
+    def _receive(self, fun_name: str, arg_types: tuple[Any, ...], ran: dict[str, Any]) -> None:
+        """Keep one execution if it passes the name filter (with what `ran` says of it, when keeping programs)."""
         if self._filter is None or matches_name(fun_name, self._filter):
             if self.programs:
-                self.runs.append(ProgramRun(fun_name, arg_types, params.get("jaxpr"),
-                                            tuple(bool(d) for d in params.get("donated_invars", ())), args))
+                params = ran["params"]
+                self.runs.append(ProgramRun(
+                    fun_name, arg_types, params.get("jaxpr"), tuple(bool(d) for d in params.get("donated_invars", ())),
+                    ran["args"], ran["outs"], params, ran["helper"], ran["frames"]))
             else:
                 self.runs.append(ProgramRun(fun_name, arg_types))
 
@@ -124,8 +135,10 @@ def record_runs(names: Iterable[str] | None = None, *, programs: bool = False) -
     return RunRecorder(names=names, programs=programs)
 
 
-def _notify(fun_name: str, args: Iterable[Any], params: dict[str, Any] | None = None) -> None:
-    """Hand one execution to the active recorders; calls under a trace are not executions."""
+def _notify(fun_name: str, args: Iterable[Any], params: dict[str, Any] | None = None, outs: Any = (),
+            operation: bool = False) -> None:
+    """Hand one execution to the active recorders; calls under a trace are not executions. `operation`: one of
+    JAX's own, whatever the stack says (an eager `jax.device_put`)."""
     with _lock:
         recorders = list(_active)
     if not recorders:
@@ -134,18 +147,30 @@ def _notify(fun_name: str, args: Iterable[Any], params: dict[str, Any] | None = 
     if any(isinstance(a, jax.core.Tracer) for a in flat):
         return
     wanted = [r for r in recorders if r._filter is None or matches_name(fun_name, r._filter)]
-    if wanted and call_is_jax_helper(sys._getframe()):  # one of JAX's eager operations, not a program of theirs
+    helper = operation or (bool(wanted) and call_is_jax_helper(sys._getframe()))
+    if helper:  # one of JAX's eager operations, not a program of theirs
         wanted = [r for r in wanted if r._filter is None]
     if not wanted or via_interpreter():
         return
     types = tuple(jax.typeof(a) for a in flat)
+    ran = {"params": params or {}, "args": tuple(flat), "outs": tuple(jax.tree_util.tree_leaves(outs)),
+           "helper": helper, "frames": _frames(sys._getframe(1))} if any(r.programs for r in wanted) else {}
     for rec in wanted:
-        rec._receive(fun_name, types, params or {}, tuple(flat))
+        rec._receive(fun_name, types, ran)
+
+
+def _frames(frame: Any, keep: int = 40) -> tuple[tuple[str, int], ...]:
+    """(file, line) of the Python stack from `frame` outwards, innermost first."""
+    found = []
+    while frame is not None and len(found) < keep:
+        found.append((frame.f_code.co_filename, frame.f_lineno))
+        frame = frame.f_back
+    return tuple(found)
 
 
 def _instrument() -> contextlib.ExitStack:
     """Route every jitted and AOT call through Python and record it; returns what undoes that."""
-    from jax._src import pjit, stages  # no public hook sees a cached call
+    from jax._src import dispatch, pjit, stages  # no public hook sees a cached call
 
     from course.grading.observe.calls.patching import replaced
 
@@ -153,19 +178,29 @@ def _instrument() -> contextlib.ExitStack:
     call_compiled = stages.Compiled.__call__
 
     def recording_run(*args: Any, **params: Any) -> Any:
-        _notify(f"jit({params.get('name', '')})", args, params)
-        return run_python(*args, **params)
+        result = run_python(*args, **params)  # recorded once it ran: with what it returned
+        _notify(f"jit({params.get('name', '')})", args, params, result[0])
+        return result
+
+    put = dispatch._batched_device_put_impl
+
+    def recording_put(*args: Any, **params: Any) -> Any:  # an eager `jax.device_put`: no program, maybe a copy
+        result = put(*args, **params)
+        _notify("device_put", args, {"copy_semantics": tuple(params.get("copy_semantics", ()))}, result, True)
+        return result
 
     def recording_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         unsafe = getattr(getattr(self, "_executable", None), "unsafe_call", None)
-        _notify(str(getattr(unsafe, "name", "")), (args, kwargs))
-        return call_compiled(self, *args, **kwargs)
+        result = call_compiled(self, *args, **kwargs)
+        _notify(str(getattr(unsafe, "name", "")), (args, kwargs), None, result)
+        return result
 
     stack = contextlib.ExitStack()
     stack.callback(_clear_dispatch_caches)  # runs last: drops the entries that have no fast path
     stack.enter_context(replaced(pjit, "_get_fastpath_data", lambda *a, **k: None))
     stack.enter_context(replaced(pjit, "_pjit_call_impl_python", recording_run))
     stack.enter_context(replaced(stages.Compiled, "__call__", recording_call))
+    stack.enter_context(replaced(dispatch, "_batched_device_put_impl", recording_put))
     _clear_dispatch_caches()  # a call cached before now would still take the fast path
     return stack
 

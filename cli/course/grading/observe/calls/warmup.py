@@ -2,15 +2,16 @@
 
 "No compile after warm-up" rests on two kinds of evidence. The compile events and the jax.jit
 wrappers built during each call can only be reported by the process that ran the call. The
-programs each call runs can be read from their texts (`jit_calls`): a call whose program differs
-from every earlier call's needed a compile, whatever was reported. In a judge check,
-`watched_calls` asks the executor to make the calls and send both, and the judge checks the
-report against the texts (`unreported_compiles`).
+programs each call ran are kept as the call runs them (`RunRecorder(programs=True)`), and read
+from their texts (`runs_as_jit_calls`): a call whose program differs from every earlier call's
+needed a compile, whatever was reported. Both come from the very calls watched, never from a
+trace made beside them, so a function cannot show one program to a trace and run another. In a
+judge check, `watched_calls` asks the executor to make the calls and send both, and the judge
+checks the report against the texts (`unreported_compiles`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import jax
 
 from course.grading.feedback import fail
 from course.grading.observe.calls.compiles import CompileRecorder, own_function_names
-from course.grading.observe.calls.donation import JitCall, jit_calls, judged, record_of
+from course.grading.observe.calls.donation import JitCall, judged, record_of, runs_as_jit_calls
 from course.grading.observe.calls.executions import RunRecorder
 from course.grading.observe.calls.patching import count_jit_builds
 
@@ -37,10 +38,10 @@ class WatchedCall:
     built: int
     """jax.jit wrappers the learner's file built during the call."""
     programs: tuple[JitCall, ...]
-    """The jitted calls it makes, traced at its arguments' types, with their programs' texts."""
+    """The jitted programs of the learner's the call ran, with their texts."""
     traced: bool = True
-    """False when the function could not be traced (it reads a value on the host before its jit, say):
-    then its programs are unknown, and none is listed."""
+    """False when a program the call ran has no text to read (an ahead-of-time `Compiled`): then its programs
+    are unknown, and none is listed."""
     ran: tuple[tuple[str, tuple[tuple[int, ...], ...]], ...] = ()
     """With `runs`: each program of the learner's the call ran and its arguments' shapes, as the process that
     ran it recorded them (reported, not read from a text: the evidence for a call that cannot be traced)."""
@@ -50,8 +51,8 @@ def watched_calls(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, m
                   path: Path | None = None, fresh_caches: bool = False, runs: bool = False,
                   every_program: bool = False) -> list[WatchedCall]:
     """Call `fn(*args)` for each tuple of `calls`, in order, recording each call's compiles (of `module`'s own
-    functions, and of any jitted function called from the file at `path`) and the jits built by that file;
-    then trace each call again at its arguments' types for the programs it runs. The learner's function seen
+    functions, and of any jitted function called from the file at `path`), the jits built by that file, and
+    the programs the call ran, with their texts. The learner's function seen
     from the judge makes the calls in the executor, which knows its own module and file and sends the
     programs' texts for the judge to read. With `fresh_caches`, JAX's caches are emptied there first, so
     that the first call of each program compiles it even when it wraps a function of JAX's own
@@ -73,29 +74,35 @@ def watch(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, module: t
     if module is None:
         raise ValueError("watched_calls needs the learner's module, to know which compiles are theirs")
     names = own_function_names(module)
-    specs = [tuple(_spec(a) for a in args) for args in calls]  # taken before a call consumes its arguments
     if fresh_caches:
         jax.clear_caches()
     records: list[dict[str, Any]] = []
     with count_jit_builds(path) as builds:
         for args in calls:
             before = builds[0]
+            inputs = jax.tree_util.tree_leaves(args)  # before the call consumes any of them
             # By name, and by the file on the stack: a jit of JAX's own function made lazily (in a factory's
             # cache) is called from the learner's file, though its name is not one of the file's. With
             # `every_program`, JAX's own too: an eager scan compiles its body again on every call.
             with CompileRecorder(**_own(names, path, every_program)) as rec, \
-                    (RunRecorder(None if every_program else names) if runs or every_program
-                     else contextlib.nullcontext()) as ran:
+                    RunRecorder(programs=True) as ran:
                 _settled(fn(*args))
             records.append({"compiled": list(rec.fun_names()), "built": builds[0] - before})
-            if ran is not None:
-                records[-1]["ran"] = [[r.fun_name, [list(shape) for shape in r.shapes]] for r in ran.runs]
-    for record, spec in zip(records, specs, strict=True):  # traced after every call: no build or compile counted
-        try:
-            record["programs"], record["traced"] = [record_of(c) for c in jit_calls(fn, *spec, path=path)], True
-        except Exception:  # noqa: BLE001 - code that runs but cannot be traced: its programs stay unknown
-            record["programs"], record["traced"] = [], False
+            if runs or every_program:
+                kept = ran.runs if every_program else [r for r in ran.runs if not r.helper and _named(r, names)]
+                records[-1]["ran"] = [[r.fun_name, [list(shape) for shape in r.shapes]] for r in kept]
+            records[-1]["programs"] = [record_of(c) for c in runs_as_jit_calls(ran.runs, inputs, path)]
+            records[-1]["traced"] = all(r.program is not None for r in ran.runs if not r.helper)
+            if not records[-1]["traced"]:
+                records[-1]["programs"] = []
     return records
+
+
+def _named(run: Any, names: set[str]) -> bool:
+    """Whether a program run is one of the learner's functions by name (`jit(step)` for `step`)."""
+    from course.grading.observe.calls.compiles import matches_name
+
+    return matches_name(run.fun_name, frozenset(names))
 
 
 def _own(names: set[str], path: Path | None, every_program: bool) -> dict[str, Any]:
@@ -110,16 +117,6 @@ def _settled(out: Any) -> None:
     to the checks about donation, not made an error of this one's."""
     leaves = jax.tree_util.tree_leaves(out)
     jax.block_until_ready([x for x in leaves if not (isinstance(x, jax.Array) and x.is_deleted())])
-
-
-def _spec(arg: Any) -> Any:
-    """An argument's pytree with each array as its type (shape, dtype and sharding); the rest as it is."""
-    def leaf(x: Any) -> Any:
-        if isinstance(x, jax.Array):
-            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
-        return x
-
-    return jax.tree_util.tree_map(leaf, arg)
 
 
 def _judged(records: Any, count: int) -> list[WatchedCall]:
