@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from course.engine import wire
+from course.engine import consistency, wire
 from course.engine.link import GONE, ExecutorGone, LearnerRaised, Link, Opaque, raise_remote
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.submission import SubmissionError
@@ -55,7 +55,9 @@ class RemoteModule(types.ModuleType):
 def _asked(link: Link, path: Path, body: dict[str, Any],
            buffers: list[bytes] = ()) -> tuple[dict[str, Any], list[bytes]]:  # type: ignore[assignment]
     """The executor's answer to `body`; what the learner's code raised there is raised here, and a check a grader's
-    own code failed there (an observation, a helper on the way) fails here with its message."""
+    own code failed there (an observation, a helper on the way) fails here with its message. Once the learner's
+    code has behaved two ways (`course.engine.consistency`), nothing is asked of it any more."""
+    consistency.still_one_program()
     header, returned = link.ask(body, buffers)
     if not header["ok"]:
         raise_remote(header, path)
@@ -197,11 +199,30 @@ class RemoteFunction:
         tpu = sys.modules.get("course.grading.observe.calls.tpu")
         if "strict" not in asked and tpu is not None and (interpret := tpu.active_overrides()) is not None:
             body["interpret"] = interpret
+        inputs = consistency.signature(args, kwargs)  # taken before the call consumes any argument
         header, returned = _asked(self._link, self._path, body, buffers)
         for index in header.get("consumed", []):
             if isinstance(index, int) and 0 <= index < len(leaves) and hasattr(leaves[index], "delete"):
                 leaves[index].delete()  # the call donated it there: it is gone here too
-        return _value(self._link, self._path, header, returned)
+        value = _value(self._link, self._path, header, returned)
+        self._note(asked, jit, inputs, header, returned, value)
+        return value
+
+    def _note(self, asked: dict[str, Any], jit: bool, inputs: str, header: dict[str, Any], returned: list[bytes],
+              value: Any) -> None:
+        """Keep what this call ran, or what this trace showed, beside every other program of the function at these
+        input types (`course.engine.consistency`): a function that runs one program and shows another fails."""
+        name = self.__name__ if self._handle is None else f"{self.__name__}#{self._handle}"
+        trace = asked.get("trace")
+        if isinstance(trace, dict):
+            if value is not None:
+                kernel = trace.get("kernel")
+                consistency.note_trace(f"{name}/kernel" if kernel else name, f"{inputs} {kernel}" if kernel else inputs,
+                                       value)
+            return
+        if set(asked) <= {"strict"}:  # a plain call, or a kernel's values: the programs it ran
+            consistency.note_call(name, inputs, consistency.JITTED if jit else consistency.PLAIN,
+                                  header.get("ran"), returned)
 
 
 def _sent(value: Any) -> dict[str, Any] | None:

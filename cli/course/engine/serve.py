@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from course.engine import asks, peers, submission, wire
+from course.engine import asks, consistency, peers, submission, wire
 from course.engine.held import Held, behaves
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.streams import printed
@@ -44,6 +44,8 @@ class Executor:
         """The learner's objects the judge holds by number (`course.engine.held`)."""
         self.stopped = False
         """The judge stopped at its first failing check (a grading that stops there): run no more checks."""
+        self.programs_sent: set[str] = set()
+        """Fingerprints of the programs sent to the judge already (`course.engine.consistency`)."""
 
     def serve(self, until: float = math.inf) -> None:
         """Answer requests in order until the judge starts a check after position `until` of the grader
@@ -219,14 +221,18 @@ class Executor:
         if not isinstance(args, tuple | list) or not isinstance(kwargs, dict):
             raise wire.WireError("a call's arguments are malformed")
         from course.grading.feedback import CheckFailed
+        from course.grading.observe.calls.executions import record_runs
 
         try:
-            result = jax.block_until_ready(asks.run_call(fn, header, args, kwargs, self.path, self.module))
+            with record_runs(programs=True) as ran:  # what the call really ran, sent with what it returned
+                result = jax.block_until_ready(asks.run_call(fn, header, args, kwargs, self.path, self.module))
         except CheckFailed as exc:  # a grader's helper failed the check on the way (a tracing mistake explained)
             return {"ok": True, "failed": str(exc)[:MAX_TEXT * 4]}, []
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         out: list[bytes] = []
-        return {"ok": True, "value": self._encode(result, out), "consumed": consumed}, out
+        value = self._encode(result, out)
+        return {"ok": True, "value": value, "consumed": consumed,
+                "ran": consistency.ran_entries(ran.runs, self.programs_sent, out)}, out
 
 
 def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:
