@@ -28,5 +28,4 @@ def masked_row_sum(x, lengths):
             out_specs=pl.BlockSpec((1, lanes), lambda b, lens: (b, 0)),
         ),
         out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(lengths.astype(jnp.float32), x)

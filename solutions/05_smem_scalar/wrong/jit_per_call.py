@@ -27,7 +27,6 @@ def _call(x, lengths):
             out_specs=pl.BlockSpec((1, lanes), lambda b, lens: (b, 0)),
         ),
         out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(lengths, x)
 
 

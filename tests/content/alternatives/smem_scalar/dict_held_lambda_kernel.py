@@ -34,7 +34,6 @@ def _impl(x, lengths):
             in_specs=[pl.BlockSpec((None, time, lanes), lambda b, lens: (b, 0, 0))],
             out_specs=pl.BlockSpec((1, lanes), lambda b, lens: (b, 0)),
         ),
-        interpret=pltpu.InterpretParams(),
     )(lengths, x)
 
 

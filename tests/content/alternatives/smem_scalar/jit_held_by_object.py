@@ -29,7 +29,6 @@ class Summer:
                 in_specs=[pl.BlockSpec((1, T, L), lambda i, s: (i, 0, 0))],
                 out_specs=pl.BlockSpec((1, L), lambda i, s: (i, 0))),
             out_shape=jax.ShapeDtypeStruct((B, L), jnp.float32),
-            interpret=True,
         )(lengths, x)
 
 

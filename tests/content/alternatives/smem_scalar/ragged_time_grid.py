@@ -40,8 +40,7 @@ def _build(time_block):
             out_specs=pl.BlockSpec((1, lanes), lambda b, t, lens: (b, 0)),
         )
         return pl.pallas_call(masked_row_sum_kernel, grid_spec=spec,
-                              out_shape=jax.ShapeDtypeStruct((batch, lanes), jnp.float32),
-                              interpret=pltpu.InterpretParams())(lengths, x)
+                              out_shape=jax.ShapeDtypeStruct((batch, lanes), jnp.float32))(lengths, x)
 
     return run
 
