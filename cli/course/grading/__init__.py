@@ -69,7 +69,9 @@ if TYPE_CHECKING:
         abstract_tpu, jitted_once, needs_tpu, runs_here, strict_values, tpu_fallback,
     )
     from course.grading.observe.calls.there import in_executor, registered
-    from course.grading.observe.calls.tpu import interpreter_failure, run_strict, strict_params, tpu_interpret
+    from course.grading.observe.calls.tpu import (
+        interpreter_failure, run_strict, strict_by_default, strict_params, tpu_interpret,
+    )
     from course.grading.observe.calls.waits import ClockRead, Gate, HostWait, TimingLog, WaitRecorder
     from course.grading.observe.calls.warmup import (
         AfterWarmup, WatchedCall, after_warmup, unreported_compiles, watched_calls,
@@ -88,6 +90,7 @@ if TYPE_CHECKING:
         Access, KernelCall, accesses_in, describe_lines, has_primitive, kernel_call, kernel_call_of,
         nested_primitive_counts, pallas_calls, primitive_counts,
     )
+    from course.grading.observe.kernels.lowering import Refusal, assert_lowers_for_tpu, tpu_refusals
     from course.grading.observe.kernels.memory import (
         HBM_SPACES, KernelMemory, dma_copies, explain_strict_failure, hbm_access_message, kernel_memory,
         memory_accesses, ref_spaces, smem_reads,
@@ -185,7 +188,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "strict_values": "observe.calls.strict_runs", "tpu_fallback": "observe.calls.strict_runs",
     "in_executor": "observe.calls.there", "registered": "observe.calls.there",
     "interpreter_failure": "observe.calls.tpu", "run_strict": "observe.calls.tpu",
-    "strict_params": "observe.calls.tpu", "tpu_interpret": "observe.calls.tpu",
+    "strict_by_default": "observe.calls.tpu", "strict_params": "observe.calls.tpu",
+    "tpu_interpret": "observe.calls.tpu",
     "ClockRead": "observe.calls.waits", "Gate": "observe.calls.waits", "HostWait": "observe.calls.waits",
     "TimingLog": "observe.calls.waits", "WaitRecorder": "observe.calls.waits",
     "AfterWarmup": "observe.calls.warmup", "WatchedCall": "observe.calls.warmup",
@@ -211,6 +215,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "has_primitive": "observe.kernels.kernels", "kernel_call": "observe.kernels.kernels",
     "kernel_call_of": "observe.kernels.kernels", "nested_primitive_counts": "observe.kernels.kernels",
     "pallas_calls": "observe.kernels.kernels", "primitive_counts": "observe.kernels.kernels",
+    "Refusal": "observe.kernels.lowering", "assert_lowers_for_tpu": "observe.kernels.lowering",
+    "tpu_refusals": "observe.kernels.lowering",
     "HBM_SPACES": "observe.kernels.memory", "KernelMemory": "observe.kernels.memory",
     "dma_copies": "observe.kernels.memory", "explain_strict_failure": "observe.kernels.memory",
     "hbm_access_message": "observe.kernels.memory", "kernel_memory": "observe.kernels.memory",
@@ -296,7 +302,7 @@ __all__ = [
     "compiles_per_call", "consumed_leaves", "donated_leaves", "jitted_candidates", "jitted_step",
     "abstract_tpu", "jitted_once", "needs_tpu", "runs_here", "strict_values", "tpu_fallback",
     "in_executor", "registered",
-    "interpreter_failure", "run_strict", "strict_params", "tpu_interpret",
+    "interpreter_failure", "run_strict", "strict_by_default", "strict_params", "tpu_interpret",
     "ClockRead", "Gate", "HostWait", "TimingLog", "WaitRecorder",
     "AfterWarmup", "WatchedCall", "after_warmup", "unreported_compiles", "watched_calls",
     "Accumulator", "TaintPass", "find_accumulators", "taint_pass",
@@ -307,6 +313,7 @@ __all__ = [
     "KernelTrace", "evaluate_jaxpr", "trace_kernel",
     "Access", "KernelCall", "accesses_in", "describe_lines", "has_primitive", "kernel_call", "kernel_call_of",
     "nested_primitive_counts", "pallas_calls", "primitive_counts",
+    "Refusal", "assert_lowers_for_tpu", "tpu_refusals",
     "HBM_SPACES", "KernelMemory", "dma_copies", "explain_strict_failure", "hbm_access_message", "kernel_memory",
     "memory_accesses", "ref_spaces", "smem_reads",
     "SPACE_WORDS", "DmaEvent", "MemoryAccess", "RefInfo", "Walker",
