@@ -19,6 +19,7 @@ from course.grading.observe.calls.patching import JitBuilds
 from course.grading.observe.calls.warmup import unreported_compiles, watched_calls
 from course.grading.observe.kernels.aliasing import hazard_message, run_aliased
 from course.grading.observe.kernels.kernels import pallas_calls
+from course.grading.observe.kernels.lowering import assert_lowers_for_tpu
 
 SHAPES = ((8, 128), (16, 256))
 WRAPPERS = ("swap_halves", "residual_tanh")
@@ -149,3 +150,12 @@ def test_jitted_once(submission: ModuleType, rng: np.random.Generator, submissio
         builds = JitBuilds(tuple(w.built for w in watched), (key,) * len(watched))
         message = builds.message(name)
         check(message is None, message or "")
+
+
+@pytest.mark.judge
+def test_lowers_for_tpu(submission: ModuleType, submission_path: Path) -> None:
+    """Every kernel lowers for a TPU, as the chip would compile it"""
+    for shape in SHAPES:
+        for name in WRAPPERS:
+            assert_lowers_for_tpu(getattr(submission, name), jax.ShapeDtypeStruct(shape, jnp.float32), name=name,
+                                  path=submission_path)
