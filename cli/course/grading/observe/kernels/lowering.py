@@ -25,7 +25,7 @@ from course.grading.observe.calls.strict_runs import abstract_tpu, tpu_fallback
 from course.grading.observe.kernels.kernels import kernel_call_of
 from course.grading.observe.traces.jaxprs import equations, learner_line, traced
 
-__all__ = ["Refusal", "assert_lowers_for_tpu", "tpu_refusals"]
+__all__ = ["Refusal", "assert_lowers_for_tpu", "refusal_of", "tpu_refusals"]
 
 # What a refusal's words are cut down to: the sentence that says what is wrong.
 MAX_WORDS = 400
@@ -82,7 +82,7 @@ def tpu_refusals(fn: Any, *args: Any, path: Path | None = None) -> list[Refusal]
     closed = tpu_fallback(lambda: traced(fn, *args))
     found = []
     for eqn in _kernel_calls(closed.jaxpr):
-        refusal = _refusal(eqn, path)
+        refusal = refusal_of(eqn, path)
         if refusal is not None:
             found.append(refusal)
     return found
@@ -117,7 +117,7 @@ class _Where:
         self.passed.append(self.eqn)
 
 
-def _refusal(eqn: Any, path: Path | None) -> Refusal | None:
+def refusal_of(eqn: Any, path: Path | None) -> Refusal | None:
     """What the TPU lowering says of one `pallas_call` equation made to compile, or None if it lowers."""
     import jax
     from jax._src import config, core  # the switch for locations made from tracebacks has no public home
