@@ -23,7 +23,8 @@ namespace package), as they appear in site-packages."""
 ADVICE = (
     "grading runs on the CPU whatever JAX is asked for ({why}), so every learner gets the same verdict; "
     "to try your code on the accelerator, run it outside the grader, in your own script or notebook "
-    "that imports your file (`python -c \"import jax; print(jax.devices())\"` shows what JAX sees)."
+    "that imports your file (`course run my_script.py` runs one, its kernels compiled on a TPU; "
+    "`python -c \"import jax; print(jax.devices())\"` shows what JAX sees)."
 )
 
 
