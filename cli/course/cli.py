@@ -288,7 +288,7 @@ def run(
     args: Annotated[list[str] | None, typer.Argument(help="Arguments for the script (its `sys.argv[1:]`).",
                                                      show_default=False)] = None,
 ) -> None:
-    """Run your own script, its Pallas kernels interpreted where JAX has no TPU and compiled on a TPU.
+    """Run your script, its kernels interpreted where there is no TPU.
 
     `course run my_kernels.py ARGS...` runs the script as `python my_kernels.py ARGS...` does, with one
     difference: on a machine without a TPU, every `pl.pallas_call` runs in the strict TPU interpreter, as

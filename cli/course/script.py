@@ -37,9 +37,11 @@ def run(script: Path, args: list[str], announce: Callable[[], None] | None = Non
     """Run `script` with `args` as `__main__`, kernels strictly interpreted where JAX has no TPU (`announce` is
     called once, at the first kernel so run)."""
     path = _checked(script)
-    from course import entry, interpreter
+    from course import interpreter
 
-    entry.RUNNING = False  # this process now runs the learner's code: its children are not a grading's
+    command = sys.modules.get("course.entry")  # the `course` command, when it is the one running this
+    if command is not None:
+        command.RUNNING = False  # this process now runs the learner's code: its children are no grading's
     interpreter.interpret_where_no_tpu(announce)
     with _as_python_runs(path, args):
         try:
