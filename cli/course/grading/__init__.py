@@ -90,7 +90,9 @@ if TYPE_CHECKING:
         Access, KernelCall, accesses_in, describe_lines, has_primitive, kernel_call, kernel_call_of,
         nested_primitive_counts, pallas_calls, primitive_counts,
     )
-    from course.grading.observe.kernels.lowering import Refusal, assert_lowers_for_tpu, refusal_of, tpu_refusals
+    from course.grading.observe.kernels.lowering import (
+        Refusal, assert_lowers_for_tpu, lowering_words, refusal_of, tpu_refusals,
+    )
     from course.grading.observe.kernels.memory import (
         HBM_SPACES, KernelMemory, dma_copies, explain_strict_failure, hbm_access_message, kernel_memory,
         memory_accesses, ref_spaces, smem_reads,
@@ -216,6 +218,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "kernel_call_of": "observe.kernels.kernels", "nested_primitive_counts": "observe.kernels.kernels",
     "pallas_calls": "observe.kernels.kernels", "primitive_counts": "observe.kernels.kernels",
     "Refusal": "observe.kernels.lowering", "assert_lowers_for_tpu": "observe.kernels.lowering",
+    "lowering_words": "observe.kernels.lowering",
     "refusal_of": "observe.kernels.lowering", "tpu_refusals": "observe.kernels.lowering",
     "HBM_SPACES": "observe.kernels.memory", "KernelMemory": "observe.kernels.memory",
     "dma_copies": "observe.kernels.memory", "explain_strict_failure": "observe.kernels.memory",
@@ -313,7 +316,7 @@ __all__ = [
     "KernelTrace", "evaluate_jaxpr", "trace_kernel",
     "Access", "KernelCall", "accesses_in", "describe_lines", "has_primitive", "kernel_call", "kernel_call_of",
     "nested_primitive_counts", "pallas_calls", "primitive_counts",
-    "Refusal", "assert_lowers_for_tpu", "refusal_of", "tpu_refusals",
+    "Refusal", "assert_lowers_for_tpu", "lowering_words", "refusal_of", "tpu_refusals",
     "HBM_SPACES", "KernelMemory", "dma_copies", "explain_strict_failure", "hbm_access_message", "kernel_memory",
     "memory_accesses", "ref_spaces", "smem_reads",
     "SPACE_WORDS", "DmaEvent", "MemoryAccess", "RefInfo", "Walker",

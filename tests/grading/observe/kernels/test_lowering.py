@@ -12,7 +12,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from course.engine import jaxpr_objects, jaxprs
 from course.grading.feedback import CheckFailed
-from course.grading.observe.kernels.lowering import assert_lowers_for_tpu, tpu_refusals, words_of
+from course.grading.observe.kernels.lowering import assert_lowers_for_tpu, lowering_words, tpu_refusals
 
 HERE = Path(__file__)
 SPEC = jax.ShapeDtypeStruct((8, 128), jnp.float32)
@@ -129,4 +129,4 @@ def test_a_verification_error_keeps_only_its_cause() -> None:
     raw = ("Pallas encountered an internal verification error. Please file a bug at "
            "https://github.com/jax-ml/jax/issues/new/choose. Error details: 'tpu.matmul' op Expected matmul acc "
            "to be 32-bit\n see current operation: %15 = \"tpu.matmul\"(%10, %13, %14) : (vector<128x256xbf16>)")
-    assert words_of(ValueError(raw)) == "'tpu.matmul' op Expected matmul acc to be 32-bit"
+    assert lowering_words(ValueError(raw)) == "'tpu.matmul' op Expected matmul acc to be 32-bit"

@@ -25,7 +25,7 @@ from course.grading.observe.calls.strict_runs import abstract_tpu, tpu_fallback
 from course.grading.observe.kernels.kernels import kernel_call_of
 from course.grading.observe.traces.jaxprs import equations, learner_line, traced
 
-__all__ = ["Refusal", "assert_lowers_for_tpu", "refusal_of", "tpu_refusals"]
+__all__ = ["Refusal", "assert_lowers_for_tpu", "lowering_words", "refusal_of", "tpu_refusals"]
 
 # What a refusal's words are cut down to: the sentence that says what is wrong.
 MAX_WORDS = 400
@@ -140,7 +140,7 @@ def refusal_of(eqn: Any, path: Path | None) -> Refusal | None:
             jax.export.export(jax.jit(kernel), platforms=("tpu",))(*specs)
     except Exception as exc:  # noqa: BLE001 - whatever the lowering raised is its refusal
         line = next((n for n in (learner_line(e, path) for e in passed) if n is not None), None)
-        return Refusal(kernel_call_of(eqn, path).kernel_name, words_of(exc), line, learner_line(eqn, path))
+        return Refusal(kernel_call_of(eqn, path).kernel_name, lowering_words(exc), line, learner_line(eqn, path))
     return None
 
 
@@ -184,7 +184,7 @@ class _Marking:
         return dataclasses.replace(mapping, block_mappings=blocks)
 
 
-def words_of(exc: BaseException) -> str:
+def lowering_words(exc: BaseException) -> str:
     """The lowering's message, cut to the sentences about the kernel: no links, no dump of the index map."""
     text = str(exc).strip() or type(exc).__name__
     for noise in _NOISE:
