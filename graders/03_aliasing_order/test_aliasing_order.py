@@ -67,8 +67,8 @@ def _check_aliased(submission: ModuleType, name: str, expect: Callable, rng: np.
             why = hazard_message(kernel, jnp.asarray(data), out_shape=spec, input_output_aliases={0: 0},
                                  path=path, namespaces=(vars(submission),)) or (
                 "Read every part of `x_ref` you need before writing the part of `o_ref` that shares its memory.")
-            fail(f"{str(exc).rstrip('.')}, though it is right with separate buffers. `interpret=True` gives each "
-                 f"ref its own copy, so it hides this. {why}")
+            fail(f"{str(exc).rstrip('.')}, though it is right with separate buffers. An interpreter running your "
+                 f"`pallas_call` gives each ref its own copy, so it hides this. {why}")
 
 
 @pytest.mark.judge
