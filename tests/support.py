@@ -30,9 +30,15 @@ def git_commit(folder: Path) -> None:
 @contextlib.contextmanager
 def served(path: Path, source: bytes) -> Iterator[Any]:
     """The learner's module `source`, written at `path` and served by an executor in a thread, as a judge's
-    check sees it (`course.engine.remote.RemoteModule`)."""
+    check sees it (`course.engine.remote.RemoteModule`). The strict interpreter the executor makes every
+    kernel's default, as a grading does, is this process's no more once the block ends."""
+    from jax._src import config
+
     from course.engine import remote
     from course.engine.serve import Executor
+
+    mode = config.pallas_tpu_interpret_mode_context_manager
+    before = mode.get_global()
 
     path.write_bytes(source)
     judge_end, executor_end = socket.socketpair()
@@ -44,6 +50,7 @@ def served(path: Path, source: bytes) -> Iterator[Any]:
     finally:
         link.done()
         server.join(timeout=60)
+        mode.set_global(before)
 
 
 def ended(proc: subprocess.Popen, timeout: float) -> int:

@@ -53,6 +53,19 @@ def test_the_extension_registers_a_line_and_a_cell_magic(shell: object) -> None:
     assert "course" in magics["line"] and "course" in magics["cell"]
 
 
+def test_the_extension_interprets_the_notebooks_kernels_until_unloaded(shell: object) -> None:
+    """`%load_ext course` makes the strict interpreter the kernels' mode where JAX has no TPU, as `course run`
+    does; `%unload_ext course` leaves `interpret=` as written again."""
+    from jax._src import config
+
+    mode = config.pallas_tpu_interpret_mode_context_manager
+    assert bool(mode.get_global()) and "InterpretParams(" in repr(mode.get_global())  # no TPU here: in force
+    shell.run_line_magic("unload_ext", "course")  # type: ignore[attr-defined]
+    assert mode.get_global() is None
+    shell.run_line_magic("load_ext", "course")  # type: ignore[attr-defined]
+    assert mode.get_global() is not None
+
+
 @pytest.mark.slow
 def test_check_returns_a_report_that_renders_in_a_notebook(shell: object, mini_course: Path) -> None:
     """`course.check(NAME)` grades and records; its report renders as text, HTML and Markdown alike."""

@@ -23,7 +23,8 @@ namespace package), as they appear in site-packages."""
 ADVICE = (
     "grading runs on the CPU whatever JAX is asked for ({why}), so every learner gets the same verdict; "
     "on a TPU, `course check` then compiles your kernels on the chip and `course bench` times them; to try "
-    "your code on another accelerator, run it in your own script or notebook that imports your file."
+    "your code on another accelerator, run it in your own script or notebook that imports your file "
+    "(`course run my_script.py` runs one, its kernels compiled on a TPU and interpreted elsewhere)."
 )
 
 

@@ -314,6 +314,34 @@ def inspect_(
     raise typer.Exit(found.exit_code)
 
 
+@app.command(context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def run(
+    script: Annotated[Path, typer.Argument(help="Your Python script, run as `python SCRIPT ARGS...` runs it.",
+                                           show_default=False)],
+    args: Annotated[list[str] | None, typer.Argument(help="Arguments for the script (its `sys.argv[1:]`).",
+                                                     show_default=False)] = None,
+) -> None:
+    """Run your script, its kernels interpreted where there is no TPU.
+
+    `course run my_kernels.py ARGS...` runs the script as `python my_kernels.py ARGS...` does, with one
+    difference: on a machine without a TPU, every `pl.pallas_call` runs in the strict TPU interpreter, as
+    `course check` runs it, whatever `interpret=` it was given. On a TPU nothing changes and your kernels
+    compile. So leave `interpret=` out of your file: the same file runs here and on a TPU. In a notebook,
+    `%load_ext course` does the same for the notebook's own kernels. The exit code is the script's.
+    """
+    from course import script as scripts  # imported here: only this command runs a learner's script
+
+    said = "No TPU: Pallas kernels run in the strict TPU interpreter, as `course check` runs them."
+    end = scripts.run(script, args or [], announce=lambda: ui.info(said))
+    if end.error is not None:
+        ui.flush()
+        sys.excepthook(type(end.error), end.error, end.error.__traceback__)
+    elif end.message:  # `sys.exit("...")`: printed as Python prints it
+        ui.flush()
+        sys.stderr.write(end.message + "\n")
+    raise typer.Exit(end.code)
+
+
 @app.command()
 def bench(
     name: Annotated[str | None, typer.Argument(help="The exercise (default: every kernel you have written).",

@@ -14,7 +14,9 @@ the cell), as Markdown where HTML is not wanted (`_repr_markdown_`), and as plai
 width of the terminal it is shown in). In a script, where nobody shows the value of `course.check(...)`,
 the verdict is printed as it returns. The course and the
 workspace are found as on the command line: from the current folder upward, or `COURSE_ROOT` and
-`COURSE_WORKSPACE`. Nothing here imports JAX or IPython until a command needs it.
+`COURSE_WORKSPACE`. Nothing here imports JAX or IPython until a command needs it; `%load_ext course` also
+makes the notebook's own Pallas kernels run in the strict TPU interpreter where JAX finds no TPU, as
+`course run` does for a script (`course.interpreter`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ __all__ = ["BenchReport", "CheckReport", "InspectReport", "bench", "check", "ins
 HTML_WIDTH = 160
 """Columns a report is laid out in for Jupyter's HTML, which then wraps each line to the cell's width:
 only a paragraph longer than this is broken by the layout rather than by the browser."""
+INTERPRETED = ("No TPU here: this notebook's Pallas kernels run in the strict TPU interpreter, as `course check` "
+               "runs them; on a TPU they compile.")
 NO_WATCH = ("`course watch` needs a terminal; in a notebook, grade with `%course check NAME`, or put your "
             "file in a cell that starts with `%%course NAME`, which saves it and grades it.")
 
@@ -342,12 +346,20 @@ def _cell(line: str, cell: str) -> CheckReport | None:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """`%load_ext course`: register the `%course` line magic and the `%%course` cell magic."""
+    """`%load_ext course`: register the `%course` line magic and the `%%course` cell magic, and run the notebook's
+    kernels in the strict TPU interpreter where JAX has no TPU (said once, at the first such kernel)."""
+    from course import interpreter, ui
+
     ipython.register_magics(_magics()(ipython))
+    interpreter.interpret_where_no_tpu(lambda: ui.info(INTERPRETED))
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """`%unload_ext course`: nothing to undo (the magics hold no state); `%load_ext course` loads it again."""
+    """`%unload_ext course`: kernels run as their `interpret=` says again (the magics hold no state);
+    `%load_ext course` loads it again."""
+    from course import interpreter
+
+    interpreter.interpret_as_written()
 
 
 def _magics() -> type:

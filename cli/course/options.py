@@ -13,7 +13,8 @@ from course.errors import UsageError, exit_code_for
 
 __all__ = ["LEARNING", "CourseOpt", "Group", "JobsOpt", "NameArg", "OptionalNameArg", "WorkspaceOpt"]
 
-LEARNING = ("list", "show", "check", "watch", "hint", "inspect", "solution", "reset", "restore", "progress", "init")
+LEARNING = ("list", "show", "check", "watch", "hint", "inspect", "run", "solution", "reset", "restore", "progress",
+            "init")
 """The learner's commands, in the order `course --help` lists them; every other command is the teacher's."""
 
 

@@ -16,8 +16,9 @@ def add_kernel(x_ref, y_ref, o_ref):
 
 
 def add(x: jax.Array, y: jax.Array) -> jax.Array:
-    """Element-wise `x + y` computed by `add_kernel` in a `pl.pallas_call` (interpret=True)."""
-    # TODO: call pl.pallas_call(add_kernel, out_shape=..., interpret=True) on x and y.
+    """Element-wise `x + y` computed by `add_kernel` in a `pl.pallas_call`."""
+    # TODO: call pl.pallas_call(add_kernel, out_shape=...) on x and y (no interpret=: the grader
+    # interprets it on a CPU, and a TPU compiles it).
     raise NotImplementedError("add")
 
 
@@ -28,7 +29,7 @@ def square_plus_kernel(x_ref, o_ref):
 
 
 def square_plus(x: jax.Array) -> jax.Array:
-    """`x * x + x` computed by `square_plus_kernel` in a `pl.pallas_call` (interpret=True)."""
+    """`x * x + x` computed by `square_plus_kernel` in a `pl.pallas_call`."""
     # TODO: the pallas_call wrapper, as for `add`.
     raise NotImplementedError("square_plus")
 

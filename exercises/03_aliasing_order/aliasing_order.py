@@ -1,7 +1,7 @@
 """Exercise `aliasing_order`: with `input_output_aliases`, the order of reads and writes is semantics.
 
-The two kernels below give the right answer under `interpret=True`, and are still wrong: run
-`course check aliasing_order` to see why. `course show aliasing_order` prints the lesson.
+The two kernels below give the right answer when the interpreter copies each ref, and are still
+wrong: run `course check aliasing_order` to see why. `course show aliasing_order` prints the lesson.
 """
 
 import functools
@@ -21,7 +21,7 @@ def swap_halves_kernel(x_ref, o_ref):
 
 def swap_halves(x: jax.Array) -> jax.Array:
     """`swap_halves_kernel` in a `pallas_call` aliasing x onto the output, jitted once, donating x."""
-    # TODO: pl.pallas_call(..., input_output_aliases={0: 0}, interpret=True), inside a jax.jit
+    # TODO: pl.pallas_call(..., input_output_aliases={0: 0}), inside a jax.jit
     # built once at module scope with donate_argnums=(0,).
     raise NotImplementedError("swap_halves")
 

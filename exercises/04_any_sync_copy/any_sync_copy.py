@@ -19,6 +19,5 @@ def scale_shift_kernel(x_hbm_ref, o_ref, *scratch):
 
 def scale_shift(x: jax.Array) -> jax.Array:
     """2 * x + 1 for a 2-D float32 or bfloat16 `x` of shape (8k, 128m), by `scale_shift_kernel`."""
-    # TODO: pl.pallas_call(scale_shift_kernel, ..., in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
-    # interpret=pltpu.InterpretParams())(x)
+    # TODO: pl.pallas_call(scale_shift_kernel, ..., in_specs=[pl.BlockSpec(memory_space=pl.ANY)])(x)
     raise NotImplementedError("scale_shift")

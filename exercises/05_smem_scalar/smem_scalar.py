@@ -21,5 +21,5 @@ def masked_row_sum_kernel(lengths_ref, x_ref, o_ref):
 def masked_row_sum(x: jax.Array, lengths: jax.Array) -> jax.Array:
     """out[b] = x[b, :lengths[b]].sum(0) for x float32 (B, T, 128) and lengths int32 (B,)."""
     # TODO: jit this once at module scope; pass `lengths` by scalar prefetch
-    # (pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, ...)), interpret=pltpu.InterpretParams().
+    # (pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, ...)).
     raise NotImplementedError("masked_row_sum")

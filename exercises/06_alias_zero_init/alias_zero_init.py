@@ -30,5 +30,5 @@ def block_sparse_scale(x: jax.Array, blocks: tuple[tuple[int, int], ...], scale:
     """
     # TODO: a grid of len(blocks) steps whose index maps read the block list by scalar prefetch
     # (pltpu.PrefetchScalarGridSpec), and an output that starts as zeros because a zeros operand
-    # is aliased onto it. Pass interpret=pltpu.InterpretParams().
+    # is aliased onto it.
     raise NotImplementedError("block_sparse_scale is not written yet")

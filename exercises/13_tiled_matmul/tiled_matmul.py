@@ -20,5 +20,5 @@ def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
 def matmul(x: jax.Array, y: jax.Array) -> jax.Array:
     """x @ y for x (M, K) and y (K, N), both float32 or both bfloat16, in x's dtype."""
     # TODO: jit this; one pl.pallas_call with grid (M // bm, N // bn, K // bk), block specs for
-    # x, y and the output, a float32 VMEM scratch, and interpret=pltpu.InterpretParams().
+    # x, y and the output, and a float32 VMEM scratch.
     raise NotImplementedError("matmul")

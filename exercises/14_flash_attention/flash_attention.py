@@ -24,5 +24,5 @@ def attention_kernel(q_ref, k_ref, v_ref, o_ref, m_sc, l_sc, acc_sc, *, scale):
 def attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
     """softmax(q k^T / sqrt(D)) v for q (S, D) and k, v (T, D), in q's dtype."""
     # TODO: jit this; one pl.pallas_call with grid (S // bq, T // bk), the KV axis last, float32
-    # VMEM scratch for m, l and acc, and interpret=pltpu.InterpretParams().
+    # VMEM scratch for m, l and acc.
     raise NotImplementedError("attention")

@@ -21,5 +21,5 @@ def stream_scale_kernel(x_hbm_ref, o_ref, bufs, sems):
 def stream_scale(x: jax.Array) -> jax.Array:
     """2 * x for x float32 (nb * 8, 128), x left in HBM and streamed by hand."""
     # TODO: jit this; pl.pallas_call with in_specs=[pl.BlockSpec(memory_space=pl.ANY)], scratch
-    # [pltpu.VMEM((2, 8, 128), x.dtype), pltpu.SemaphoreType.DMA((2,))], interpret=pltpu.InterpretParams().
+    # [pltpu.VMEM((2, 8, 128), x.dtype), pltpu.SemaphoreType.DMA((2,))].
     raise NotImplementedError("stream_scale")

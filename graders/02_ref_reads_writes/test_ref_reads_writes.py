@@ -24,6 +24,7 @@ from course.grading.observe.kernels.kernels import (
     pallas_calls,
     primitive_counts,
 )
+from course.grading.observe.kernels.lowering import assert_lowers_for_tpu
 
 # Arithmetic that a wrapper must leave to its kernel.
 ARITHMETIC = frozenset({"add", "sub", "mul", "div", "neg", "max", "min", "integer_pow", "pow", "exp", "tanh",
@@ -147,7 +148,7 @@ def test_add_in_pallas_call(submission: ModuleType, submission_path: Path) -> No
     counts = primitive_counts(traced(submission.add, x, y))
     check(counts["add"] or counts["add_any"] or counts["addupdate"],
           f"`add_kernel` never adds (its body holds {_summary(call)}): it must compute `x + y`, with "
-          "`+`, `jnp.add` or an `addupdate`.")
+          "`+` or `jnp.add`.")
 
 
 @pytest.mark.judge
@@ -243,3 +244,12 @@ def test_row_sum_no_reduction(submission: ModuleType) -> None:
     used = [p for p in REDUCTIONS if counts[p]]
     check(not used, f"`row_sum` uses {', '.join(f'`{p}`' for p in used)}, a reduction that does the "
                     "summing for you (e.g. `jnp.sum` or a matmul). Add the rows into the ref one by one.")
+
+
+@pytest.mark.judge
+def test_lowers_for_tpu(submission: ModuleType, submission_path: Path) -> None:
+    """Every kernel lowers for a TPU, as the chip would compile it"""
+    for shape, dtype in ((8, 128), jnp.float32), ((16, 256), jnp.bfloat16):
+        x = jax.ShapeDtypeStruct(shape, dtype)
+        assert_lowers_for_tpu(submission.add, x, x, name="add", path=submission_path)
+        assert_lowers_for_tpu(submission.square_plus, x, name="square_plus", path=submission_path)

@@ -19,6 +19,7 @@ from course.grading.observe.calls.patching import JitBuilds
 from course.grading.observe.calls.warmup import unreported_compiles, watched_calls
 from course.grading.observe.kernels.aliasing import hazard_message, run_aliased
 from course.grading.observe.kernels.kernels import pallas_calls
+from course.grading.observe.kernels.lowering import assert_lowers_for_tpu
 
 SHAPES = ((8, 128), (16, 256))
 WRAPPERS = ("swap_halves", "residual_tanh")
@@ -66,8 +67,8 @@ def _check_aliased(submission: ModuleType, name: str, expect: Callable, rng: np.
             why = hazard_message(kernel, jnp.asarray(data), out_shape=spec, input_output_aliases={0: 0},
                                  path=path, namespaces=(vars(submission),)) or (
                 "Read every part of `x_ref` you need before writing the part of `o_ref` that shares its memory.")
-            fail(f"{str(exc).rstrip('.')}, though it is right with separate buffers. `interpret=True` gives each "
-                 f"ref its own copy, so it hides this. {why}")
+            fail(f"{str(exc).rstrip('.')}, though it is right with separate buffers. An interpreter running your "
+                 f"`pallas_call` gives each ref its own copy, so it hides this. {why}")
 
 
 @pytest.mark.judge
@@ -149,3 +150,12 @@ def test_jitted_once(submission: ModuleType, rng: np.random.Generator, submissio
         builds = JitBuilds(tuple(w.built for w in watched), (key,) * len(watched))
         message = builds.message(name)
         check(message is None, message or "")
+
+
+@pytest.mark.judge
+def test_lowers_for_tpu(submission: ModuleType, submission_path: Path) -> None:
+    """Every kernel lowers for a TPU, as the chip would compile it"""
+    for shape in SHAPES:
+        for name in WRAPPERS:
+            assert_lowers_for_tpu(getattr(submission, name), jax.ShapeDtypeStruct(shape, jnp.float32), name=name,
+                                  path=submission_path)

@@ -21,6 +21,7 @@ from course.grading import (
     KernelMemory,
     RefInfo,
     assert_array,
+    assert_lowers_for_tpu,
     check,
     fail,
     hbm_access_message,
@@ -218,3 +219,11 @@ def _silent_wait(submission: ModuleType, shape: tuple[int, int], dtype: Any) -> 
     except Exception as exc:  # any other error is the values check's to explain
         return silent_wait_message(exc)
     return None
+
+
+@pytest.mark.judge
+def test_lowers_for_tpu(submission: ModuleType, submission_path: Path) -> None:
+    """Every kernel lowers for a TPU, as the chip would compile it"""
+    for shape, dtype in FIXED_CASES:
+        assert_lowers_for_tpu(submission.scale_shift, jax.ShapeDtypeStruct(shape, dtype), name="scale_shift",
+                              path=submission_path)

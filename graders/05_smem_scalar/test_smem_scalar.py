@@ -21,6 +21,7 @@ from course.grading import (
     assert_array,
     assert_dtype,
     assert_is_array,
+    assert_lowers_for_tpu,
     assert_shape,
     check,
     fail,
@@ -285,3 +286,11 @@ def test_new_lengths_compile_nothing(fresh_submission: ModuleType, rng: np.rando
     counted = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in Counter(names).items())
     fail(f"after a warm-up call, three calls with new lengths and the same shapes compiled your "
          f"code {len(names)} time(s) ({counted}): {_compile_advice(names, later.built, runs)}")
+
+
+@pytest.mark.judge
+def test_lowers_for_tpu(submission: ModuleType, submission_path: Path) -> None:
+    """Every kernel lowers for a TPU, as the chip would compile it"""
+    for x, lengths in ((jnp.zeros((4, 16, LANES), jnp.float32), np.array([0, 16, 3, 9], np.int32)),
+                       (jnp.zeros((2, 40, 2 * LANES), jnp.float32), np.array([40, 17], np.int32))):
+        assert_lowers_for_tpu(_trace(submission, x, lengths), name="masked_row_sum", path=submission_path)

@@ -18,6 +18,7 @@ from course.grading import (
     OutputOrigin,
     assert_dtype,
     assert_is_array,
+    assert_lowers_for_tpu,
     assert_shape,
     block_mismatches,
     callback_error,
@@ -311,3 +312,11 @@ def test_output_aliased(submission: ModuleType, submission_path: Path, rng: np.r
     if origin.aliased_from == "argument 0":
         fail(f"the output of the `pallas_call` is aliased from operand {origin.aliased_input}, "
              f"which is `x` itself, so unvisited blocks keep `x`'s values instead of 0. {_alias_fix(origin)}")
+
+
+@pytest.mark.judge
+def test_lowers_for_tpu(submission: ModuleType, submission_path: Path) -> None:
+    """Every kernel lowers for a TPU, as the chip would compile it"""
+    for shape, blocks, scale in (((16, 384), ((0, 0), (1, 2)), 2.0), ((32, 512), ((3, 1),), 0.5)):
+        trace = _trace(submission, jnp.zeros(shape, jnp.float32), blocks, scale)
+        assert_lowers_for_tpu(trace, name="block_sparse_scale", path=submission_path)

@@ -503,3 +503,12 @@ def test_kv_axis_is_arbitrary(submission: ModuleType, submission_path: Path) -> 
     check(given == "arbitrary",
           f"the KV axis (grid axis {kv}) is marked {given!r}: its steps update one running softmax in "
           "order, so it must be 'arbitrary'; only the query axis may be 'parallel'.")
+
+
+@pytest.mark.judge
+def test_lowers_for_tpu(submission: ModuleType, submission_path: Path) -> None:
+    """Every kernel lowers for a TPU, as the chip would compile it"""
+    from course.grading import assert_lowers_for_tpu  # kept beside its one use
+
+    for s, t, d, dtype in SHAPES:
+        assert_lowers_for_tpu(submission.attention, *_specs(s, t, d, dtype), name="attention", path=submission_path)

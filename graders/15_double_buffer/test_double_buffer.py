@@ -358,3 +358,13 @@ def test_next_block_in_flight_during_compute(submission: ModuleType, submission_
             fail(f"block {i} is used at {_at(submission_path, use.line)} while no copy of block {i + 1} is in "
                  f"flight ({when}), with x of {nb} blocks. Start the copy of block i + 1 before computing "
                  "block i, so the copy and the compute overlap.")
+
+
+@pytest.mark.judge
+def test_lowers_for_tpu(submission: ModuleType, submission_path: Path) -> None:
+    """Every kernel lowers for a TPU, as the chip would compile it"""
+    from course.grading import assert_lowers_for_tpu  # kept beside its one use
+
+    for nb in (1, 5):
+        spec = jax.ShapeDtypeStruct((nb * ROWS, LANES), jnp.float32)
+        assert_lowers_for_tpu(submission.stream_scale, spec, name="stream_scale", path=submission_path)

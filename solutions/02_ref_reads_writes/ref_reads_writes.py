@@ -16,7 +16,6 @@ def add(x: jax.Array, y: jax.Array) -> jax.Array:
     return pl.pallas_call(
         add_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=True,
     )(x, y)
 
 
@@ -31,7 +30,6 @@ def square_plus(x: jax.Array) -> jax.Array:
     return pl.pallas_call(
         square_plus_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=True,
     )(x)
 
 

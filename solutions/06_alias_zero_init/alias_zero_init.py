@@ -37,5 +37,4 @@ def block_sparse_scale(x, blocks, scale):
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         # Operands are (table, x, zeros): the prefetched table counts, so the zeros are operand 2.
         input_output_aliases={2: 0},
-        interpret=pltpu.InterpretParams(),
     )(table, x, jnp.zeros_like(x))

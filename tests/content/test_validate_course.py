@@ -81,6 +81,12 @@ CASES = {
         {"test_swap_halves_kernel_under_aliasing"},
         r"line 20 reads `x_ref\[:, :32\]` after line 19 wrote `o_ref\[:, :32\]`",
     ),
+    # The interpreter runs `jnp.flip`; lowered for a TPU, the kernel is refused in the lowering's own words.
+    ("aliasing_order", "flip_in_kernel"): (
+        {"test_lowers_for_tpu"},
+        r"`swap_halves` runs `swap_halves_kernel` \(its `pallas_call` at line \d+\), which a TPU cannot compile: .*"
+        r"line 14 is refused with \"Unimplemented primitive in Pallas TPU lowering for tc: rev\.\"",
+    ),
     # compile_budget
     ("compile_budget", "reuses_largest_program"): (
         {"test_rows_run"},
@@ -104,8 +110,10 @@ CASES = {
         r"computes `add` at line \d+ outside its `pallas_call`",
     ),
     # ref_reads_writes: an addupdate is an addition; storing then adding writes the output twice.
+    # An `addupdate` in a kernel is also what a TPU cannot compile: the lowering names the same line, and the
+    # strict interpreter cannot run one on bfloat16 either.
     ("ref_reads_writes", "store_then_addupdate"): (
-        {"test_add_kernel_loads_and_stores"},
+        {"test_add_kernel_loads_and_stores", "test_lowers_for_tpu", "test_add_values"},
         r"writes `o_ref` 2 times: a store at line \d+ and an `addupdate` at line \d+",
     ),
     # any_sync_copy: one wait for many strip copies, and a wait that would never return.
@@ -204,8 +212,9 @@ CASES = {
         {"test_params_consumed", "test_alias_bytes"},
         r"were deleted by the step, but no jitted call of yours writes a new param into its buffer"),
     # Part 4: subtle mistakes that only one check sees, and the messages that explain the others.
+    # A bfloat16 dot with no float32 result is also what a TPU's matrix unit refuses to lower.
     ("tiled_matmul", "no_preferred_type"): (
-        {"test_mxu_gets_input_dtype_and_returns_float32"},
+        {"test_mxu_gets_input_dtype_and_returns_float32", "test_lowers_for_tpu"},
         r"line \d+: acc_ref\[\.\.\.\] \+= jnp\.dot\(x_ref\[\.\.\.\], y_ref\[\.\.\.\]\) returns bfloat16",
     ),
     ("tiled_matmul", "upcast_operands"): (

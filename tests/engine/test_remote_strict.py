@@ -11,9 +11,9 @@ import pytest
 from course.engine import remote
 from support import served
 
-# A kernel that reads scratch memory it never wrote: NaN under the interpreter the learner asked
-# for (`interpret=True`), 0 under the strict one with `uninitialized_memory="zero"`, so the value
-# tells which interpreter ran it.
+# A kernel that reads scratch memory it never wrote: NaN under the strict interpreter a grading runs
+# every kernel in (whatever `interpret=` says), 0 under the strict one with `uninitialized_memory="zero"`,
+# so the value tells which parameters ran it.
 LEARNER = b'''
 import jax
 import jax.numpy as jnp
@@ -44,7 +44,7 @@ def submission(tmp_path: Path) -> Iterator[remote.RemoteModule]:
 
 
 def test_call_outside_the_block_runs_as_written(submission: remote.RemoteModule) -> None:
-    """Outside `tpu_interpret` the learner's own `interpret=True` decides: fresh memory reads NaN."""
+    """Outside `tpu_interpret` the grading's default, the strict interpreter, runs it: fresh memory reads NaN."""
     got = submission.unwritten_plus(np.ones((8, 128), np.float32))
     assert np.isnan(np.asarray(got)).all()
 
@@ -104,3 +104,28 @@ def test_a_kernel_runs_aliased_there_and_its_values_come_back(tmp_path: Path) ->
     np.testing.assert_array_equal(apart, np.concatenate([x[:, 4:], x[:, :4]], axis=1))
     np.testing.assert_array_equal(shared, np.concatenate([x[:, 4:], x[:, 4:]], axis=1))  # the left half was lost
     assert said is not None and "line 5" in said and "line 4" in said, said
+
+
+NO_INTERPRET = b'''
+import jax
+from jax.experimental import pallas as pl
+
+
+def _double(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * 2
+
+
+def double(x):
+    return pl.pallas_call(_double, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+'''
+
+
+def test_a_file_that_names_no_interpreter_runs_strictly_there(tmp_path: Path) -> None:
+    """A learner's file as a TPU compiles it, with no `interpret=`, runs in the executor all the same: the strict
+    interpreter is every kernel's default there from before the file is imported, and only there."""
+    from jax._src import config
+
+    with served(tmp_path / "learner.py", NO_INTERPRET) as module:
+        got = module.double(np.ones((8, 128), np.float32))
+    np.testing.assert_array_equal(np.asarray(got), np.full((8, 128), 2, np.float32))
+    assert config.pallas_tpu_interpret_mode_context_manager.get_global() is None  # the test process is left as it was

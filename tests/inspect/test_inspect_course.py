@@ -79,7 +79,7 @@ def ref_reads_writes(found: Inspection, wrong: bool) -> None:
     loads = accesses(k, "x_ref", "load")
     assert len(loads) == (3 if wrong else 1)
     if wrong:  # three_loads: `x_ref[...] * x_ref[...] + x_ref[...]`
-        assert {r["line"] for r in loads} == {25} and "x_ref[...] * x_ref[...]" in k["source"]["25"]
+        assert {r["line"] for r in loads} == {24} and "x_ref[...] * x_ref[...]" in k["source"]["24"]
     report = call(found, "refs")
     assert [r["name"] for r in report["refs"]] == ["acc"]
     assert {a["kind"] for a in report["accesses"]["acc"]} == {"load", "store", "freeze"}
@@ -106,7 +106,7 @@ def any_sync_copy(found: Inspection, wrong: bool) -> None:
     assert spaces["x_hbm_ref"] == "ANY"
     if wrong:  # index_any_ref
         assert k["dmas"] == [] and len(accesses(k, "x_hbm_ref", "load")) == 1
-        assert "line 11 loads from `x_hbm_ref`" in k["hbm_accesses"][0]
+        assert "line 10 loads from `x_hbm_ref`" in k["hbm_accesses"][0]
         return
     assert spaces["x_vmem"] == "VMEM" and k["hbm_accesses"] == []
     (dma,) = k["dmas"]

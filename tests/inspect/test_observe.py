@@ -319,3 +319,39 @@ def test_a_kernel_that_asks_for_a_tpu_while_traced_is_traced_on_one(tmp_path) ->
     (kernel,) = report["kernels"]
     spaces = {r["name"]: r["space"] for r in kernel["refs"]}
     assert (spaces["x_hbm"], spaces["o_hbm"]) == ("ANY", "ANY") and "VMEM" in spaces.values()  # the pipeline's slots
+
+
+FLIPPED = '''
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def flip_kernel(x_ref, o_ref):
+    o_ref[...] = jnp.flip(x_ref[...], axis=1)
+
+
+def flipped(x):
+    return pl.pallas_call(flip_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+'''
+
+
+def test_a_kernel_is_shown_as_it_runs_here_and_with_what_a_tpu_refuses(tmp_path) -> None:
+    """A file with no `interpret=`, traced under the strict interpreter a grading forces, shows that interpreter,
+    and the lowering's refusal at the kernel's line; the drawing puts it under the kernel's name."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    from course.grading.inspect import kernels as observe_kernels
+
+    module = learner(tmp_path, FLIPPED)
+    with pltpu.force_tpu_interpret_mode(pltpu.InterpretParams()):
+        (report,) = observe_kernels.observe(calls.make_calls(["flipped(f32(8, 128))"], "", module), module,
+                                            tmp_path / "mine.py")
+    (kernel,) = report["kernels"]
+    assert kernel["interpret"] == "strict TPU interpreter"
+    assert kernel["tpu_refusal"] == "Unimplemented primitive in Pallas TPU lowering for tc: rev. (line 8)"
+    with ui.out.capture() as captured:
+        kernels(report)
+    text = " ".join(captured.get().split())
+    assert "(pallas_call at line 12, strict TPU interpreter;" in text
+    assert "✗ a TPU cannot compile this kernel: Unimplemented primitive" in text

@@ -47,6 +47,10 @@ class Traceback:
         """No code objects: JAX's own summaries of this traceback find no frame of the user's."""
         return [], []
 
+    def as_python_traceback(self) -> None:
+        """No Python traceback to attach to an error raised while this equation is lowered."""
+        return None
+
 
 def decode(blob: bytes) -> Any:
     """The `ClosedJaxpr` that `encode` wrote as `blob`; WireError if it is not one."""

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from course.grading.observe.calls.donation import (
         Copy, DonationInfo, JitCall, Source, WarningsCall, alias_bytes, argument_copies, assert_consumed,
         assert_not_consumed, call_recording_warnings, donation_info, is_consumed, is_deleted_error, jit_calls,
-        jitted_functions,
+        jitted_functions, ran_jit_calls, runs_as_jit_calls,
     )
     from course.grading.observe.calls.executions import ProgramRun, RunRecorder, record_runs
     from course.grading.observe.calls.ownership import call_is_jax_helper, eqn_is_jax_helper, is_jax_helper
@@ -70,7 +70,9 @@ if TYPE_CHECKING:
         abstract_tpu, jitted_once, needs_tpu, runs_here, strict_values, tpu_fallback,
     )
     from course.grading.observe.calls.there import in_executor, registered
-    from course.grading.observe.calls.tpu import interpreter_failure, run_strict, strict_params, tpu_interpret
+    from course.grading.observe.calls.tpu import (
+        interpreter_failure, run_strict, strict_by_default, strict_params, tpu_interpret,
+    )
     from course.grading.observe.calls.waits import ClockRead, Gate, HostWait, TimingLog, WaitRecorder
     from course.grading.observe.calls.warmup import (
         AfterWarmup, WatchedCall, after_warmup, unreported_compiles, watched_calls,
@@ -88,6 +90,9 @@ if TYPE_CHECKING:
     from course.grading.observe.kernels.kernels import (
         Access, KernelCall, accesses_in, describe_lines, has_primitive, kernel_call, kernel_call_of,
         nested_primitive_counts, pallas_calls, primitive_counts,
+    )
+    from course.grading.observe.kernels.lowering import (
+        Refusal, assert_lowers_for_tpu, lowering_words, refusal_of, tpu_refusals,
     )
     from course.grading.observe.kernels.memory import (
         HBM_SPACES, KernelMemory, dma_copies, explain_strict_failure, hbm_access_message, kernel_memory,
@@ -158,6 +163,7 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "call_recording_warnings": "observe.calls.donation", "donation_info": "observe.calls.donation",
     "is_consumed": "observe.calls.donation", "is_deleted_error": "observe.calls.donation",
     "jit_calls": "observe.calls.donation", "jitted_functions": "observe.calls.donation",
+    "ran_jit_calls": "observe.calls.donation", "runs_as_jit_calls": "observe.calls.donation",
     "ProgramRun": "observe.calls.executions", "RunRecorder": "observe.calls.executions",
     "record_runs": "observe.calls.executions",
     "call_is_jax_helper": "observe.calls.ownership", "eqn_is_jax_helper": "observe.calls.ownership",
@@ -184,7 +190,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "strict_values": "observe.calls.strict_runs", "tpu_fallback": "observe.calls.strict_runs",
     "in_executor": "observe.calls.there", "registered": "observe.calls.there",
     "interpreter_failure": "observe.calls.tpu", "run_strict": "observe.calls.tpu",
-    "strict_params": "observe.calls.tpu", "tpu_interpret": "observe.calls.tpu",
+    "strict_by_default": "observe.calls.tpu", "strict_params": "observe.calls.tpu",
+    "tpu_interpret": "observe.calls.tpu",
     "ClockRead": "observe.calls.waits", "Gate": "observe.calls.waits", "HostWait": "observe.calls.waits",
     "TimingLog": "observe.calls.waits", "WaitRecorder": "observe.calls.waits",
     "AfterWarmup": "observe.calls.warmup", "WatchedCall": "observe.calls.warmup",
@@ -209,6 +216,9 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "has_primitive": "observe.kernels.kernels", "kernel_call": "observe.kernels.kernels",
     "kernel_call_of": "observe.kernels.kernels", "nested_primitive_counts": "observe.kernels.kernels",
     "pallas_calls": "observe.kernels.kernels", "primitive_counts": "observe.kernels.kernels",
+    "Refusal": "observe.kernels.lowering", "assert_lowers_for_tpu": "observe.kernels.lowering",
+    "lowering_words": "observe.kernels.lowering", "refusal_of": "observe.kernels.lowering",
+    "tpu_refusals": "observe.kernels.lowering",
     "HBM_SPACES": "observe.kernels.memory", "KernelMemory": "observe.kernels.memory",
     "dma_copies": "observe.kernels.memory", "explain_strict_failure": "observe.kernels.memory",
     "hbm_access_message": "observe.kernels.memory", "kernel_memory": "observe.kernels.memory",
@@ -282,7 +292,7 @@ __all__ = [
     "own_function_names", "record_compiles", "via_interpreter",
     "Copy", "DonationInfo", "JitCall", "Source", "WarningsCall", "alias_bytes", "argument_copies", "assert_consumed",
     "assert_not_consumed", "call_recording_warnings", "donation_info", "is_consumed", "is_deleted_error", "jit_calls",
-    "jitted_functions",
+    "jitted_functions", "ran_jit_calls", "runs_as_jit_calls",
     "ProgramRun", "RunRecorder", "record_runs",
     "call_is_jax_helper", "eqn_is_jax_helper", "is_jax_helper",
     "JitBuilds", "count_jit_builds", "jit_builds_per_call", "replaced",
@@ -295,7 +305,7 @@ __all__ = [
     "compiles_per_call", "consumed_leaves", "donated_leaves", "jitted_candidates", "jitted_step",
     "abstract_tpu", "jitted_once", "needs_tpu", "runs_here", "strict_values", "tpu_fallback",
     "in_executor", "registered",
-    "interpreter_failure", "run_strict", "strict_params", "tpu_interpret",
+    "interpreter_failure", "run_strict", "strict_by_default", "strict_params", "tpu_interpret",
     "ClockRead", "Gate", "HostWait", "TimingLog", "WaitRecorder",
     "AfterWarmup", "WatchedCall", "after_warmup", "unreported_compiles", "watched_calls",
     "Accumulator", "TaintPass", "find_accumulators", "taint_pass",
@@ -306,6 +316,7 @@ __all__ = [
     "KernelTrace", "evaluate_jaxpr", "trace_kernel",
     "Access", "KernelCall", "accesses_in", "describe_lines", "has_primitive", "kernel_call", "kernel_call_of",
     "nested_primitive_counts", "pallas_calls", "primitive_counts",
+    "Refusal", "assert_lowers_for_tpu", "lowering_words", "refusal_of", "tpu_refusals",
     "HBM_SPACES", "KernelMemory", "dma_copies", "explain_strict_failure", "hbm_access_message", "kernel_memory",
     "memory_accesses", "ref_spaces", "smem_reads",
     "SPACE_WORDS", "DmaEvent", "MemoryAccess", "RefInfo", "Walker",

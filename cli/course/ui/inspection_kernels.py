@@ -27,6 +27,11 @@ def kernels(call: dict[str, Any]) -> None:
             if k.get("steps") is not None else f"grid {tuple(k['grid'])}"
         ui.block(Text.assemble(("kernel ", "bold"), (k["kernel"], "bold"), f"  (pallas_call{at}, {k['interpret']}; "
                                f"{steps})"), indent=4)
+        refused = k.get("tpu_refusal")
+        if refused:
+            ui.block(f"✗ a TPU cannot compile this kernel: {refused}", indent=6, style="bold red")
+        elif "tpu_refusal" in k:
+            ui.block("lowers for a TPU", indent=6, style="green")
         _refs_table(k["refs"])
         for alias in k.get("aliases", []):
             ui.block(f"aliased: operand {alias['input']} ({alias['input_ref']}) is output {alias['output']} "

@@ -12,7 +12,7 @@ def add_kernel(x_ref, y_ref, o_ref):
 
 def add(x, y):
     """Element-wise `x + y` computed by `add_kernel`."""
-    return pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x, y)
+    return pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, y)
 
 
 def square_plus_kernel(x_ref, o_ref):
@@ -23,7 +23,7 @@ def square_plus_kernel(x_ref, o_ref):
 
 def square_plus(x):
     """`x * x + x` computed by `square_plus_kernel`."""
-    return pl.pallas_call(square_plus_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x)
+    return pl.pallas_call(square_plus_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
 
 
 def _row_sum(x):

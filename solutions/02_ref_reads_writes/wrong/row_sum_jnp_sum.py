@@ -13,8 +13,7 @@ def add_kernel(x_ref, y_ref, o_ref):
 
 def add(x, y):
     """Correct wrapper."""
-    return pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          interpret=True)(x, y)
+    return pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, y)
 
 
 def square_plus_kernel(x_ref, o_ref):
@@ -25,8 +24,7 @@ def square_plus_kernel(x_ref, o_ref):
 
 def square_plus(x):
     """Correct wrapper."""
-    return pl.pallas_call(square_plus_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          interpret=True)(x)
+    return pl.pallas_call(square_plus_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
 
 
 @jax.jit

@@ -16,7 +16,6 @@ def add(x: jax.Array, y: jax.Array) -> jax.Array:
     return pl.pallas_call(
         add_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=True,
     )(x, y)
 
 
@@ -36,7 +35,6 @@ def square_plus(x: jax.Array) -> jax.Array:
     squared = pl.pallas_call(
         _square_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=True,
     )(x)
     return squared + x
 

@@ -19,7 +19,7 @@ def residual_tanh_kernel(x_ref, o_ref):
 
 def _call(kernel, x):
     return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          input_output_aliases={0: 0}, interpret=True)(x)
+                          input_output_aliases={0: 0})(x)
 
 
 _swap = jax.jit(lambda x: _call(swap_halves_kernel, x), donate_argnums=0)

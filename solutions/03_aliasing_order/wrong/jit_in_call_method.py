@@ -27,7 +27,7 @@ class Aliased:
 
     def run(self, x):
         return pl.pallas_call(self.kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                              input_output_aliases={0: 0}, interpret=True)(x)
+                              input_output_aliases={0: 0})(x)
 
     def __call__(self, x):
         return jax.jit(self.run, donate_argnums=0)(x)

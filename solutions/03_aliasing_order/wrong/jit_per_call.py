@@ -27,7 +27,6 @@ def _swap_halves(x: jax.Array) -> jax.Array:
         swap_halves_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         input_output_aliases={0: 0},
-        interpret=True,
     )(x)
 
 
@@ -48,5 +47,4 @@ def _residual_tanh(x: jax.Array) -> jax.Array:
         residual_tanh_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         input_output_aliases={0: 0},
-        interpret=True,
     )(x)

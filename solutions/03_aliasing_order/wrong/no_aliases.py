@@ -22,7 +22,6 @@ def swap_halves(x: jax.Array) -> jax.Array:
     return pl.pallas_call(
         swap_halves_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=True,
     )(x)
 
 
@@ -38,5 +37,4 @@ def residual_tanh(x: jax.Array) -> jax.Array:
     return pl.pallas_call(
         residual_tanh_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=True,
     )(x)

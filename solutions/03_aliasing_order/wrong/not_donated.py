@@ -23,7 +23,6 @@ def swap_halves(x: jax.Array) -> jax.Array:
         swap_halves_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         input_output_aliases={0: 0},
-        interpret=True,
     )(x)
 
 
@@ -40,5 +39,4 @@ def residual_tanh(x: jax.Array) -> jax.Array:
         residual_tanh_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         input_output_aliases={0: 0},
-        interpret=True,
     )(x)

@@ -35,11 +35,11 @@ def residual_tanh_kernel(x_ref, o_ref):
 def swap_halves(x):
     """Aliased and donated."""
     return pl.pallas_call(swap_halves_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          input_output_aliases={0: 0}, interpret=True)(x)
+                          input_output_aliases={0: 0})(x)
 
 
 @functools.partial(jax.jit, donate_argnums=(0,))
 def residual_tanh(x):
     """Aliased and donated."""
     return pl.pallas_call(residual_tanh_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          input_output_aliases={0: 0}, interpret=True)(x)
+                          input_output_aliases={0: 0})(x)

@@ -30,7 +30,6 @@ class ScaleShift:
                 out_specs=pl.BlockSpec((ROWS, x.shape[1]), lambda i: (i, 0)),
                 out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
                 scratch_shapes=[pltpu.VMEM((ROWS, x.shape[1]), x.dtype)],
-                interpret=pltpu.InterpretParams(),
             ))
         return self.cache[key](x)
 

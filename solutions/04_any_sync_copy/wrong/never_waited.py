@@ -19,5 +19,4 @@ def scale_shift(x: jax.Array) -> jax.Array:
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         scratch_shapes=[pltpu.VMEM(x.shape, x.dtype), pltpu.SemaphoreType.DMA(())],
-        interpret=pltpu.InterpretParams(),
     )(x)

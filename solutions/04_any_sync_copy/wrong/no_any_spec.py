@@ -3,7 +3,6 @@
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
 
 def scale_shift_kernel(x_hbm_ref, o_ref, *scratch):
@@ -16,5 +15,4 @@ def scale_shift(x: jax.Array) -> jax.Array:
     return pl.pallas_call(
         scale_shift_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(x)

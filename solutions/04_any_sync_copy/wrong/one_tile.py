@@ -21,5 +21,4 @@ def scale_shift(x: jax.Array) -> jax.Array:
         scale_shift_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
-        interpret=pltpu.InterpretParams(),
     )(x)

@@ -24,5 +24,4 @@ def scale_shift(x: jax.Array) -> jax.Array:
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[any_spec],
         out_specs=any_spec,
-        interpret=True,
     )(x)

@@ -7,7 +7,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 _any = pl.BlockSpec(memory_space=pl.ANY)
-_call = functools.partial(pl.pallas_call, in_specs=[_any], out_specs=_any, interpret=True)
+_call = functools.partial(pl.pallas_call, in_specs=[_any], out_specs=_any)
 
 
 def scale_shift_kernel(x_hbm_ref, o_ref, *scratch):

@@ -20,5 +20,4 @@ def scale_shift(x):
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pltpu.VMEM)],
         scratch_shapes=[pltpu.VMEM(x.shape, x.dtype)],
-        interpret=pltpu.InterpretParams(),
     )(x)

@@ -28,5 +28,4 @@ def scale_shift(x):
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         out_specs=pl.BlockSpec(x.shape, lambda i: (0, 0)),
         scratch_shapes=[pltpu.VMEM(x.shape, x.dtype), pltpu.SemaphoreType.DMA],
-        interpret=pltpu.InterpretParams(),
     )(x)

@@ -11,7 +11,7 @@ def masked_row_sum_kernel(lengths_ref, x_ref, o_ref):
     """Wrong: compares row numbers with a float length."""
     b = pl.program_id(0)
     x = x_ref[...]
-    rows = lax.broadcasted_iota(jnp.float32, x.shape, 0)
+    rows = lax.broadcasted_iota(jnp.int32, x.shape, 0).astype(jnp.float32)  # a TPU makes integer iotas only
     o_ref[...] = jnp.sum(jnp.where(rows < lengths_ref[b], x, 0.0), axis=0, keepdims=True)
 
 
@@ -25,8 +25,7 @@ def masked_row_sum(x, lengths):
             num_scalar_prefetch=1,
             grid=(batch,),
             in_specs=[pl.BlockSpec((None, time, lanes), lambda b, lens: (b, 0, 0))],
-            out_specs=pl.BlockSpec((1, lanes), lambda b, lens: (b, 0)),
+            out_specs=pl.BlockSpec((None, 1, lanes), lambda b, lens: (b, 0, 0)),  # a whole (1, 128) row
         ),
-        out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
-        interpret=pltpu.InterpretParams(),
-    )(lengths.astype(jnp.float32), x)
+        out_shape=jax.ShapeDtypeStruct((batch, 1, lanes), x.dtype),
+    )(lengths.astype(jnp.float32), x).reshape(batch, lanes)

@@ -15,7 +15,7 @@ def masked_row_sum_kernel(lengths_ref, x_ref, o_ref):
 
 @jax.jit
 def masked_row_sum(x, lengths):
-    """One step per batch row, a (1, 128) output block each."""
+    """One step per batch row, a (1, 128) output row each."""
     batch, time, lanes = x.shape
     return pl.pallas_call(
         masked_row_sum_kernel,
@@ -23,8 +23,7 @@ def masked_row_sum(x, lengths):
             num_scalar_prefetch=1,
             grid=(batch,),
             in_specs=[pl.BlockSpec((None, time, lanes), lambda b, lens: (b, 0, 0))],
-            out_specs=pl.BlockSpec((1, lanes), lambda b, lens: (b, 0)),
+            out_specs=pl.BlockSpec((None, 1, lanes), lambda b, lens: (b, 0, 0)),  # a whole (1, 128) row
         ),
-        out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
-        interpret=pltpu.InterpretParams(),
-    )(lengths, x)
+        out_shape=jax.ShapeDtypeStruct((batch, 1, lanes), x.dtype),
+    )(lengths, x).reshape(batch, lanes)

@@ -29,5 +29,4 @@ def masked_row_sum(x: jax.Array, lengths: jax.Array) -> jax.Array:
         masked_row_sum_kernel,
         grid_spec=grid_spec,
         out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(lengths, masked)

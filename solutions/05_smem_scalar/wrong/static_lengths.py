@@ -32,7 +32,6 @@ def _masked_row_sum(x, lengths):
         masked_row_sum_kernel,
         grid_spec=grid_spec,
         out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(jnp.array(lengths, jnp.int32), x)
 
 

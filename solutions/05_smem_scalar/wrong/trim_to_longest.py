@@ -30,7 +30,6 @@ def _kernel_call(x, lengths):
         masked_row_sum_kernel,
         grid_spec=grid_spec,
         out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(lengths, x)
 
 

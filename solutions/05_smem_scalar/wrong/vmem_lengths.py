@@ -4,7 +4,6 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
 
 def masked_row_sum_kernel(lengths_ref, x_ref, o_ref):
@@ -27,5 +26,4 @@ def masked_row_sum(x: jax.Array, lengths: jax.Array) -> jax.Array:
                   pl.BlockSpec((None, time, lanes), lambda b: (b, 0, 0))],
         out_specs=pl.BlockSpec((batch, lanes), lambda b: (0, 0)),
         out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(lengths, x)

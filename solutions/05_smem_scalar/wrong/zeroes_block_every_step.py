@@ -29,5 +29,4 @@ def masked_row_sum(x, lengths):
             out_specs=pl.BlockSpec((batch, lanes), lambda b, lens: (0, 0)),
         ),
         out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(lengths, x)

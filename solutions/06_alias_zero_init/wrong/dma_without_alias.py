@@ -28,5 +28,4 @@ def block_sparse_scale(x, blocks, scale):
             num_scalar_prefetch=1, grid=(len(blocks),), in_specs=[any_spec], out_specs=any_spec,
             scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)]),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(jnp.asarray(blocks, jnp.int32), x)

@@ -35,5 +35,4 @@ def block_sparse_scale(x, blocks, scale):
         grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, grid=(rows, cols),
                                                in_specs=[spec], out_specs=spec),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(jnp.asarray(flags), x)

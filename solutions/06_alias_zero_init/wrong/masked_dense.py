@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
 
 def block_scale_kernel(x_ref, o_ref, *, scale):
@@ -28,5 +27,4 @@ def block_sparse_scale(x, blocks, scale):
         in_specs=[spec],
         out_specs=spec,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(masked)

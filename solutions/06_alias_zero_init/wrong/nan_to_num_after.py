@@ -22,6 +22,5 @@ def block_sparse_scale(x, blocks, scale):
         grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, grid=(len(blocks),),
                                                in_specs=[spec], out_specs=spec),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(jnp.asarray(blocks, jnp.int32), x)
     return jnp.nan_to_num(out, nan=0.0)

@@ -35,5 +35,4 @@ def block_sparse_scale(x, blocks, scale):
             in_specs=[spec, pl.BlockSpec(memory_space=pl.ANY)], out_specs=spec),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         input_output_aliases={3: 0},
-        interpret=pltpu.InterpretParams(),
     )(jnp.asarray([len(blocks)], jnp.int32), jnp.asarray(table), x, jnp.zeros_like(x))

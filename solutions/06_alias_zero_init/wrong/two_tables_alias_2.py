@@ -26,5 +26,4 @@ def block_sparse_scale(x, blocks, scale):
             in_specs=[spec, pl.BlockSpec(memory_space=pl.ANY)], out_specs=spec),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         input_output_aliases={2: 0},
-        interpret=pltpu.InterpretParams(),
     )(rows, cols, x, jnp.zeros_like(x))

@@ -25,5 +25,4 @@ def block_sparse_scale(x, blocks, scale):
             out_specs=pl.BlockSpec((8, 128), lambda i, t: (t[i, 0], t[i, 1]))),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         input_output_aliases={2: 0},
-        interpret=pltpu.InterpretParams(),
     )(jnp.asarray(blocks, jnp.int32), x, jnp.zeros_like(x))

@@ -43,5 +43,4 @@ def matmul(x: jax.Array, y: jax.Array) -> jax.Array:
                   pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
-        interpret=pltpu.InterpretParams(),
     )(x, y)

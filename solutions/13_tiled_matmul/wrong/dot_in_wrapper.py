@@ -3,7 +3,6 @@
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
 
 def copy_kernel(p_ref, o_ref):
@@ -22,5 +21,4 @@ def matmul(x, y):
         grid=(m // 128, n // 128),
         in_specs=[pl.BlockSpec((128, 128), lambda i, j: (i, j))],
         out_specs=pl.BlockSpec((128, 128), lambda i, j: (i, j)),
-        interpret=pltpu.InterpretParams(),
     )(product)

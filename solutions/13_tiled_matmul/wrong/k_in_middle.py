@@ -40,5 +40,4 @@ def matmul(x: jax.Array, y: jax.Array) -> jax.Array:
                   pl.BlockSpec((bk, bn), lambda i, kk, j: (kk, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda i, kk, j: (i, j)),
         scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
-        interpret=pltpu.InterpretParams(),
     )(x, y)

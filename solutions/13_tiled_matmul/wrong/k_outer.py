@@ -33,5 +33,4 @@ def matmul(x, y):
                   pl.BlockSpec((bk, bn), lambda kk, i, j: (kk, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda kk, i, j: (i, j)),
         scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
-        interpret=pltpu.InterpretParams(),
     )(x, y)

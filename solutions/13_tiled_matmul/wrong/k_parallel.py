@@ -41,5 +41,4 @@ def matmul(x: jax.Array, y: jax.Array) -> jax.Array:
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "parallel")),
-        interpret=pltpu.InterpretParams(),
     )(x, y)

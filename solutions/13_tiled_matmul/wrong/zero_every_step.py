@@ -30,5 +30,4 @@ def matmul(x, y):
                   pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
-        interpret=pltpu.InterpretParams(),
     )(x, y)

@@ -58,5 +58,4 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
                         pltpu.VMEM((BQ, 1), q.dtype),
                         pltpu.VMEM((BQ, d), q.dtype)],
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
-        interpret=pltpu.InterpretParams(),
     )(q, k, v)

@@ -57,5 +57,4 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
         scratch_shapes=[pltpu.VMEM((BQ, 1), jnp.float32),   # running max m
                         pltpu.VMEM((BQ, 1), jnp.float32),   # running sum l
                         pltpu.VMEM((BQ, d), jnp.float32)],  # unnormalized output acc
-        interpret=pltpu.InterpretParams(),
     )(q, k, v)

@@ -58,5 +58,4 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
                         pltpu.VMEM((BQ, 1), jnp.float32),   # running sum l
                         pltpu.VMEM((BQ, d), jnp.float32)],  # unnormalized output acc
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
-        interpret=pltpu.InterpretParams(),
     )(q, k, v)

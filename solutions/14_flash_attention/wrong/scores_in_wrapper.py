@@ -5,7 +5,6 @@ import math
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
 
 def pv_kernel(p_ref, v_ref, o_ref):
@@ -25,5 +24,4 @@ def attention(q, k, v):
         grid=(s_len // 128,),
         in_specs=[pl.BlockSpec((128, t_len), lambda i: (i, 0)), pl.BlockSpec((t_len, d), lambda i: (0, 0))],
         out_specs=pl.BlockSpec((128, d), lambda i: (i, 0)),
-        interpret=pltpu.InterpretParams(),
     )(p.astype(v.dtype), v)

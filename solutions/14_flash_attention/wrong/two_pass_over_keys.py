@@ -59,5 +59,4 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
                         pltpu.VMEM((BQ, 1), jnp.float32),
                         pltpu.VMEM((BQ, d), jnp.float32)],
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
-        interpret=pltpu.InterpretParams(),
     )(q, k, v)

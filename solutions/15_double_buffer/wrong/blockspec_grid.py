@@ -2,7 +2,6 @@
 
 import jax
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
 
 def stream_scale_kernel(x_ref, o_ref):
@@ -19,5 +18,4 @@ def stream_scale(x):
         grid=(x.shape[0] // 8,),
         in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
         out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
-        interpret=pltpu.InterpretParams(),
     )(x)

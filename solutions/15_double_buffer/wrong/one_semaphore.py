@@ -41,5 +41,4 @@ def stream_scale(x: jax.Array) -> jax.Array:
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         scratch_shapes=[pltpu.VMEM((2, ROWS, 128), x.dtype), pltpu.SemaphoreType.DMA((2,))],
-        interpret=pltpu.InterpretParams(),
     )(x)

@@ -22,5 +22,4 @@ def stream_scale(x):
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         scratch_shapes=[pltpu.VMEM(x.shape, x.dtype), pltpu.SemaphoreType.DMA(())],
-        interpret=pltpu.InterpretParams(),
     )(x)

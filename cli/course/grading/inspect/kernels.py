@@ -1,7 +1,8 @@
 """The kernels section: each `pallas_call` a call makes, with its grid, blocks, memory spaces, loads, stores and DMAs.
 
 Tracing only (`jax.make_jaxpr`), as the graders' static checks do: nothing runs under the TPU
-interpreter here. For every kernel: its refs with the memory space in their type and the block
+interpreter here. For every kernel: how it runs (interpreted, or compiled), whether it lowers for a TPU
+(`course.grading.observe.kernels.lowering`), its refs with the memory space in their type and the block
 the pipeline copies for each operand, the declared aliases, every access and DMA numbered in
 program order on the learner's lines (`course.grading.observe.kernels.memory`), and, where an input aliases an
 output, each read that follows an overlapping write (`course.grading.observe.kernels.aliasing`).
@@ -20,6 +21,7 @@ from course.grading.inspect.report import each_call, source_lines
 from course.grading.observe.calls.strict_runs import tpu_fallback
 from course.grading.observe.kernels.aliasing import reads_after_writes
 from course.grading.observe.kernels.kernels import KernelCall, kernel_call_of
+from course.grading.observe.kernels.lowering import refusal_of
 from course.grading.observe.kernels.memory import HBM_SPACES, KernelMemory, hbm_access_message, kernel_memory
 from course.grading.observe.kernels.memory_walk import SPACE_WORDS, RefInfo
 from course.grading.observe.traces.jaxprs import equations, learner_line
@@ -38,14 +40,14 @@ def _one(call: Call, path: Path | None) -> dict[str, Any]:
     closed = tpu_fallback(lambda: jax.make_jaxpr(fn)(*arrays))  # `emit_pipeline` asks for a TPU, as graders trace it
     arg_names = dict(zip(closed.jaxpr.invars, leaf_labels(arrays, names), strict=False))
     program = listing(closed, arg_names, path, into_kernels=False)
-    kernels = [kernel_report(kernel_call_of(e, path), learner_line(e, path))
+    kernels = [kernel_report(kernel_call_of(e, path), learner_line(e, path), _tpu_text(e, path))
                for e in equations(closed.jaxpr) if e.primitive.name == "pallas_call"]
     lines = {r["line"] for r in program["rows"] if r["line"]}
     return {"program": program, "kernels": kernels, "source": source_lines(path, lines)}
 
 
-def kernel_report(call: KernelCall, line: int | None) -> dict[str, Any]:
-    """Everything the kernels section shows of one `pallas_call`."""
+def kernel_report(call: KernelCall, line: int | None, tpu: str | None = None) -> dict[str, Any]:
+    """Everything the kernels section shows of one `pallas_call` (`tpu`: what a TPU's lowering refuses of it)."""
     mem = kernel_memory(call)
     names = {var: call.arg_names[i] for i, var in enumerate(call.jaxpr.invars)}
     rows = listing(call.jaxpr, names, call.path)
@@ -55,6 +57,7 @@ def kernel_report(call: KernelCall, line: int | None) -> dict[str, Any]:
         "kernel": call.kernel_name,
         "line": line,
         "interpret": _interpret_text(call.interpret),
+        "tpu_refusal": tpu,
         "grid": list(call.grid),
         "steps": call.grid_steps,
         "refs": [_ref(r, call, shown[r.index]) for r in mem.refs if _listed(r)],
@@ -145,7 +148,18 @@ def _dmas(mem: KernelMemory, shown: dict[int, str]) -> list[dict[str, Any]]:
 
 
 def _interpret_text(interpret: Any) -> str:
-    """`interpret=True`, or the TPU interpreter's parameters by name."""
-    if interpret is True or interpret is False or interpret is None:
-        return f"interpret={interpret}"
-    return f"interpret={type(interpret).__name__}()"
+    """How the kernel runs here: in the strict TPU interpreter (as every grading on a CPU runs it), in the plain one,
+    or compiled."""
+    if interpret is True:
+        return "interpret=True"
+    if not interpret:
+        return "compiled"
+    return "strict TPU interpreter"
+
+
+def _tpu_text(eqn: Any, path: Path | None) -> str | None:
+    """What a TPU's lowering refuses of one `pallas_call` equation, in its words and at the learner's line."""
+    refusal = refusal_of(eqn, path)
+    if refusal is None:
+        return None
+    return refusal.words + (f" (line {refusal.line})" if refusal.line is not None else "")

@@ -36,5 +36,4 @@ def block_sparse_scale(x, blocks, scale):
         ),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         input_output_aliases={1: 0},
-        interpret=pltpu.InterpretParams(),
     )(jnp.array(blocks, dtype=jnp.int32), jnp.zeros_like(x), x)

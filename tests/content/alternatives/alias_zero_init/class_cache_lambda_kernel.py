@@ -26,7 +26,6 @@ class BlockSparse:
                                                    out_specs=spec),
             out_shape=jax.ShapeDtypeStruct(shape, jnp.float32),
             input_output_aliases={2: 0},
-            interpret=pltpu.InterpretParams(),
         )
         table = jnp.asarray(blocks, jnp.int32)
         return jax.jit(lambda x: call(table, x, jnp.zeros_like(x)))

@@ -32,6 +32,5 @@ def block_sparse_scale(x, blocks, scale):
             out_specs=BlockSpec((8, 128), step_block),
         ),
         input_output_aliases={2: 0},
-        interpret=pltpu.InterpretParams(),
     )
     return call(jnp.asarray(table), x, jnp.zeros(x.shape, jnp.float32))

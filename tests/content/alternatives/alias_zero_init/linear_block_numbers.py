@@ -37,7 +37,6 @@ class BlockSparseScaler:
                 in_specs=[spec, pl.BlockSpec(memory_space=pl.ANY)], out_specs=spec),
             out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
             input_output_aliases={2: 0},
-            interpret=pltpu.InterpretParams(),
         )(numbers, x, jnp.zeros(x.shape, x.dtype))
 
     def __call__(self, x, blocks, scale):

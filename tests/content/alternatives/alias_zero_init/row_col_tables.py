@@ -31,7 +31,6 @@ def _scaled(x, scale, *, blocks):
             in_specs=[pl.BlockSpec(memory_space=pl.ANY), block], out_specs=block),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         input_output_aliases={3: 0},  # rows, cols, scale, zeros: the zeros are operand 3
-        interpret=pltpu.InterpretParams(),
     )(rows, cols, jnp.reshape(scale, (1,)), jnp.zeros_like(x), x)
 
 

@@ -31,5 +31,4 @@ def block_sparse_scale(x, blocks, scale):
             out_specs=listed,
         ),
         input_output_aliases={1: 0},
-        interpret=pltpu.InterpretParams(),
     )(jnp.array(blocks, dtype=jnp.int32).reshape(len(blocks), 2), jnp.zeros(x.shape, x.dtype), x)

@@ -28,7 +28,7 @@ class AliasedKernels:
     def _call(kernel):
         def run(x):
             spec = jax.ShapeDtypeStruct(x.shape, x.dtype)
-            return pl.pallas_call(kernel, out_shape=spec, input_output_aliases={0: 0}, interpret=True)(x)
+            return pl.pallas_call(kernel, out_shape=spec, input_output_aliases={0: 0})(x)
 
         return run
 

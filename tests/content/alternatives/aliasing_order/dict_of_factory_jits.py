@@ -24,7 +24,7 @@ def _aliased(kernel):
 
     def run(x):
         return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                              input_output_aliases={0: 0}, interpret=True)(x)
+                              input_output_aliases={0: 0})(x)
 
     return jax.jit(run, donate_argnums=(0,))
 

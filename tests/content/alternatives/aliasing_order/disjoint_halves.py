@@ -31,7 +31,7 @@ def _wrap(kernel):
     @functools.partial(jax.jit, donate_argnums=(0,))
     def run(x):
         return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                              input_output_aliases={0: 0}, interpret=True)(x)
+                              input_output_aliases={0: 0})(x)
 
     return run
 

@@ -25,12 +25,12 @@ def residual_tanh_kernel(x_ref, o_ref):
 @jit_donating_x
 def swap_halves(x):
     call = pl.pallas_call(swap_halves_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          input_output_aliases={0: 0}, interpret=True)
+                          input_output_aliases={0: 0})
     return call(x)
 
 
 @jit_donating_x
 def residual_tanh(x):
     call = pl.pallas_call(residual_tanh_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          input_output_aliases={0: 0}, interpret=True)
+                          input_output_aliases={0: 0})
     return call(x)

@@ -25,7 +25,7 @@ def _get(kernel):
     if kernel not in _cache:
         def run(x):
             return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                                  input_output_aliases={0: 0}, interpret=True)(x)
+                                  input_output_aliases={0: 0})(x)
         _cache[kernel] = jax.jit(run, donate_argnums=(0,))
     return _cache[kernel]
 

@@ -21,7 +21,7 @@ def residual_tanh_kernel(x_ref, o_ref):
 
 def _aliased(kernel, x):
     return pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), input_output_aliases={0: 0}, interpret=True
+        kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), input_output_aliases={0: 0}
     )(x)
 
 

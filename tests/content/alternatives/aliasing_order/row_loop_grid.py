@@ -32,11 +32,11 @@ def swap_halves(x):
     spec = pl.BlockSpec((ROWS, x.shape[1]), lambda i: (i, 0))
     return pl.pallas_call(swap_halves_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
                           grid=(x.shape[0] // ROWS,), in_specs=[spec], out_specs=spec,
-                          input_output_aliases={0: 0}, interpret=True)(x)
+                          input_output_aliases={0: 0})(x)
 
 
 @jax.jit(donate_argnames="x")
 def residual_tanh(x):
     """The whole array in one step, the output aliasing x."""
     return pl.pallas_call(residual_tanh_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          input_output_aliases={0: 0}, interpret=True)(x)
+                          input_output_aliases={0: 0})(x)

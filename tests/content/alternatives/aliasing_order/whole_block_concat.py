@@ -15,7 +15,7 @@ def swap_halves_kernel(x_ref, o_ref):
 def _aliased_call(kernel, x):
     """`kernel` over `x`, its output aliasing `x`."""
     return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          input_output_aliases={0: 0}, interpret=True)(x)
+                          input_output_aliases={0: 0})(x)
 
 
 def residual_tanh_kernel(x_ref, o_ref):

@@ -6,7 +6,7 @@ import jax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-_call = functools.partial(pl.pallas_call, in_specs=[pl.BlockSpec(memory_space=pl.ANY)], interpret=True)
+_call = functools.partial(pl.pallas_call, in_specs=[pl.BlockSpec(memory_space=pl.ANY)])
 
 
 def scale_shift_kernel(x_hbm_ref, o_ref, *scratch):

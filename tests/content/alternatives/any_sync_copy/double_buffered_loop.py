@@ -39,5 +39,4 @@ def scale_shift(x):
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         scratch_shapes=[pltpu.VMEM((2, ROWS, x.shape[1]), x.dtype), pltpu.SemaphoreType.DMA((2,))],
-        interpret=pltpu.InterpretParams(),
     )(x)

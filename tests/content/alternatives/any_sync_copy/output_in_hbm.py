@@ -24,5 +24,4 @@ def scale_shift(x):
         out_shape=ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[BlockSpec(memory_space=tpu.HBM)],
         out_specs=BlockSpec(memory_space=tpu.HBM),
-        interpret=tpu.InterpretParams(),
     )(x)

@@ -26,5 +26,4 @@ def scale_shift(x):
         out_specs=pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0)),
         scratch_shapes=[pltpu.VMEM((rows, x.shape[1]), x.dtype), pltpu.SemaphoreType.DMA(())],
     )
-    return pl.pallas_call(scale_shift_kernel, grid_spec=spec, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          interpret=pltpu.InterpretParams())(x)
+    return pl.pallas_call(scale_shift_kernel, grid_spec=spec, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)

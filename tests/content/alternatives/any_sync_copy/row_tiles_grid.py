@@ -27,5 +27,4 @@ def scale_shift(x):
         out_specs=pl.BlockSpec((ROWS, cols), lambda i: (i, 0)),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         scratch_shapes=[pltpu.VMEM((ROWS, cols), x.dtype)],
-        interpret=pltpu.InterpretParams(),
     )(x)

@@ -23,5 +23,4 @@ def scale_shift(x: jax.Array) -> jax.Array:
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         out_specs=pl.BlockSpec(memory_space=pltpu.VMEM),
         scratch_shapes=[pltpu.VMEM(x.shape, x.dtype), pltpu.SemaphoreType.DMA(())],
-        interpret=True,
     )(x)

@@ -36,7 +36,6 @@ class Kernel:
             out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
             in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
             scratch_shapes=[pltpu.VMEM(x.shape, x.dtype), pltpu.SemaphoreType.DMA((strips,))],
-            interpret=pltpu.InterpretParams(),
         )(x)
 
 

@@ -55,5 +55,4 @@ def stream_scale(x):
         out_specs=pl.BlockSpec(memory_space=pl.ANY),
         scratch_shapes=[pltpu.VMEM((2, 8, 128), x.dtype), pltpu.VMEM((2, 8, 128), x.dtype),
                         pltpu.SemaphoreType.DMA((2,)), pltpu.SemaphoreType.DMA((2,))],
-        interpret=pltpu.InterpretParams(),
     )(x)

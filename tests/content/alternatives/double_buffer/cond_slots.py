@@ -40,5 +40,4 @@ def stream_scale(x):
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         scratch_shapes=[pltpu.VMEM((8, 128), x.dtype), pltpu.VMEM((8, 128), x.dtype),
                         pltpu.SemaphoreType.DMA(()), pltpu.SemaphoreType.DMA(())],
-        interpret=pltpu.InterpretParams(),
     )(x)

@@ -20,5 +20,4 @@ def stream_scale(x):
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         out_specs=pl.BlockSpec(memory_space=pl.ANY),
-        interpret=pltpu.InterpretParams(),
     )(x)

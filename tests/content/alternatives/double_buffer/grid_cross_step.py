@@ -35,5 +35,4 @@ def stream_scale(x):
         out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
         scratch_shapes=[pltpu.VMEM((2, 8, 128), x.dtype), pltpu.SemaphoreType.DMA((2,))],
         compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",)),
-        interpret=pltpu.InterpretParams(),
     )(x)

@@ -37,5 +37,4 @@ def stream_scale(x):
         stream_scale_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pltpu.HBM)],
-        interpret=pltpu.InterpretParams(),
     )(x)

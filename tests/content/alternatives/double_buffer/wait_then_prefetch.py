@@ -33,5 +33,4 @@ stream_scale = jax.jit(lambda x: pl.pallas_call(
     out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
     in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
     scratch_shapes=[pltpu.VMEM((2, 8, 128), x.dtype), pltpu.SemaphoreType.DMA((2,))],
-    interpret=pltpu.InterpretParams(),
 )(x))

@@ -71,5 +71,4 @@ def attention(q, k, v):
     )
     return pl.pallas_call(f32_kernel if f32 else bf16_kernel, grid_spec=grid_spec,
                           out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
-                          compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
-                          interpret=pltpu.InterpretParams())(q, k, v)
+                          compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")))(q, k, v)

@@ -58,5 +58,4 @@ def attention(q, k, v):
         out_specs=pl.BlockSpec((128, d), lambda i, j: (i, 0)),
         scratch_shapes=[pltpu.VMEM((128, 1), jnp.float32), pltpu.VMEM((128, 1), jnp.float32),
                         pltpu.VMEM((128, d), jnp.float32)],
-        interpret=pltpu.InterpretParams(),
     )(q, k, v)

@@ -51,7 +51,6 @@ def _attention(q, k, v):
         scratch_shapes=[pltpu.VMEM((bq, 1), jnp.float32), pltpu.VMEM((bq, 1), jnp.float32),
                         pltpu.VMEM((bq, d), jnp.float32)],
         compiler_params=pltpu.CompilerParams(dimension_semantics=(pltpu.PARALLEL, pltpu.ARBITRARY)),
-        interpret=pltpu.InterpretParams(),
     )(q, k, v)
 
 

@@ -51,5 +51,4 @@ def attention(q, k, v):
         out_specs=pl.BlockSpec((bq, d), lambda i, j: (i, 0)),
         scratch_shapes=[pltpu.VMEM((bq, LANES), jnp.float32), pltpu.VMEM((bq, LANES), jnp.float32),
                         pltpu.VMEM((bq, d), jnp.float32)],
-        interpret=pltpu.InterpretParams(),
     )(q, k, v)

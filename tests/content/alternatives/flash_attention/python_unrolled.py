@@ -47,5 +47,4 @@ def attention(q, k, v):
                   pl.BlockSpec((bk, d), lambda i, j: (j, 0))],
         out_specs=pl.BlockSpec((128, d), lambda i, j: (i, 0)),
         scratch_shapes=[pltpu.VMEM((128, 1), jnp.float32)] * 2 + [pltpu.VMEM((128, d), jnp.float32)],
-        interpret=pltpu.InterpretParams(),
     )(q, k, v)

@@ -59,5 +59,4 @@ def attention(q, k, v):
                         pltpu.VMEM((block_q, LANES), jnp.float32),
                         pltpu.VMEM((block_q, d), jnp.float32)],
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
-        interpret=pltpu.InterpretParams(),
     )(q, k, v)

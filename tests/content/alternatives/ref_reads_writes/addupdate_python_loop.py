@@ -16,8 +16,7 @@ def add_kernel(x_ref, y_ref, o_ref):
 
 def _call(kernel, x, *rest):
     """One pallas_call of `kernel` with an output like `x`."""
-    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          interpret=True)(x, *rest)
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, *rest)
 
 
 add = functools.partial(_call, add_kernel)

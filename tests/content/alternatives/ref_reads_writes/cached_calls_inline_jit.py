@@ -25,7 +25,7 @@ def _call(name, kernel, x):
     """The pallas_call of `kernel` for x's shape and dtype, built once and kept."""
     key = (name, x.shape, x.dtype)
     if key not in _CALLS:
-        _CALLS[key] = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)
+        _CALLS[key] = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))
     return _CALLS[key]
 
 

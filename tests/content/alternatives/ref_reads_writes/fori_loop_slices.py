@@ -16,7 +16,7 @@ def add_kernel(x_ref, y_ref, o_ref):
 def add(x, y):
     """The pallas_call wrapper."""
     spec = jax.ShapeDtypeStruct(x.shape, x.dtype)
-    return pl.pallas_call(add_kernel, out_shape=spec, interpret=True)(x, y)
+    return pl.pallas_call(add_kernel, out_shape=spec)(x, y)
 
 
 def square_plus_kernel(x_ref, o_ref):
@@ -27,8 +27,7 @@ def square_plus_kernel(x_ref, o_ref):
 
 def square_plus(x):
     """The pallas_call wrapper."""
-    return pl.pallas_call(square_plus_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          interpret=True)(x)
+    return pl.pallas_call(square_plus_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
 
 
 @jax.jit

@@ -23,7 +23,6 @@ def add(x, y):
         grid=(x.shape[0] // rows,),
         in_specs=[spec, spec],
         out_specs=spec,
-        interpret=True,
     )(x, y)
 
 
@@ -34,7 +33,7 @@ def square_plus_kernel(x_ref, o_ref):
 
 
 square_plus = functools.partial(
-    lambda kernel, x: pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x),
+    lambda kernel, x: pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x),
     square_plus_kernel,
 )
 

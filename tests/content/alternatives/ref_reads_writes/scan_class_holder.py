@@ -29,7 +29,7 @@ class Kernels:
         rows = self.rows if x.shape[0] % self.rows == 0 else x.shape[0]
         spec = pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))
         return pl.pallas_call(kernel, grid=(x.shape[0] // rows,), in_specs=[spec] * len(arrays), out_specs=spec,
-                              out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(*arrays)
+                              out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(*arrays)
 
 
 _kernels = Kernels()

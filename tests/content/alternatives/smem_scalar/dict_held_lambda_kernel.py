@@ -25,17 +25,17 @@ def masked_row_sum_kernel(lengths_ref, x_ref, o_ref):
 def _impl(x, lengths):
     """One grid step per batch row, through a lambda that forwards the refs."""
     batch, time, lanes = x.shape
-    return pl.pallas_call(
+    out = pl.pallas_call(
         lambda lens, xs, out: masked_row_sum_kernel(lens, xs, out),
-        out_shape=jax.ShapeDtypeStruct((batch, lanes), x.dtype),
+        out_shape=jax.ShapeDtypeStruct((batch, 1, lanes), x.dtype),
         grid_spec=pltpu.PrefetchScalarGridSpec(
             num_scalar_prefetch=1,
             grid=(batch,),
             in_specs=[pl.BlockSpec((None, time, lanes), lambda b, lens: (b, 0, 0))],
-            out_specs=pl.BlockSpec((1, lanes), lambda b, lens: (b, 0)),
+            out_specs=pl.BlockSpec((None, 1, lanes), lambda b, lens: (b, 0, 0)),  # a whole (1, 128) row
         ),
-        interpret=pltpu.InterpretParams(),
     )(lengths, x)
+    return out.reshape(batch, lanes)
 
 
 _JITTED = {"masked_row_sum": jax.jit(_impl)}

@@ -26,5 +26,4 @@ def masked_row_sum(x, lengths):
         masked_row_sum_kernel,
         out_shape=jax.ShapeDtypeStruct((x.shape[0], x.shape[2]), x.dtype),
         grid_spec=pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, grid=()),
-        interpret=pltpu.InterpretParams(),
     )(lengths.astype(jnp.int32), x)

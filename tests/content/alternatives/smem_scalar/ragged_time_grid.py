@@ -37,11 +37,12 @@ def _build(time_block):
             num_scalar_prefetch=1,
             grid=(batch, time // time_block),
             in_specs=[pl.BlockSpec((None, time_block, lanes), lambda b, t, lens: (b, t, 0))],
-            out_specs=pl.BlockSpec((1, lanes), lambda b, t, lens: (b, 0)),
+            # One (1, 128) row per batch entry: its own array dimension, so a TPU takes it as a block.
+            out_specs=pl.BlockSpec((None, 1, lanes), lambda b, t, lens: (b, 0, 0)),
         )
-        return pl.pallas_call(masked_row_sum_kernel, grid_spec=spec,
-                              out_shape=jax.ShapeDtypeStruct((batch, lanes), jnp.float32),
-                              interpret=pltpu.InterpretParams())(lengths, x)
+        out = pl.pallas_call(masked_row_sum_kernel, grid_spec=spec,
+                             out_shape=jax.ShapeDtypeStruct((batch, 1, lanes), jnp.float32))(lengths, x)
+        return out.reshape(batch, lanes)
 
     return run
 

@@ -26,5 +26,4 @@ def masked_row_sum(x, lengths):
                   BlockSpec((1, time, lanes), lambda b: (b, 0, 0))],
         out_specs=BlockSpec((batch, lanes), lambda b: (0, 0)),
         out_shape=jax.ShapeDtypeStruct((batch, lanes), jnp.float32),
-        interpret=tpu.InterpretParams(),
     )(lengths, x)

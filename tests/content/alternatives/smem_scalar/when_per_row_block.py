@@ -34,7 +34,6 @@ def _masked_row_sum(x, lengths):
             out_specs=pl.BlockSpec((pl.Squeezed(), 1, lanes), lambda b, _: (b, 0, 0)),
         ),
         out_shape=jax.ShapeDtypeStruct((batch, 1, lanes), jnp.float32),
-        interpret=True,
     )(lengths, x)
     return out.reshape(batch, lanes)
 

@@ -45,5 +45,4 @@ def matmul(x, y):
         out_specs=pl.BlockSpec((bm, bn), lambda j, i, kk: (i, j)),
         scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
         compiler_params=pltpu.CompilerParams(dimension_semantics=(pltpu.PARALLEL, pltpu.PARALLEL, pltpu.ARBITRARY)),
-        interpret=pltpu.InterpretParams(),
     )(x, y)

@@ -39,7 +39,6 @@ class TiledMatmul:
                       pl.BlockSpec((tk, self.tn), lambda i, j, kk: (kk, j))],
             out_specs=pl.BlockSpec((self.tm, self.tn), lambda i, j, kk: (i, j)),
             scratch_shapes=[pltpu.VMEM((self.tm, self.tn), jnp.float32)],
-            interpret=pltpu.InterpretParams(),
         )(x, y)
 
     def __call__(self, x, y):

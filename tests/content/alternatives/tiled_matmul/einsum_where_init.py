@@ -34,7 +34,6 @@ def _matmul(x, y):
                   pl.BlockSpec(block_shape=(bk, bn), index_map=lambda i, j, k: (k, j))],
         out_specs=pl.BlockSpec(block_shape=(bm, bn), index_map=lambda i, j, k: (i, j)),
         scratch_shapes=(pltpu.VMEM((bm, bn), jnp.float32),),
-        interpret=pltpu.InterpretParams(),
     )(x, y)
 
 

@@ -49,5 +49,4 @@ def matmul(x, y):
         matmul_kernel if f32 else matmul_bf16_kernel,
         grid_spec=grid_spec,
         out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
-        interpret=pltpu.InterpretParams(),
     )(x, y)

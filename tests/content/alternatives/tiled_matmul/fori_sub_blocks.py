@@ -40,5 +40,4 @@ def matmul(x, y):
                   pl.BlockSpec((bk, 128), lambda i, j, k: (k, j))],
         out_specs=pl.BlockSpec((128, 128), lambda i, j, k: (i, j)),
         scratch_shapes=[pltpu.VMEM((128, 128), jnp.float32)],
-        interpret=pltpu.InterpretParams(),
     )(x, y)

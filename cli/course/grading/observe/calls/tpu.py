@@ -8,6 +8,10 @@ strict interpreter, whatever `interpret=` the learner wrote (even an `InterpretP
 own, or a `functools.partial(pl.pallas_call, ...)` made at import). The mode is part of JAX's
 jit cache key, so the learner's module-level jits trace afresh inside the block, and their
 earlier traces are used again after it.
+
+Where JAX has no TPU, a grading makes the strict interpreter every `pallas_call`'s default before the
+learner's file is imported (`strict_by_default`), so a file that passes no `interpret=` at all, the same
+file that compiles on a TPU, runs here as it would under `tpu_interpret()`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import jax
 
 from course.grading.observe.calls.silent_waits import watching_waits
 
-__all__ = ["interpreter_failure", "strict_params", "tpu_interpret", "run_strict"]
+__all__ = ["interpreter_failure", "strict_by_default", "strict_params", "tpu_interpret", "run_strict"]
 
 _OPEN: list[dict[str, Any]] = []
 """The overrides of each `tpu_interpret` block now open, innermost last."""
@@ -36,6 +40,29 @@ def strict_params(**overrides: Any) -> Any:
     from jax.experimental.pallas import tpu as pltpu
 
     return pltpu.InterpretParams(**overrides)
+
+
+def strict_by_default() -> bool:
+    """Where JAX has no TPU, run every `pallas_call` under the strict interpreter from now on; True if so.
+
+    JAX lets a global mode override whatever `interpret=` a call was given (`pltpu.set_tpu_interpret_mode`),
+    and a `tpu_interpret` block still overrides the mode within it. On a TPU nothing changes: kernels compile.
+    """
+    from jax.experimental.pallas import tpu as pltpu
+
+    if _has_tpu():
+        return False
+    pltpu.set_tpu_interpret_mode(strict_params())
+    return True
+
+
+def _has_tpu() -> bool:
+    """Whether JAX runs on a TPU here; told by `JAX_PLATFORMS` when it names none (a grading's `cpu`), so that
+    JAX's backend is not started before the learner's file runs, and by the backend itself otherwise."""
+    platforms = [p.strip() for p in (jax.config.jax_platforms or "").lower().split(",") if p.strip()]
+    if platforms and "tpu" not in platforms:
+        return False
+    return jax.default_backend() == "tpu"
 
 
 @contextlib.contextmanager
