@@ -25,6 +25,8 @@ _SEEN: Any = None
 """The judge's `Seen` (made on first use: one judge process grades one file)."""
 _VERIFIED: set[str] = set()
 """Fingerprints the judge computed itself from a program the executor sent."""
+_PROGRAMS: dict[str, Any] = {}
+"""Those programs, by fingerprint, as JAX's own objects."""
 _DIVERGED: str | None = None
 """Why the learner's code can no longer be trusted in this grading, once a function behaved two ways."""
 
@@ -49,6 +51,38 @@ def ran_entries(runs: Any, sent: set[str], out: list[bytes]) -> list[list[Any]]:
     return entries
 
 
+def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, Any] | None:
+    """In the executor, for a kernel's values run under the grader's jit (`strict` with `jit`): copies of the
+    inputs, for the plain call made beside it (`plain_call`); None for any other request."""
+    if header.get("strict") is None or header.get("jit") is not True:
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    def spare(leaf: Any) -> Any:
+        return jnp.array(leaf, copy=True) if isinstance(leaf, jax.Array) else leaf
+
+    return jax.tree_util.tree_map(spare, args), jax.tree_util.tree_map(spare, kwargs)
+
+
+def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes]) -> dict[str, Any]:
+    """In the executor: call `fn` as a learner calls it, without the grader's jit, on the same inputs (its kernels
+    under the fast interpreter: only what they are matters here), and list the programs it ran (`ran_entries`);
+    or say what it raised. A function that branches on whether its arguments are tracers runs its other branch
+    here, and the judge sees it."""
+    import jax
+    from jax.experimental.pallas import tpu as pltpu
+
+    from course.grading.observe.calls.executions import record_runs
+
+    try:
+        with pltpu.force_tpu_interpret_mode(True), record_runs(programs=True) as ran:
+            jax.block_until_ready(fn(*args, **kwargs))
+    except Exception as exc:  # noqa: BLE001 - raising here, and not under the jit, is itself the finding
+        return {"raised": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    return {"ran": ran_entries(ran.runs, sent, out)}
+
+
 def signature(args: Any, kwargs: Any) -> str:
     """The input types of a call or a trace, as one text: each array (or type) as dtype and shape, anything else
     by its value (a static argument changes the program)."""
@@ -68,9 +102,10 @@ def note_trace(name: str, inputs: str, closed: Any) -> None:
     _agree(name, JITTED, inputs, fingerprint(closed))
 
 
-def note_call(name: str, inputs: str, kind: str, entries: Any, returned: list[bytes]) -> None:
+def note_call(name: str, inputs: str, kind: str, entries: Any, returned: list[bytes], plain: Any = None) -> None:
     """In the judge: the programs a call of `name` at `inputs` ran, as the executor's answer lists them
-    (`ran_entries`). A jitted call ran one program; a plain call, the learner's jitted programs in order."""
+    (`ran_entries`). A jitted call ran one program; a plain call, the learner's jitted programs in order. A
+    jitted call may come with a plain call of the same inputs (`plain_call`), whose kernels must be its own."""
     from course.grading.feedback import fail
 
     if not isinstance(entries, list):
@@ -82,8 +117,27 @@ def note_call(name: str, inputs: str, kind: str, entries: Any, returned: list[by
             fail(f"the grader's `jax.jit` of `{name}` ran {len(printed)} programs where it runs one; something in "
                  "your file changed how calls are recorded")
         _agree(name, JITTED, inputs, printed[0])
+        if plain is not None:
+            _same_kernels(name, inputs, entries[0], plain, returned)
     else:
         _agree(name, PLAIN, inputs, " ".join(printed))
+
+
+def _same_kernels(name: str, inputs: str, jitted: Any, plain: Any, returned: list[bytes]) -> None:
+    """The kernels a plain call ran must be those the grader's jit of the same call ran."""
+    from course.grading.judge.fingerprint import kernels
+
+    if not isinstance(plain, dict) or not isinstance(plain.get("ran", []), list):
+        _diverge(name, inputs, "the process running your code described a plain call of it that is not one")
+    if "raised" in plain:
+        _diverge(name, inputs, f"called as a learner calls it, without a `jax.jit` around it, it raised "
+                               f"{str(plain['raised'])[:300]}, where the grader's `jax.jit` of the same call did not")
+    for entry in plain["ran"]:
+        _verified(entry, returned)
+    mine = [k for entry in plain["ran"] for k in kernels(_PROGRAMS[entry[1]])]
+    if mine != kernels(_PROGRAMS[jitted[1]]):
+        _diverge(name, inputs, "called as a learner calls it, without a `jax.jit` around it, it ran other kernels "
+                               "than it did under the grader's `jax.jit` (another grid, other blocks, or no kernel)")
 
 
 def _verified(entry: Any, returned: list[bytes]) -> str:
@@ -102,6 +156,7 @@ def _verified(entry: Any, returned: list[bytes]) -> str:
         ok = mine == entry[1]
         if ok:
             _VERIFIED.add(mine)
+            _PROGRAMS[mine] = decode(returned[entry[2]])
     elif ok:
         ok = entry[1] in _VERIFIED
     if not ok:
@@ -113,19 +168,25 @@ def _verified(entry: Any, returned: list[bytes]) -> str:
 def _agree(name: str, kind: str, inputs: str, printed: str) -> None:
     """Keep the first program of `name` at `inputs`; fail the check when this one differs."""
     global _SEEN
-    from course.grading.feedback import fail
     from course.grading.judge.fingerprint import Seen
 
     global _DIVERGED
     if _SEEN is None:
         _SEEN = Seen()
     if _SEEN.note(f"{name}/{kind}", inputs, printed) is not None:
-        _DIVERGED = (f"`{name}` ran a different program for inputs {inputs} than it did earlier in this grading, for "
-                     "the same types: your function computes one way in one check and another way in the next (a "
-                     "branch on whether it is being traced, on a counter, on its caller?). The grader judges the "
-                     "program your function runs; make it compute the same way every time it is given the same "
-                     "types. No check after this one counts what your code shows.")
-        fail(_DIVERGED)
+        _diverge(name, inputs, "it ran a different program than it did earlier in this grading, for the same types")
+
+
+def _diverge(name: str, inputs: str, what: str) -> None:
+    """Fail this check, and every later one, because `name` behaved two ways at `inputs`."""
+    global _DIVERGED
+    from course.grading.feedback import fail
+
+    _DIVERGED = (f"`{name}` behaves two ways for inputs {inputs}: {what}. Your function computes one way in one "
+                 "call and another way in the next (a branch on whether it is being traced, on a counter, on its "
+                 "caller?). The grader judges the program your function runs; make it compute the same way "
+                 "every time it is given the same types. No check after this one counts what your code shows.")
+    fail(_DIVERGED)
 
 
 def still_one_program() -> None:

@@ -222,7 +222,7 @@ class RemoteFunction:
             return
         if set(asked) <= {"strict"}:  # a plain call, or a kernel's values: the programs it ran
             consistency.note_call(name, inputs, consistency.JITTED if jit else consistency.PLAIN,
-                                  header.get("ran"), returned)
+                                  header.get("ran"), returned, header.get("plain"))
 
 
 def _sent(value: Any) -> dict[str, Any] | None:

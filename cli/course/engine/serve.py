@@ -223,6 +223,7 @@ class Executor:
         from course.grading.feedback import CheckFailed
         from course.grading.observe.calls.executions import record_runs
 
+        spare = consistency.spare_inputs(header, args, kwargs)  # for a plain call beside a jitted one
         try:
             with record_runs(programs=True) as ran:  # what the call really ran, sent with what it returned
                 result = jax.block_until_ready(asks.run_call(fn, header, args, kwargs, self.path, self.module))
@@ -231,8 +232,11 @@ class Executor:
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         out: list[bytes] = []
         value = self._encode(result, out)
-        return {"ok": True, "value": value, "consumed": consumed,
-                "ran": consistency.ran_entries(ran.runs, self.programs_sent, out)}, out
+        reply = {"ok": True, "value": value, "consumed": consumed,
+                 "ran": consistency.ran_entries(ran.runs, self.programs_sent, out)}
+        if spare is not None:
+            reply["plain"] = consistency.plain_call(fn, *spare, self.programs_sent, out)
+        return reply, out
 
 
 def incoming(data: np.ndarray, node: dict[str, Any]) -> Any:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Seen", "fingerprint", "operations"]
+__all__ = ["Seen", "fingerprint", "kernels", "operations"]
 
 _CALLS = frozenset({"pjit", "jit", "closed_call", "core_call"})
 """Equations that only call a program: walked into, not written."""
@@ -85,6 +85,36 @@ def _body(jaxpr: Any, names: dict[Any, str]) -> Iterator[str]:
             yield "{"
             yield from operations(sub)
             yield "}"
+
+
+def kernels(closed: Any) -> list[str]:
+    """The fingerprint of each `pallas_call` a program runs, in order, wherever the learner's jits put it: what a
+    kernel computes, whether the call that ran it was traced, jitted or made op by op."""
+    import jax.extend as jex
+
+    found: list[str] = []
+    for eqn in getattr(closed, "jaxpr", closed).eqns:
+        if eqn.primitive.name == "pallas_call":
+            digest = hashlib.sha256()
+            for line in _body(_Alone(eqn), {}):
+                digest.update(line.encode() + b"\n")
+            found.append(digest.hexdigest())
+            continue
+        for sub in jex.core.jaxprs_in_params(eqn.params):
+            found.extend(kernels(sub))
+    return found
+
+
+@dataclass
+class _Alone:
+    """A jaxpr of one equation, to write that equation alone."""
+
+    eqn: Any
+
+    @property
+    def eqns(self) -> list[Any]:
+        """The one equation."""
+        return [self.eqn]
 
 
 def _grid(mapping: Any) -> Iterator[str]:
