@@ -72,6 +72,16 @@ CASES = {
         {"test_state_consumed", "test_helper_aliases_state"},
         r"`state` was deleted by the call, but no jitted call of yours writes its result into `state`'s buffer",
     ),
+    # A jit kept per length is built again for each new one, though one jit compiles once per shape by itself.
+    ("update_with_donate", "lru_per_length"): (
+        {"test_helper_built_once"},
+        r"the first call with float32\[64\] inputs built 1 new jitted wrapper\(s\), after the calls with "
+        r"float32\[32\] inputs had run: your jit is kept per length",
+    ),
+    # An empty `state` is donated like any other: a shortcut around the helper leaves it alive.
+    ("update_with_donate", "empty_shortcut"): (
+        {"test_state_consumed"}, r"for length 0, `state` is still alive after the call, though every longer",
+    ),
     # aliasing_order
     ("aliasing_order", "two_loops_residual"): (
         {"test_residual_tanh_kernel_under_aliasing"},
