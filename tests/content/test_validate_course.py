@@ -348,6 +348,12 @@ CASES = {
         {"test_memory_budget_loss_and_grads", "test_memory_budget_min_memory", "test_no_matmul_recomputed"},
         r"No checkpoint reaches the scan that computes the gradient",
     ),
+    # A loss computed apart from its gradient is a second forward pass, not a recomputation in the backward one.
+    ("remat_policy", "loss_forward_twice"): (
+        {"test_no_matmul_recomputed"},
+        r"it runs the layers forward 2 times, in 2 scans \(called at line 20: .*; line 21: .*\), while the "
+        r"backward pass recomputes no matmul",
+    ),
     # "jitted (once at module scope)", seen in what later calls compile and run.
     ("remat_policy", "not_jitted"): (
         {"test_jitted_once"}, r"after a first call of `loss_and_grads`, 2 more call\(s\) with the same arguments "
