@@ -198,8 +198,28 @@ def test_loss_values(submission: ModuleType, rng: np.random.Generator) -> None:
         rel = abs(got - want) / abs(want)
         if rel > LOSS_TOL:
             fail(f"loss_fn gives {got:.7g} for a batch of {rows} rows, expected {want:.7g} (relative error {rel:.1e}, "
-                 f"allowed {LOSS_TOL:g}): round only the operands of the two matmuls to bfloat16 (through `dense`); "
-                 "the biases, tanh, the prediction and the mean stay float32.")
+                 f"allowed {LOSS_TOL:g}){_loss_cause(got, want, rows)}")
+
+
+def _loss_sum(got: float, want: float, rows: int) -> str:
+    """What a loss a whole number of times the mean summed instead of averaging, in words; '' if it is not one."""
+    sums = {D_OUT: f"the {D_OUT} outputs of each row", rows: f"the {rows} rows", rows * D_OUT: "every element"}
+    for factor, over in sums.items():
+        if factor > 1 and abs(got - factor * want) <= 1e-3 * factor * abs(want):
+            return (f"that is {factor} times the mean: the squared errors are summed over {over} instead of "
+                    f"averaged. The loss is the mean over all {rows} x {D_OUT} elements (`jnp.mean` of the whole "
+                    "array of squared errors)")
+    return ""
+
+
+def _loss_cause(got: float, want: float, rows: int) -> str:
+    """The clause that ends a wrong loss's message: the sum it is, a rounding where none belongs, or the formula."""
+    if summed := _loss_sum(got, want, rows):
+        return f": {summed}."
+    if abs(got - want) <= 0.05 * abs(want):  # close: a rounding the task does not ask for, or one it asks for missed
+        return (": round only the operands of the two matmuls to bfloat16 (through `dense`); the biases, tanh, the "
+                "prediction and the mean stay float32.")
+    return ". Compare your code with the task's loss: mean((dense(tanh(dense(x, w1) + b1), w2) + b2 - y) ** 2)."
 
 
 def _matmul_list(found: list[Matmul], path: Path) -> str:
@@ -266,10 +286,10 @@ def test_small_updates_kept(submission: ModuleType, rng: np.random.Generator) ->
         if off <= MOVE_TOL:
             continue
         scale = _gradient_scale(params, batch, current)
-        check(scale is None, f"params['{key}'] moved wrongly after {STEPS} steps at lr={LR:g}: every parameter moved "
-                             f"as float32 SGD with its gradients multiplied by {scale or 1:g} would. A loss scaled "
-                             "to keep small bfloat16 gradients alive must have its gradients divided by the same "
-                             "scale before the update.")
+        if scale is not None:
+            fail(f"params['{key}'] moved wrongly after {STEPS} steps at lr={LR:g}: every parameter moved as float32 "
+                 f"SGD with its gradients multiplied by {scale:g} would. "
+                 f"{_scale_cause(submission, params, batch, scale)}")
         how = ""
         if not moved.any():
             how = " it did not move at all, so every update was lost to rounding;"
@@ -278,6 +298,19 @@ def test_small_updates_kept(submission: ModuleType, rng: np.random.Generator) ->
         fail(f"params['{key}'] moved wrongly after {STEPS} steps at lr={LR:g}: off by {off:.0%} of the expected "
              f"change;{how} an update of 1e-4 is below half a bfloat16 step of a weight near 0.1. Keep the master "
              "weights float32 and apply `p - lr * g` in float32.")
+
+
+def _scale_cause(submission: ModuleType, params: Any, batch: Any, scale: float) -> str:
+    """Why the gradients are `scale` times too large: `loss_fn` itself is that many times the task's loss (a sum
+    where the mean belongs), or a loss scale was never undone."""
+    loss, want = submission.loss_fn(params, batch), _spec_loss(params, batch)
+    got = float(loss) if isinstance(loss, jax.Array) and loss.shape == () else None
+    if got is not None and abs(got - scale * want) <= 1e-2 * scale * abs(want):
+        return (f"Your loss_fn gives {got:.7g} for the params it starts from, {scale:g} times the task's {want:.7g}, "
+                f"so its gradient is {scale:g} times too large as well: fix the loss (a mean over all the "
+                "elements), and the updates follow.")
+    return ("A loss scaled to keep small bfloat16 gradients alive must have its gradients divided by the same "
+            "scale before the update.")
 
 
 @pytest.mark.points(1)
@@ -314,8 +347,9 @@ def test_train_step_loss(submission: ModuleType, rng: np.random.Generator) -> No
                                                        "float32 scalar.")
     if abs(float(got) - want) > STEP_LOSS_TOL * abs(want):
         after = _spec_loss(_spec_sgd(params, batch, 1, lr), batch)
+        summed = _loss_sum(float(got), want, B)
         why = (" That is the loss after the update: return the loss computed with the params the step was given."
-               if abs(float(got) - after) <= STEP_LOSS_TOL * abs(after) else "")
+               if abs(float(got) - after) <= STEP_LOSS_TOL * abs(after) else f" Here {summed}." if summed else "")
         fail(f"train_step returned loss {float(got):.7g}; expected float32 {want:.7g} within 1% (loss_fn of the "
              f"params it was given, lr={lr:g}).{why}")
 

@@ -388,6 +388,12 @@ CASES = {
     ("mixed_precision", "loss_scale_not_undone"): (
         {"test_small_updates_kept"}, r"as float32 SGD with its gradients multiplied by 1024 would",
     ),
+    # A loss summed over the outputs is named as that, in the loss and in the updates it scales, not as rounding
+    # or as a loss scale never undone.
+    ("mixed_precision", "loss_summed_outputs"): (
+        {"test_loss_values", "test_small_updates_kept", "test_train_step_loss"},
+        r"that is 8 times the mean: the squared errors are summed over the 8 outputs of each row instead of averaged",
+    ),
     ("mixed_precision", "bf16_master"): (
         {"test_master_weights_float32", "test_small_updates_kept", "test_train_step_loss"},
         r"moved in whole bfloat16 steps",
