@@ -84,6 +84,29 @@ def _why(got: np.ndarray, want: np.ndarray, num_micro: int) -> str:
     return ""
 
 
+def _micro_left_out(got: float, params: dict[str, jax.Array], batch: dict[str, jax.Array], num_micro: int) -> str:
+    """When the loss is that of a run of microbatches short of all of them (averaged over that run, or its sum
+    divided by num_micro), which ones it left out, in words; '' otherwise."""
+    rows = int(batch["y"].shape[0])
+    size = rows // num_micro
+    for first in range(num_micro):
+        for last in range(first, num_micro):
+            count = last - first + 1
+            if count == num_micro:
+                continue
+            part = {k: v[first * size:(last + 1) * size] for k, v in batch.items()}
+            mean = _numpy(params, part)[0]
+            for value, how in ((mean, "averaged over them"), (mean * count / num_micro, "summed and divided by "
+                                                                                      "num_micro")):
+                if abs(got - value) <= TOL * abs(value):
+                    out = sorted(set(range(num_micro)) - set(range(first, last + 1)))
+                    return (f" It is what microbatches {first} to {last} alone give (rows {first * size} to "
+                            f"{(last + 1) * size - 1}), {how}: the loop leaves out microbatch(es) "
+                            f"{', '.join(map(str, out))}. Every one of the num_micro microbatches counts: loop over "
+                            "all of them.")
+    return ""
+
+
 @pytest.mark.judge
 @pytest.mark.points(2)
 def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
@@ -101,8 +124,10 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
                                                             "float32 scalar.")
         value = np.asarray(got, np.float64)
         if abs(value - want_loss) > TOL * abs(want_loss):
+            why = (_why(value, np.float64(want_loss), num_micro)
+                   or _micro_left_out(float(value), params, batch, num_micro))
             fail(f"{head}the loss is {float(value):.6g}, expected {want_loss:.6g} (the mean over all {rows} rows)."
-                 f"{_why(value, np.float64(want_loss), num_micro)}")
+                 f"{why}")
         check(isinstance(grads, dict) and set(grads) == set(want_grads),
               f"{head}grads are {describe_value(grads)}; they are a dict with the keys of params.")
         for key, want in want_grads.items():
@@ -146,7 +171,19 @@ def test_loop_over_microbatches(submission: ModuleType, submission_path: Path) -
             _, length, line = m.innermost_loop() or ("scan", None, None)
             fail(f"the loop at {line_text(line, submission_path)} runs {m.times} times for a batch of {rows} rows; "
                  f"it should run num_micro={num_micro} times, one microbatch of {rows // num_micro} consecutive rows "
-                 f"per trip. Split the batch as `x.reshape(num_micro, -1, ...)`, not `x.reshape(-1, num_micro, ...)`.")
+                 f"per trip.{_trips_why(m.times or 0, rows, num_micro)}")
+
+
+def _trips_why(times: int, rows: int, num_micro: int) -> str:
+    """What a loop of `times` trips (not num_micro) most likely got wrong, in words."""
+    if times == rows // num_micro:
+        return (" It runs once per row of a microbatch: the batch was split the other way round. Split it as "
+                "`x.reshape(num_micro, -1, ...)`, not `x.reshape(-1, num_micro, ...)`.")
+    if times < num_micro:
+        return (f" Its bounds stop {num_micro - times} trip(s) short (a `fori_loop` or `range` that ends before "
+                f"num_micro, or starts after 0), so {num_micro - times} microbatch(es) never count. Loop over all "
+                "num_micro of them.")
+    return ""
 
 
 @pytest.mark.judge
