@@ -372,6 +372,11 @@ CASES = {
         {"test_values", "test_loop_over_microbatches"},
         r"runs 3 times for a batch of 2048 rows; .*Its bounds stop 1 trip\(s\) short",
     ),
+    ("grad_accumulation", "num_micro_traced"): (
+        {"test_values", "test_loop_over_microbatches", "test_accumulator_float32", "test_memory_scales_with_microbatch",
+         "test_compiles_once"},
+        r"num_micro reached that line as a traced value.*static_argnames=\"num_micro\"",
+    ),
     ("grad_accumulation", "split_stack_copy"): (
         {"test_memory_scales_with_microbatch"}, r"makes float32\[16, 512, 64\], a copy of the whole batch",
     ),
