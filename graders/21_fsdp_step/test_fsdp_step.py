@@ -83,7 +83,7 @@ def _placed(mesh: jax.sharding.Mesh, params: dict[str, np.ndarray], batch: tuple
     return {k: jax.device_put(v, spec) for k, v in params.items()}, tuple(jax.device_put(v, spec) for v in batch)
 
 
-# Hidden layers other than the task's that a file may compute by mistake: {form: (the layer, in words)}.
+# Hidden layers other than the task's that a file may compute by mistake: {form: the layer, in words}.
 FORMS = {"bias_after_relu": "relu(x @ w1) + b1, the bias added after the relu",
          "no_relu": "x @ w1 + b1, with no relu"}
 MODEL = ("h = relu(x @ w1 + b1), out = h @ w2 + b2 and the mean of (out - y) ** 2 over all B * O elements, every "

@@ -485,6 +485,10 @@ CASES = {
         {"test_loss_values", "test_grads_values"},
         r"That is the loss of a model whose hidden layer is relu\(x @ w1\) \+ b1, the bias added after the relu",
     ),
+    ("fsdp_step", "no_relu"): (
+        {"test_loss_values", "test_grads_values"},
+        r"That is the loss of a model whose hidden layer is x @ w1 \+ b1, with no relu",
+    ),
     ("tensor_parallel_mlp", "b2_in_psum"): ({"test_values"}, r"plus 7 more copies of b2"),
     ("tensor_parallel_mlp", "no_out_sharding"): (
         {"test_traceable", "test_values", "test_output_replicated", "test_one_all_reduce", "test_no_other_collectives",
