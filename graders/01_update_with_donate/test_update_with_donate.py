@@ -127,11 +127,16 @@ def test_state_consumed(
     rng: np.random.Generator,
     odd: int,
 ) -> None:
-    """Consumes state and leaves delta alive."""
-    for n in _lengths(odd):
+    """Consumes state and leaves delta alive, for every length (0 too)."""
+    for n in (*_lengths(odd), 0):  # the empty case last: a survivor there after the others is a shortcut
         state, delta, _, _ = _inputs(rng, n)
         _call(submission, submission_path, state, delta)
         state_gone, delta_gone = is_consumed(state), is_consumed(delta)
+        if n == 0 and not state_gone and not delta_gone:
+            fail("for length 0, `state` is still alive after the call, though every longer `state` was consumed: "
+                 "the empty case skips the donating helper. An empty `state` is given up like any other (a "
+                 "donating jit deletes even an empty array), and a caller must be able to rely on that, whatever "
+                 "the length. Call the helper for every length, with no shortcut for the empty one.")
         if delta_gone and not state_gone:
             fail(f"for length {n}, `delta` was consumed and `state` survived: you donated the second argument. "
                  "Use donate_argnums=(0,) so that `state` is the buffer given to the result.")
@@ -221,6 +226,12 @@ def test_helper_built_once(fresh_submission: types.ModuleType, submission_path: 
         if any(per_call[1:]):
             fail(f"three calls with float32[{n}] inputs compiled {per_call} times: a repeated call of the "
                  "same shape compiled again. Create the jitted helper once and reuse it.")
+    if later := sum(w.built for w in watched[3:4]):
+        fail(f"the first call with float32[{lengths[1]}] inputs built {later} new jitted wrapper(s), after the calls "
+             f"with float32[{lengths[0]}] inputs had run: your jit is kept per length (in an `lru_cache` or a dict "
+             "keyed on the shape), so every new length builds another. One `jax.jit` compiles once per shape by "
+             "itself and keeps each program, so build it once, at module scope, whatever the shape, and call it "
+             "for every length.")
     programs = [name for w in watched for name in w.compiled]
     if len(programs) > 2:
         fail(f"lengths 32 and 64 compiled your jitted code {len(programs)} times in all ({', '.join(programs)}); "

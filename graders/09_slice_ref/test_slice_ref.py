@@ -215,7 +215,7 @@ def test_lesson_examples(submission: ModuleType, rng: np.random.Generator, submi
 
 @pytest.mark.judge
 def test_bounds_clamped(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
-    """Slice bounds past the view are clamped to the view, as NumPy does"""
+    """Slice bounds past the view are clamped to the view, as NumPy does, to nothing at an axis's end too"""
     r, data = _fresh(submission, rng)
     note = (" A slice's bounds are clamped to the view's own length (`range(n)[s]` does it), not to the "
             "base's, and never read past the view.")
@@ -229,6 +229,26 @@ def test_bounds_clamped(submission: ModuleType, rng: np.random.Generator, submis
     data[3:5] = 0.0
     assert_array(submission.freeze(r), data,
                  name="the buffer after `r.slice({'layer': slice(3, 5)})[{'layer': slice(0, 99)}] = 0.0`")
+    _check_empty_at_the_end(submission, data, submission_path)
+
+
+# Selections clamped to nothing at the very end of an axis: directly, through a chain, and on a stepped view.
+EMPTY_AT_END = ((({"layer": slice(6, 9)},), ...), (({"layer": slice(4, None)}, {"layer": slice(2, None)}), ...),
+                (({"dim": slice(1, None, 2)},), {"dim": slice(2, None)}))
+
+
+def _check_empty_at_the_end(submission: ModuleType, data: np.ndarray, path: Path) -> None:
+    """On a new ref over `data`: an empty selection that starts at the end of an axis reads an empty array and
+    writes nothing, as in NumPy."""
+    r = submission.new_ref(jnp.asarray(data), AXES)
+    note = (" A selection clamped to nothing is a view of no elements wherever it starts, the end of an axis too: "
+            "NumPy gives an empty array there, and so must the view.")
+    for chain, final in EMPTY_AT_END:
+        _check_read(r, data, chain, final, path, note)
+    what = "`r.slice({'layer': slice(4, None)})[{'layer': slice(2, 5)}] = 0.0`"
+    with explained_ref_errors(what, path):
+        _follow(r, ({"layer": slice(4, None)},))[{"layer": slice(2, 5)}] = 0.0
+    assert_array(submission.freeze(r), data, name=f"the buffer after {what}, which selects no layer")
 
 
 @pytest.mark.judge

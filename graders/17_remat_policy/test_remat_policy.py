@@ -16,7 +16,7 @@ from course.grading.judge.arrays import assert_array, assert_is_array, describe_
 from course.grading.observe.calls.programs import compile_program, size_text
 from course.grading.observe.calls.recompiles import later_calls
 from course.grading.observe.traces.jaxprs import learner_line, traced, walk_eqns
-from course.grading.observe.traces.loops import line_text
+from course.grading.observe.traces.loops import line_text, type_text
 from course.grading.observe.traces.matmuls import matmul_flops, matmuls_in, mflop, repeated_matmuls
 from course.grading.observe.traces.residuals import describe_residuals, scan_residuals
 
@@ -207,11 +207,48 @@ def test_no_matmul_recomputed(submission: ModuleType, submission_path: Path) -> 
     again = repeated_matmuls(found)
     if not again:
         fail(head + ". Compute each matmul once per layer and differentiate with one `jax.value_and_grad`.")
+    passes, backward = _forward_scans(closed, {(m.lhs, m.rhs, m.out) for m, _ in again}, submission_path)
+    if len(passes) > 1:
+        lines = sorted({line for line in passes if line is not None})
+        where = f" (called at {'; '.join(line_text(n, submission_path) for n in lines)})" if lines else ""
+        also = (f" (and the backward pass computes {backward} of its matmuls again per layer besides)" if backward
+                else ", while the backward pass recomputes no matmul")
+        fail(head + f": it runs the layers forward {len(passes)} times, in {len(passes)} scans{where}{also}. A loss "
+             "computed apart from its gradient runs every layer again: `jax.value_and_grad` returns the loss and "
+             "the gradients from one forward pass.")
     per_layer = sum(n - 1 for _, n in again)
     first = min((m for m, _ in again), key=lambda m: m.line or 0)
     fail(head + f": the backward pass recomputes {per_layer} matmul(s) per layer "
          f"({line_text(first.line, submission_path)}). Save the matmul outputs, so only the cheap gelu is "
          f"recomputed (`jax.checkpoint_policies.dots_saveable`).{_names_text(closed, submission_path)}")
+
+
+def _forward_scans(closed: Any, repeated: set[tuple[str, str, str]], path: Path) -> tuple[list[int | None], int]:
+    """The forward (not reversed) scans that compute a matmul of the `repeated` types, each as the line of the
+    learner's file that called it (its outermost frame there), two of them being the layers run forward twice;
+    and how many matmuls of those types a backward (reversed) scan computes again."""
+    scans: dict[int, int | None] = {}
+    backward = 0
+    for eqn, outer in walk_eqns(closed):
+        loops = [e for e in outer if e.primitive.name == "scan"]
+        if eqn.primitive.name != "dot_general" or not loops:
+            continue
+        if tuple(type_text(v.aval) for v in (*eqn.invars[:2], eqn.outvars[0])) not in repeated:
+            continue
+        # A forward scan inside a checkpoint is that checkpoint's recomputation, part of the backward pass.
+        around = outer[:next(i for i, e in enumerate(outer) if e is loops[-1])]  # what holds the scan (outermost first)
+        if any(e.params["reverse"] for e in loops) or any(e.primitive.name == "remat2" for e in around):
+            backward += 1
+        else:
+            scans.setdefault(id(loops[-1]), _called_at(loops[-1], path))
+    return list(scans.values()), backward
+
+
+def _called_at(eqn: Any, path: Path) -> int | None:
+    """The outermost line of the learner's file in the traceback that made `eqn`: where its function was called."""
+    frames = getattr(getattr(eqn.source_info, "traceback", None), "frames", None) or ()
+    lines = [frame.line_num for frame in frames if frame.file_name == str(path)]
+    return lines[-1] if lines else None
 
 
 def _names_text(closed: Any, path: Path) -> str:

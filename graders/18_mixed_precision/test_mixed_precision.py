@@ -25,6 +25,8 @@ LOSS_TOL = 1e-5  # relative: ~1e-7 when right; f32 operands 1e-4, a bf16 predict
 STEP_LOSS_TOL = 1e-2  # relative: at lr=0.5 the loss after the update is 14-19% away; values are loss_values' job
 MOVE_TOL = 0.05  # of the expected change after 5 steps: ~0.3% when right, 100% or more in bfloat16
 STEPS, LR = 5, 1e-3
+SINGLE_ROWS = 8  # one-row batches loss_fn is tried on: measured, a wrong rounding is off by 7e-4 or more in one
+LR_PAIR = (0.5, 0.25)  # two learning rates for one step from the same params: the moves must keep their ratio
 _BF16 = ml_dtypes.bfloat16
 
 
@@ -93,10 +95,12 @@ def _spec_sgd(p: dict[str, Any], batch: dict[str, Any], steps: int, lr: float) -
 
 
 def _gradient_scale(params: dict[str, Any], batch: dict[str, Any], got: dict[str, Any]) -> float | None:
-    """The power of two k (not 1) for which `got` is what STEPS float32 SGD steps at lr = k * LR give, or None."""
+    """The power of two k, or its negative (not 1), for which `got` is what STEPS float32 SGD steps at lr = k * LR
+    give, or None."""
     start = {k: np.asarray(v, np.float64) for k, v in params.items()}
-    for exponent in (*range(1, 17), *range(-1, -17, -1)):
-        scale = 2.0**exponent
+    for scale in (sign * 2.0**e for e in (0, *range(1, 17), *range(-1, -17, -1)) for sign in (1, -1)):
+        if scale == 1:
+            continue
         want = _spec_sgd(params, batch, STEPS, LR * scale)
         if all(_off(np.asarray(got[k], np.float64) - start[k], want[k] - start[k]) <= MOVE_TOL for k in _PARAMS):
             return scale
@@ -188,18 +192,42 @@ def test_dense_dtypes(submission: ModuleType, submission_path: Path) -> None:
 def test_loss_values(submission: ModuleType, rng: np.random.Generator) -> None:
     """`loss_fn` is the spec's float32 loss, with only the matmul operands rounded to bfloat16"""
     params = _params(rng)
-    for rows in (B, 4):  # a few rows average out less of a rounding that should not be there
-        full = _batch(rng)
-        batch = {k: v[:rows] for k, v in full.items()}
+    # Fewer rows average out less of a rounding that should not be there: a hidden layer rounded to bfloat16 can
+    # hide within the tolerance in a mean over 256 rows, never in every one of 8 single rows.
+    singles = _batch(rng)
+    cases = [(rows, {k: v[:rows] for k, v in _batch(rng).items()}) for rows in (B, 4)]
+    cases += [(1, {k: v[r:r + 1] for k, v in singles.items()}) for r in range(SINGLE_ROWS)]
+    for rows, batch in cases:
         loss = assert_is_array(submission.loss_fn(params, batch), "loss_fn(params, batch)")
         check(loss.shape == () and loss.dtype == jnp.float32,
               f"loss_fn(params, batch) is {describe_value(loss)}; it is a float32 scalar.")
         got, want = float(loss), float(_float32_loss(params, batch))
         rel = abs(got - want) / abs(want)
         if rel > LOSS_TOL:
-            fail(f"loss_fn gives {got:.7g} for a batch of {rows} rows, expected {want:.7g} (relative error {rel:.1e}, "
-                 f"allowed {LOSS_TOL:g}): round only the operands of the two matmuls to bfloat16 (through `dense`); "
-                 "the biases, tanh, the prediction and the mean stay float32.")
+            size = "1 row" if rows == 1 else f"{rows} rows"
+            fail(f"loss_fn gives {got:.7g} for a batch of {size}, expected {want:.7g} (relative error {rel:.1e}, "
+                 f"allowed {LOSS_TOL:g}){_loss_cause(got, want, rows)}")
+
+
+def _loss_sum(got: float, want: float, rows: int) -> str:
+    """What a loss a whole number of times the mean summed instead of averaging, in words; '' if it is not one."""
+    sums = {D_OUT: f"the {D_OUT} outputs of each row", rows: f"the {rows} rows", rows * D_OUT: "every element"}
+    for factor, over in sums.items():
+        if factor > 1 and abs(got - factor * want) <= 1e-3 * factor * abs(want):
+            return (f"that is {factor} times the mean: the squared errors are summed over {over} instead of "
+                    f"averaged. The loss is the mean over all {rows} x {D_OUT} elements (`jnp.mean` of the whole "
+                    "array of squared errors)")
+    return ""
+
+
+def _loss_cause(got: float, want: float, rows: int) -> str:
+    """The clause that ends a wrong loss's message: the sum it is, a rounding where none belongs, or the formula."""
+    if summed := _loss_sum(got, want, rows):
+        return f": {summed}."
+    if abs(got - want) <= 0.05 * abs(want):  # close: a rounding the task does not ask for, or one it asks for missed
+        return (": round only the operands of the two matmuls to bfloat16 (through `dense`); the biases, tanh, the "
+                "prediction and the mean stay float32.")
+    return ". Compare your code with the task's loss: mean((dense(tanh(dense(x, w1) + b1), w2) + b2 - y) ** 2)."
 
 
 def _matmul_list(found: list[Matmul], path: Path) -> str:
@@ -266,10 +294,10 @@ def test_small_updates_kept(submission: ModuleType, rng: np.random.Generator) ->
         if off <= MOVE_TOL:
             continue
         scale = _gradient_scale(params, batch, current)
-        check(scale is None, f"params['{key}'] moved wrongly after {STEPS} steps at lr={LR:g}: every parameter moved "
-                             f"as float32 SGD with its gradients multiplied by {scale or 1:g} would. A loss scaled "
-                             "to keep small bfloat16 gradients alive must have its gradients divided by the same "
-                             "scale before the update.")
+        if scale is not None:
+            fail(f"params['{key}'] moved wrongly after {STEPS} steps at lr={LR:g}: every parameter moved as float32 "
+                 f"SGD with its gradients multiplied by {scale:g} would. "
+                 f"{_scale_cause(submission, params, batch, scale)}")
         how = ""
         if not moved.any():
             how = " it did not move at all, so every update was lost to rounding;"
@@ -278,6 +306,49 @@ def test_small_updates_kept(submission: ModuleType, rng: np.random.Generator) ->
         fail(f"params['{key}'] moved wrongly after {STEPS} steps at lr={LR:g}: off by {off:.0%} of the expected "
              f"change;{how} an update of 1e-4 is below half a bfloat16 step of a weight near 0.1. Keep the master "
              "weights float32 and apply `p - lr * g` in float32.")
+
+
+def _scale_cause(submission: ModuleType, params: Any, batch: Any, scale: float) -> str:
+    """Why the gradients are `scale` times too large: `loss_fn` itself is that many times the task's loss (a sum
+    where the mean belongs), or a loss scale was never undone."""
+    if scale < 0:
+        times = "" if scale == -1 else f"{-scale:g} times "
+        return (f"The update adds {times}the gradient (`p + lr * g`), a step uphill that makes the loss grow: SGD "
+                "subtracts it, `p - lr * g`.")
+    loss, want = submission.loss_fn(params, batch), _spec_loss(params, batch)
+    got = float(loss) if isinstance(loss, jax.Array) and loss.shape == () else None
+    if got is not None and abs(got - scale * want) <= 1e-2 * scale * abs(want):
+        return (f"Your loss_fn gives {got:.7g} for the params it starts from, {scale:g} times the task's {want:.7g}, "
+                f"so its gradient is {scale:g} times too large as well: fix the loss (a mean over all the "
+                "elements), and the updates follow.")
+    return ("A loss scaled to keep small bfloat16 gradients alive must have its gradients divided by the same "
+            "scale before the update.")
+
+
+@pytest.mark.judge
+@pytest.mark.points(1)
+def test_step_follows_lr(submission: ModuleType, rng: np.random.Generator) -> None:
+    """`train_step` steps by the lr it is given: one step at lr=0.5 moves every parameter twice as far as at 0.25"""
+    params, batch = _params(rng), _batch(rng)
+    start = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    moves = []
+    for lr in LR_PAIR:
+        # New copies for each call, in case the step donates them.
+        new, _ = _step(submission, {k: jnp.array(v) for k, v in params.items()}, batch, lr)
+        leaves = {k: assert_is_array(new[k], f"params['{k}'] after one step at lr={lr:g}") for k in _PARAMS}
+        if any(leaf.dtype != jnp.float32 for leaf in leaves.values()):
+            return  # master weights of another dtype: test_master_weights_float32 names that
+        moves.append({k: np.asarray(leaves[k], np.float64) - start[k] for k in _PARAMS})
+    far, near = (np.concatenate([m[k].ravel() for k in _PARAMS]) for m in moves)
+    ratio = LR_PAIR[0] / LR_PAIR[1]
+    if np.linalg.norm(far - ratio * near) <= 0.1 * np.linalg.norm(far):
+        return
+    seen = float(np.dot(far, near) / max(float(np.dot(near, near)), 1e-30))
+    same = (" The step is the same whatever the lr: it ignores its `lr` argument (a learning rate fixed in the "
+            "code?).") if abs(seen - 1) < 0.05 else ""
+    fail(f"one step at lr={LR_PAIR[0]:g} moved the params {seen:.3g} times as far as one step at lr={LR_PAIR[1]:g} "
+         f"from the same params; SGD moves them lr times the gradient, {ratio:g} times as far.{same} Apply "
+         "`p - lr * g` with the lr `train_step` is given.")
 
 
 @pytest.mark.points(1)
@@ -314,8 +385,9 @@ def test_train_step_loss(submission: ModuleType, rng: np.random.Generator) -> No
                                                        "float32 scalar.")
     if abs(float(got) - want) > STEP_LOSS_TOL * abs(want):
         after = _spec_loss(_spec_sgd(params, batch, 1, lr), batch)
+        summed = _loss_sum(float(got), want, B)
         why = (" That is the loss after the update: return the loss computed with the params the step was given."
-               if abs(float(got) - after) <= STEP_LOSS_TOL * abs(after) else "")
+               if abs(float(got) - after) <= STEP_LOSS_TOL * abs(after) else f" Here {summed}." if summed else "")
         fail(f"train_step returned loss {float(got):.7g}; expected float32 {want:.7g} within 1% (loss_fn of the "
              f"params it was given, lr={lr:g}).{why}")
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -13,8 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.grading.feedback import check, fail
+from course.grading.feedback import CheckFailed, check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
+from course.grading.judge.source import describe_exception, learner_location
 from course.grading.observe.calls.programs import call_jitted, compile_program, size_text
 from course.grading.observe.calls.there import in_executor
 from course.grading.observe.calls.warmup import after_warmup, watched_calls
@@ -54,6 +56,29 @@ def _trace(submission: ModuleType, num_micro: int, params: Any, batch: Any) -> A
     return jax.make_jaxpr(_with(submission, num_micro))(params, batch)
 
 
+def _traced(submission: ModuleType, path: Path, num_micro: int, rows: int) -> Any:
+    """`_trace` at the shapes of a batch of `rows` rows, a traced num_micro explained."""
+    with _num_micro_explained(path):
+        return _trace(submission, num_micro, *_spec(rows))
+
+
+@contextlib.contextmanager
+def _num_micro_explained(path: Path) -> Iterator[None]:
+    """Fail in the course's words when the learner's line that raised needed num_micro as a number and got a
+    tracer (a jit that does not keep num_micro static); any other error goes through."""
+    try:
+        yield
+    except CheckFailed:
+        raise
+    except Exception as exc:
+        where = learner_location(exc.__traceback__, path)
+        if "Tracer" not in str(exc) or "num_micro" not in where:
+            raise
+        fail(f"accumulated_grads raised {describe_exception(exc)}{where}: num_micro reached that line as a traced "
+             "value, so it cannot shape an array or bound a loop. Your jit traces it: keep it static, "
+             "`functools.partial(jax.jit, static_argnames=\"num_micro\")`, so each count compiles its own program.")
+
+
 _C = np.sqrt(2 / np.pi)
 
 
@@ -84,13 +109,37 @@ def _why(got: np.ndarray, want: np.ndarray, num_micro: int) -> str:
     return ""
 
 
+def _micro_left_out(got: float, params: dict[str, jax.Array], batch: dict[str, jax.Array], num_micro: int) -> str:
+    """When the loss is that of a run of microbatches short of all of them (averaged over that run, or its sum
+    divided by num_micro), which ones it left out, in words; '' otherwise."""
+    rows = int(batch["y"].shape[0])
+    size = rows // num_micro
+    for first in range(num_micro):
+        for last in range(first, num_micro):
+            count = last - first + 1
+            if count == num_micro:
+                continue
+            part = {k: v[first * size:(last + 1) * size] for k, v in batch.items()}
+            mean = _numpy(params, part)[0]
+            for value, how in ((mean, "averaged over them"), (mean * count / num_micro, "summed and divided by "
+                                                                                      "num_micro")):
+                if abs(got - value) <= TOL * abs(value):
+                    out = sorted(set(range(num_micro)) - set(range(first, last + 1)))
+                    return (f" It is what microbatches {first} to {last} alone give (rows {first * size} to "
+                            f"{(last + 1) * size - 1}), {how}: the loop leaves out microbatch(es) "
+                            f"{', '.join(map(str, out))}. Every one of the num_micro microbatches counts: loop over "
+                            "all of them.")
+    return ""
+
+
 @pytest.mark.judge
 @pytest.mark.points(2)
-def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_values(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """`accumulated_grads` returns the full batch's float32 loss and gradients"""
     for rows, num_micro in ((2048, 4), (512, 1), (512, 8)):
         params, batch = _inputs(rng, rows)
-        out = call_jitted(submission.accumulated_grads, params, batch, num_micro)  # as compiled before: jitted
+        with _num_micro_explained(submission_path):  # as compiled before: jitted
+            out = call_jitted(submission.accumulated_grads, params, batch, num_micro)
         head = f"num_micro={num_micro}, batch of {rows}: "
         check(isinstance(out, tuple | list) and len(out) == 2,
               f"{head}accumulated_grads returned {describe_value(out)}; it returns a pair (loss, grads).")
@@ -101,8 +150,10 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
                                                             "float32 scalar.")
         value = np.asarray(got, np.float64)
         if abs(value - want_loss) > TOL * abs(want_loss):
+            why = (_why(value, np.float64(want_loss), num_micro)
+                   or _micro_left_out(float(value), params, batch, num_micro))
             fail(f"{head}the loss is {float(value):.6g}, expected {want_loss:.6g} (the mean over all {rows} rows)."
-                 f"{_why(value, np.float64(want_loss), num_micro)}")
+                 f"{why}")
         check(isinstance(grads, dict) and set(grads) == set(want_grads),
               f"{head}grads are {describe_value(grads)}; they are a dict with the keys of params.")
         for key, want in want_grads.items():
@@ -125,7 +176,7 @@ def _all_at_once(m: Matmul, num_micro: int) -> bool:
 def test_loop_over_microbatches(submission: ModuleType, submission_path: Path) -> None:
     """Every matmul of the gradient runs inside one loop of num_micro trips (batch 2048, num_micro = 4)"""
     rows, num_micro = 2048, 4
-    found = matmuls_of(_trace(submission, num_micro, *_spec(rows)), path=submission_path)
+    found = matmuls_of(_traced(submission, submission_path, num_micro, rows), path=submission_path)
     check(found, "accumulated_grads runs no matmul (no `dot_general` in its jaxpr): compute the model's x @ w1.")
     unknown = [m for m in found if m.times is None]
     if unknown:
@@ -146,14 +197,26 @@ def test_loop_over_microbatches(submission: ModuleType, submission_path: Path) -
             _, length, line = m.innermost_loop() or ("scan", None, None)
             fail(f"the loop at {line_text(line, submission_path)} runs {m.times} times for a batch of {rows} rows; "
                  f"it should run num_micro={num_micro} times, one microbatch of {rows // num_micro} consecutive rows "
-                 f"per trip. Split the batch as `x.reshape(num_micro, -1, ...)`, not `x.reshape(-1, num_micro, ...)`.")
+                 f"per trip.{_trips_why(m.times or 0, rows, num_micro)}")
+
+
+def _trips_why(times: int, rows: int, num_micro: int) -> str:
+    """What a loop of `times` trips (not num_micro) most likely got wrong, in words."""
+    if times == rows // num_micro:
+        return (" It runs once per row of a microbatch: the batch was split the other way round. Split it as "
+                "`x.reshape(num_micro, -1, ...)`, not `x.reshape(-1, num_micro, ...)`.")
+    if times < num_micro:
+        return (f" Its bounds stop {num_micro - times} trip(s) short (a `fori_loop` or `range` that ends before "
+                f"num_micro, or starts after 0), so {num_micro - times} microbatch(es) never count. Loop over all "
+                "num_micro of them.")
+    return ""
 
 
 @pytest.mark.judge
 @pytest.mark.points(1)
 def test_accumulator_float32(submission: ModuleType, submission_path: Path) -> None:
     """The running sums the loop carries are float32"""
-    closed = _trace(submission, 4, *_spec(512))
+    closed = _traced(submission, submission_path, 4, 512)
     for loop in loops_in(closed, path=submission_path):
         narrow = [t for t in loop.carry if t.split("[")[0] in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")]
         if narrow:
@@ -185,8 +248,8 @@ def _batch_copies(closed: Any, rows: int, path: Path) -> list[EqnRuns]:
 def test_memory_scales_with_microbatch(submission: ModuleType, submission_path: Path) -> None:
     """Temporary memory depends on the microbatch, not the batch: 8192 rows in 16 need at most 1.1x 2048 in 4"""
     # Traced where the code runs, compiled here: the memory is what XLA makes of the traces.
-    large_trace = _trace(submission, 16, *_spec(8192))
-    small = compile_program(_trace(submission, 4, *_spec(2048)), *_spec(2048)).temp_bytes
+    large_trace = _traced(submission, submission_path, 16, 8192)
+    small = compile_program(_traced(submission, submission_path, 4, 2048), *_spec(2048)).temp_bytes
     large = compile_program(large_trace, *_spec(8192)).temp_bytes
     if large <= GROWTH * small:
         return
@@ -201,8 +264,9 @@ def test_memory_scales_with_microbatch(submission: ModuleType, submission_path: 
                 f"a copy of {share:.0%} of the batch (every microbatch but one: `micro[1:]` after a first microbatch "
                 "computed before the loop copies the rest; start the loop from zero sums instead)")
         fail(head + f"At {line_text(first.line, submission_path)}, `{first.primitive}` makes "
-             f"{type_text(out.aval)}, {what}, before the loop. `x.reshape(num_micro, -1, ...)` gives the same "
-             "microbatches without copying anything (or slice each microbatch inside the loop).")
+             f"{type_text(out.aval)}, {what}, before the loop. `x.reshape(num_micro, -1, ...)` gives the "
+             "microbatches, each of consecutive rows, without copying anything (or slice each microbatch inside "
+             "the loop).")
     fail(head + "Something of every microbatch stays alive together: per-microbatch gradients stacked (`lax.map`, "
          "or the scan's `ys`) instead of summed in the carry, or all microbatches computed at once. Keep only a "
          "running sum.")
@@ -215,7 +279,9 @@ def test_compiles_once(submission: ModuleType, rng: np.random.Generator, submiss
     cases = [(*_inputs(rng, 512), 4) for _ in range(4)]
     # The first call is the warm-up. The compiles are reported where the calls ran, and weighed here
     # against the programs' own texts: a call that runs a program no earlier call ran compiled it.
-    later = after_warmup(watched_calls(submission.accumulated_grads, cases, module=submission, path=submission_path))
+    with _num_micro_explained(submission_path):
+        later = after_warmup(watched_calls(submission.accumulated_grads, cases, module=submission,
+                                           path=submission_path))
     if later.compiles:
         why = f"; each call builds {max(later.built // 3, 1)} new jax.jit wrapper(s)" if later.built else ""
         fail(f"3 more calls with new batches compiled {later.compiles} time(s) ({later.names}){why}: build "

@@ -4,6 +4,7 @@ sharded, each weight gathered whole, and every gradient reduce-scattered back to
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,11 +16,12 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from course.grading import (
+    CheckFailed,
     Traced,
     assert_array,
     assert_is_array,
     assert_sharding,
-    call_jitted,
+    call_explained,
     describe_value,
     fail,
     hlo_collective_shapes,
@@ -81,16 +83,37 @@ def _placed(mesh: jax.sharding.Mesh, params: dict[str, np.ndarray], batch: tuple
     return {k: jax.device_put(v, spec) for k, v in params.items()}, tuple(jax.device_put(v, spec) for v in batch)
 
 
-def _reference(params: dict[str, np.ndarray], batch: tuple) -> tuple[float, dict[str, np.ndarray]]:
-    """The loss and its gradients, by hand in float64 NumPy."""
+# Hidden layers other than the task's that a file may compute by mistake: {form: the layer, in words}.
+FORMS = {"bias_after_relu": "relu(x @ w1) + b1, the bias added after the relu",
+         "no_relu": "x @ w1 + b1, with no relu"}
+MODEL = ("h = relu(x @ w1 + b1), out = h @ w2 + b2 and the mean of (out - y) ** 2 over all B * O elements, every "
+         "device using the whole w1, b1, w2 and b2 on its own rows of the batch")
+
+
+def _reference(params: dict[str, np.ndarray], batch: tuple, form: str = "task") -> tuple[float, dict[str, np.ndarray]]:
+    """The loss and its gradients, by hand in float64 NumPy, for the task's model or one of FORMS."""
     p = {k: v.astype(np.float64) for k, v in params.items()}
     x, y = (v.astype(np.float64) for v in batch)
-    pre = x @ p["w1"] + p["b1"]
-    h = np.maximum(pre, 0.0)
+    after = form == "bias_after_relu"
+    pre = x @ p["w1"] + (0.0 if after else p["b1"])
+    on = np.ones(pre.shape, bool) if form == "no_relu" else pre > 0
+    h = np.where(on, pre, 0.0) + (p["b1"] if after else 0.0)
     r = h @ p["w2"] + p["b2"] - y
     dout = 2.0 * r / r.size
-    dh = (dout @ p["w2"].T) * (pre > 0)
-    return float(np.mean(r**2)), {"w1": x.T @ dh, "b1": dh.sum(0), "w2": h.T @ dout, "b2": dout.sum(0)}
+    dh = dout @ p["w2"].T
+    dpre = dh * on
+    grads = {"w1": x.T @ dpre, "b1": dh.sum(0) if after else dpre.sum(0), "w2": h.T @ dout, "b2": dout.sum(0)}
+    return float(np.mean(r**2)), grads
+
+
+def _model_why(params: dict[str, np.ndarray], batch: tuple, what: str,
+               matches: Callable[[float, dict[str, np.ndarray]], bool]) -> str:
+    """The other hidden layer whose loss and gradients `matches` accepts, named with the task's model; else ''.
+    `what` opens the sentence: "That is the loss", "They are the gradients"."""
+    for form, layer in FORMS.items():
+        if matches(*_reference(params, batch, form)):
+            return f" {what} of a model whose hidden layer is {layer}. The task's model is {MODEL}."
+    return ""
 
 
 def _run(sub: ModuleType, path: Path, mesh: jax.sharding.Mesh, params: dict, batch: tuple) -> tuple[Traced, Any, dict]:
@@ -99,9 +122,10 @@ def _run(sub: ModuleType, path: Path, mesh: jax.sharding.Mesh, params: dict, bat
     return case, *_pair(case.out)
 
 
-def _call(sub: ModuleType, mesh: jax.sharding.Mesh, params: dict, batch: tuple) -> tuple[Any, dict]:
-    """`loss_and_grads(params, batch, mesh)` run under `jax.jit` (in the judge: jitted and run beside their code)."""
-    return _pair(call_jitted(sub.loss_and_grads, params, batch, mesh))
+def _call(sub: ModuleType, path: Path, mesh: jax.sharding.Mesh, params: dict, batch: tuple) -> tuple[Any, dict]:
+    """`loss_and_grads(params, batch, mesh)` run under `jax.jit` (in the judge: jitted and run beside their code),
+    a tracing mistake told in the course's words, as `test_traceable` tells it."""
+    return _pair(call_explained(sub.loss_and_grads, params, batch, mesh, name="`loss_and_grads`", path=path))
 
 
 def _pair(out: Any) -> tuple[Any, dict]:
@@ -117,10 +141,10 @@ def _pair(out: Any) -> tuple[Any, dict]:
     return loss, grads
 
 
-def _fixed_call(sub: ModuleType, rng: np.random.Generator) -> tuple[Any, dict]:
+def _fixed_call(sub: ModuleType, path: Path, rng: np.random.Generator) -> tuple[Any, dict]:
     """The fixed-size case, called as the learner wrote it: (loss, grads)."""
     mesh = _mesh()
-    return _call(sub, mesh, *_placed(mesh, *_host(rng, *FIXED)))
+    return _call(sub, path, mesh, *_placed(mesh, *_host(rng, *FIXED)))
 
 
 def _fixed_case(sub: ModuleType, path: Path, rng: np.random.Generator) -> tuple[Traced, Any, dict, dict]:
@@ -184,36 +208,39 @@ def _ratio_why(got: float, want: float, what: str, b: int = 0, o: int = 0) -> st
 
 @pytest.mark.judge
 @pytest.mark.points(2)
-def test_loss_values(submission: ModuleType, rng: np.random.Generator, run_seed: int) -> None:
+def test_loss_values(submission: ModuleType, submission_path: Path, rng: np.random.Generator, run_seed: int) -> None:
     """The loss is mean((relu(x @ w1 + b1) @ w2 + b2 - y) ** 2) over all B * O elements, a float32 scalar."""
     mesh = _mesh()
     for d, h, o, b in _sizes(run_seed):
         params, batch = _host(rng, d, h, o, b)
         want, _ = _reference(params, batch)
-        loss, _ = _call(submission, mesh, *_placed(mesh, params, batch))
+        loss, _ = _call(submission, submission_path, mesh, *_placed(mesh, params, batch))
         name = f"the loss for D, H, O, B = {d}, {h}, {o}, {b}"
         _loss_agrees(loss, params, batch, name)
         if loss.shape == () and not np.isclose(float(loss), want, rtol=1e-4):
             if len({b, o, DEVICES}) < 3:  # a divisor of B, of O and a sum of 8 local means look alike here
-                name, loss, want, b, o = _telling_loss(submission, rng) or (name, loss, want, b, o)
-            why = _ratio_why(float(loss), want, "loss", b, o) or (
-                " Every device must use the whole w1, b1, w2 and b2 (each gathered with all_gather(..., "
-                "tiled=True), in the order of its shards) on its own rows of the batch.")
-            fail(f"{name} is {float(loss):.6g}, expected {want:.6g}.{why}")
+                telling = _telling_loss(submission, submission_path, rng)
+                name, loss, want, b, o, params, batch = telling or (name, loss, want, b, o, params, batch)
+            got = float(loss)
+            why = _ratio_why(got, want, "loss", b, o) or _model_why(
+                params, batch, "That is the loss", lambda other, _, v=got: bool(np.isclose(v, other, rtol=1e-4))) or (
+                f" Compare your code with the task's model: {MODEL}.")
+            fail(f"{name} is {got:.6g}, expected {want:.6g}.{why}")
         assert_array(loss, np.float32(want), name=name, rtol=1e-4, atol=1e-6)
         if shard_mismatches(loss, np.float32(want), rtol=1e-4, atol=1e-6):
             fail(f"{name} is right on some devices and not on others, though it claims to be replicated.")
 
 
-def _telling_loss(submission: ModuleType, rng: np.random.Generator) -> tuple | None:
-    """(name, loss, want, B, O) at the fixed sizes, where B, O and the device count differ, if the loss is wrong."""
+def _telling_loss(submission: ModuleType, path: Path, rng: np.random.Generator) -> tuple | None:
+    """(name, loss, want, B, O, params, batch) at the fixed sizes, where B, O and the device count differ, if the
+    loss is wrong."""
     params, batch = _host(rng, *FIXED)
     want, _ = _reference(params, batch)
-    loss, _ = _call(submission, _mesh(), *_placed(_mesh(), params, batch))
+    loss, _ = _call(submission, path, _mesh(), *_placed(_mesh(), params, batch))
     if loss.shape != () or np.isclose(float(loss), want, rtol=1e-4):
         return None
     _, _, o, b = FIXED
-    return f"the loss for D, H, O, B = {', '.join(map(str, FIXED))}", loss, want, b, o
+    return f"the loss for D, H, O, B = {', '.join(map(str, FIXED))}", loss, want, b, o, params, batch
 
 
 def _loss_agrees(loss: jax.Array, params: dict[str, np.ndarray], batch: tuple, name: str) -> None:
@@ -234,16 +261,28 @@ def _loss_agrees(loss: jax.Array, params: dict[str, np.ndarray], batch: tuple, n
 
 @pytest.mark.judge
 @pytest.mark.points(3)
-def test_grads_values(submission: ModuleType, rng: np.random.Generator, run_seed: int) -> None:
+def test_grads_values(submission: ModuleType, submission_path: Path, rng: np.random.Generator, run_seed: int) -> None:
     """Every gradient matches float64 NumPy, in the block each device holds."""
     mesh = _mesh()
     for d, h, o, b in _sizes(run_seed):
         params, batch = _host(rng, d, h, o, b)
         _, want = _reference(params, batch)
-        _, grads = _call(submission, mesh, *_placed(mesh, params, batch))
+        _, grads = _call(submission, submission_path, mesh, *_placed(mesh, params, batch))
         for k in NAMES:
             name = f"grads[{k!r}] for D, H, O, B = {d}, {h}, {o}, {b}"
-            _grad_close(assert_is_array(grads[k], name), want[k], name, ambiguous=len({b, o, DEVICES}) < 3)
+            try:
+                _grad_close(assert_is_array(grads[k], name), want[k], name, ambiguous=len({b, o, DEVICES}) < 3)
+            except CheckFailed as exc:
+                fail(f"{exc}{_grads_model_why(grads, want, params, batch)}")
+
+
+def _grads_model_why(grads: dict, want: dict[str, np.ndarray], params: dict[str, np.ndarray], batch: tuple) -> str:
+    """The other model whose gradients every one of `grads` equals, in words; '' when none does (or a shape is off)."""
+    got = {k: np.asarray(grads[k], np.float64) for k in NAMES if isinstance(grads[k], jax.Array)}
+    if set(got) != set(NAMES) or any(got[k].shape != want[k].shape for k in NAMES):
+        return ""
+    return _model_why(params, batch, "They are the gradients", lambda _, other: all(
+        np.allclose(got[k], other[k], rtol=1e-3, atol=1e-4 * float(np.abs(other[k]).max()) + 1e-7) for k in NAMES))
 
 
 def _grad_close(got: jax.Array, want: np.ndarray, name: str, ambiguous: bool = False) -> None:
@@ -274,10 +313,10 @@ def _grad_close(got: jax.Array, want: np.ndarray, name: str, ambiguous: bool = F
 
 @pytest.mark.judge
 @pytest.mark.points(1)
-def test_loss_replicated(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_loss_replicated(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """The loss is one scalar held whole by every device (P())."""
     mesh = _mesh()
-    loss, _ = _fixed_call(submission, rng)
+    loss, _ = _fixed_call(submission, submission_path, rng)
     if loss.shape != ():
         fail(f"the loss has shape {loss.shape}, sharded {sharding_text(loss)}; it is one scalar that every "
              "device holds whole.")
@@ -287,10 +326,10 @@ def test_loss_replicated(submission: ModuleType, rng: np.random.Generator) -> No
 
 @pytest.mark.judge
 @pytest.mark.points(1)
-def test_grads_sharded(submission: ModuleType, rng: np.random.Generator) -> None:
+def test_grads_sharded(submission: ModuleType, submission_path: Path, rng: np.random.Generator) -> None:
     """Every gradient comes back sharded like its parameter, P('fsdp'): each device keeps 1/8 of it."""
     mesh = _mesh()
-    _, grads = _fixed_call(submission, rng)
+    _, grads = _fixed_call(submission, submission_path, rng)
     for k in NAMES:
         assert_sharding(grads[k], NamedSharding(mesh, P(AXIS)), name=f"grads[{k!r}]",
                         hint="In FSDP each device keeps only its 1/8 of every gradient, the part its optimizer "

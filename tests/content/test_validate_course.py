@@ -72,6 +72,16 @@ CASES = {
         {"test_state_consumed", "test_helper_aliases_state"},
         r"`state` was deleted by the call, but no jitted call of yours writes its result into `state`'s buffer",
     ),
+    # A jit kept per length is built again for each new one, though one jit compiles once per shape by itself.
+    ("update_with_donate", "lru_per_length"): (
+        {"test_helper_built_once"},
+        r"the first call with float32\[64\] inputs built 1 new jitted wrapper\(s\), after the calls with "
+        r"float32\[32\] inputs had run: your jit is kept per length",
+    ),
+    # An empty `state` is donated like any other: a shortcut around the helper leaves it alive.
+    ("update_with_donate", "empty_shortcut"): (
+        {"test_state_consumed"}, r"for length 0, `state` is still alive after the call, though every longer",
+    ),
     # aliasing_order
     ("aliasing_order", "two_loops_residual"): (
         {"test_residual_tanh_kernel_under_aliasing"},
@@ -176,6 +186,16 @@ CASES = {
     ("named_ref", "loads_selection_to_write"): (
         {"test_write_one_store"}, r"loads the selection it is about to overwrite"),
     ("named_ref", "no_ellipsis"): ({"test_reads", "test_writes"}, r"^`r\[\.\.\.\]` raised TypeError: .* line \d+"),
+    # slice_ref: an empty view at the end of an axis is a view, which JAX's ref slice refuses to start there.
+    ("slice_ref", "range_bounds_slice"): (
+        {"test_bounds_clamped"},
+        r"`r\.slice\(\{'layer': slice\(6, 9\)\}\)\[\.\.\.\]` raised ValueError: Out of bound slice.*JAX refuses "
+        r"a ref slice that starts at or past the end of its axis, even an empty one",
+    ),
+    ("slice_ref", "last_element_stop"): (
+        {"test_bounds_clamped"},
+        r"`r\.slice\(\{'layer': slice\(6, 9\)\}\)\[\.\.\.\]` raised ValueError: Out of bound slice",
+    ),
     # shard_and_reduce: how much travels, the shape alone, bfloat16, pmean, every device's copy.
     ("shard_and_reduce", "psum_column_sums"): ({"test_psum_both_axes"}, r"adds 4 numbers per device \(\(4,\)\)"),
     ("shard_and_reduce", "keepdims_mean"): (
@@ -341,6 +361,12 @@ CASES = {
         {"test_memory_budget_loss_and_grads", "test_memory_budget_min_memory", "test_no_matmul_recomputed"},
         r"No checkpoint reaches the scan that computes the gradient",
     ),
+    # A loss computed apart from its gradient is a second forward pass, not a recomputation in the backward one.
+    ("remat_policy", "loss_forward_twice"): (
+        {"test_no_matmul_recomputed"},
+        r"it runs the layers forward 2 times, in 2 scans \(called at line 20: .*; line 21: .*\), while the "
+        r"backward pass recomputes no matmul",
+    ),
     # "jitted (once at module scope)", seen in what later calls compile and run.
     ("remat_policy", "not_jitted"): (
         {"test_jitted_once"}, r"after a first call of `loss_and_grads`, 2 more call\(s\) with the same arguments "
@@ -352,6 +378,17 @@ CASES = {
     ("grad_accumulation", "micro_size_swapped"): (
         {"test_loop_over_microbatches", "test_memory_scales_with_microbatch"},
         r"runs 512 times for a batch of 2048 rows; it should run num_micro=4 times",
+    ),
+    # A loop one microbatch short is named by its bounds (and the values by the microbatches they leave out), not
+    # by a reshape that was right.
+    ("grad_accumulation", "one_micro_short"): (
+        {"test_values", "test_loop_over_microbatches"},
+        r"runs 3 times for a batch of 2048 rows; .*Its bounds stop 1 trip\(s\) short",
+    ),
+    ("grad_accumulation", "num_micro_traced"): (
+        {"test_values", "test_loop_over_microbatches", "test_accumulator_float32", "test_memory_scales_with_microbatch",
+         "test_compiles_once"},
+        r"num_micro reached that line as a traced value.*static_argnames=\"num_micro\"",
     ),
     ("grad_accumulation", "split_stack_copy"): (
         {"test_memory_scales_with_microbatch"}, r"makes float32\[16, 512, 64\], a copy of the whole batch",
@@ -374,6 +411,23 @@ CASES = {
     ),
     ("mixed_precision", "loss_scale_not_undone"): (
         {"test_small_updates_kept"}, r"as float32 SGD with its gradients multiplied by 1024 would",
+    ),
+    # A loss summed over the outputs is named as that, in the loss and in the updates it scales, not as rounding
+    # or as a loss scale never undone.
+    ("mixed_precision", "loss_summed_outputs"): (
+        {"test_loss_values", "test_small_updates_kept", "test_train_step_loss"},
+        r"that is 8 times the mean: the squared errors are summed over the 8 outputs of each row instead of averaged",
+    ),
+    # An update that adds the gradient is named by its sign; a step that ignores its lr, by its lr.
+    ("mixed_precision", "gradient_ascent"): (
+        {"test_small_updates_kept"}, r"multiplied by -1 would\. The update adds the gradient \(`p \+ lr \* g`\)",
+    ),
+    ("mixed_precision", "hard_coded_lr"): (
+        {"test_step_follows_lr"}, r"The step is the same whatever the lr: it ignores its `lr` argument",
+    ),
+    # A hidden layer rounded to bfloat16 can hide in a mean over 256 rows, never in single rows.
+    ("mixed_precision", "bias_in_bfloat16"): (
+        {"test_loss_values"}, r"round only the operands of the two matmuls to bfloat16",
     ),
     ("mixed_precision", "bf16_master"): (
         {"test_master_weights_float32", "test_small_updates_kept", "test_train_step_loss"},
@@ -432,6 +486,21 @@ CASES = {
         {"test_traceable", "test_loss_values", "test_grads_values", "test_loss_replicated", "test_grads_sharded",
          "test_batch_stays_sharded", "test_grads_reduce_scattered"},
         r"combines arrays whose shardings do not fit together at \w+\.py line 18",
+    ),
+    # JAX's advice names `jax.set_mesh`; the file never calls it: the bare spec is what is named, in every check.
+    ("fsdp_step", "reshard_outside_mesh"): (
+        {"test_traceable", "test_loss_values", "test_grads_values", "test_loss_replicated", "test_grads_sharded",
+         "test_batch_stays_sharded", "test_grads_reduce_scattered"},
+        r"^`loss_and_grads` gives the bare spec `P\(\)` while no mesh is set at \w+\.py line 19",
+    ),
+    # The bias after the relu is a model of its own, named as such, not a gather in the wrong order.
+    ("fsdp_step", "bias_outside_relu"): (
+        {"test_loss_values", "test_grads_values"},
+        r"That is the loss of a model whose hidden layer is relu\(x @ w1\) \+ b1, the bias added after the relu",
+    ),
+    ("fsdp_step", "no_relu"): (
+        {"test_loss_values", "test_grads_values"},
+        r"That is the loss of a model whose hidden layer is x @ w1 \+ b1, with no relu",
     ),
     ("tensor_parallel_mlp", "b2_in_psum"): ({"test_values"}, r"plus 7 more copies of b2"),
     ("tensor_parallel_mlp", "no_out_sharding"): (

@@ -107,8 +107,11 @@ def test_jax_ref_errors_are_explained() -> None:
     def stepped_with_int() -> None:
         jax.jit(lambda ref: ref[::2, 1])(r)
 
+    def empty_at_the_end() -> None:
+        r[4:4]  # an empty slice starting at the end of the axis: NumPy's view is empty, JAX refuses it
+
     for action, words in ((write_int, "never casts"), (stepped_with_int, "np.int32"),
-                          (lambda: r.at[1:3], "only inside `jax.jit`")):
+                          (lambda: r.at[1:3], "only inside `jax.jit`"), (empty_at_the_end, "`slice(0, 0)`")):
         with pytest.raises(Exception) as info:
             action()
         assert words in (ref_error_hint(info.value) or "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jax
@@ -163,6 +164,23 @@ def test_call_traced_explains_the_usual_tracing_mistakes() -> None:
                 call_traced(fn, x, name="`f`", path=HERE, jaxpr=jaxpr)
 
 
+@on_eight_devices
+def test_a_bare_spec_outside_a_mesh_is_not_blamed_on_set_mesh() -> None:
+    """A PartitionSpec given where no mesh is set: JAX's advice names `jax.set_mesh`, which the code never called,
+    so the message names the bare spec and never says the code calls `jax.set_mesh`."""
+    mesh = _mesh()
+    x = _placed((8, 8), P("x", "y"), mesh)
+    resharded = lambda a: jax.sharding.reshard(a, P())  # noqa: E731
+    constrained = lambda a: jax.lax.with_sharding_constraint(a, P())  # noqa: E731
+    for fn, spec in ((resharded, r"the bare spec `P\(\)`"), (constrained, r"a bare PartitionSpec")):
+        for jaxpr in (False, True):
+            with pytest.raises(CheckFailed) as caught:
+                call_traced(fn, x, name="`f`", path=HERE, jaxpr=jaxpr)
+            message = str(caught.value)
+            assert re.search(spec + r" while no mesh is set at test_sharding.py line \d+", message), message
+            assert "calls `jax.set_mesh`" not in message and "NamedSharding(mesh, spec)" in message, message
+
+
 def test_call_traced_lets_other_errors_through() -> None:
     """An error the course has no words for reaches the platform unchanged."""
 
@@ -172,6 +190,13 @@ def test_call_traced_lets_other_errors_through() -> None:
 
     with pytest.raises(ValueError, match="a bug of the learner's own"):
         call_traced(broken, np.ones(3, np.float32), name="`broken`")
+
+    def stops(a):
+        """Raises a RuntimeError the course has no words for."""
+        raise RuntimeError("a runtime failure of the learner's own")
+
+    with pytest.raises(RuntimeError, match="a runtime failure of the learner's own"):
+        call_traced(stops, np.ones(3, np.float32), name="`stops`")
 
 
 @on_eight_devices

@@ -120,6 +120,9 @@ _HINTS = (
                                  "the selection's shape (fill a scalar with `jnp.broadcast_to`)"),
     ("Out of bound indexer", "an int index lies outside the ref; JAX checks this eagerly but clamps "
                              "it silently under `jax.jit`, so check bounds yourself"),
+    ("Out of bound slice", "JAX refuses a ref slice that starts at or past the end of its axis, even an empty "
+                           "one, where NumPy gives an empty array: an empty selection is a view like any other, "
+                           "so give it an index inside the axis (`slice(0, 0)`)"),
 )
 
 

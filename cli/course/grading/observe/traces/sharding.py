@@ -157,7 +157,7 @@ _NO_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversio
              jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
 # What tracing a learner's function raises that the course can explain (a value asked of a tracer, a spec
 # JAX refuses, an axis name the mesh lacks); anything else is reported as it was raised.
-_TRACING_ERRORS = (*_NO_VALUE, ValueError, AssertionError, NameError, KeyError)
+_TRACING_ERRORS = (*_NO_VALUE, ValueError, RuntimeError, AssertionError, NameError, KeyError)
 
 
 def call_traced(fn: Callable[..., Any], *args: Any, name: str, path: Path | None = None,
@@ -198,7 +198,7 @@ def _explain_tracing(exc: Exception, name: str, path: Path | None, args: Any = (
              "`.item()`, `np.asarray(...)` or an `if` on a value). Keep the result a jax.Array and return it.")
     where = learner_location(exc.__traceback__, path)
     why = _axis_mistake(exc, name, _mesh_axes(args), learner_frames(exc.__traceback__, path), where)
-    why = why or (_spec_mistake(exc, name, where) if isinstance(exc, ValueError) else "")
+    why = why or (_spec_mistake(exc, name, where) if isinstance(exc, ValueError | RuntimeError) else "")
     if why:
         fail(why)
 
@@ -240,12 +240,24 @@ def _axis_mistake(exc: BaseException, name: str, axes: tuple[str, ...], frames: 
             "of writing them in: the same code must run on any mesh of that shape.")
 
 
-def _spec_mistake(exc: ValueError, name: str, where: str) -> str:
+# JAX's words for a bare PartitionSpec used where no mesh is set (`reshard`, `out_sharding=`, a sharding
+# constraint). JAX's advice names `jax.set_mesh`, which the learner's code need not call: matched apart from it.
+_NO_MESH = ("not under a mesh context", "requires a non-empty mesh in context")
+_GOT_SPEC = re.compile(r"Got (P\(.*\))")
+
+
+def _spec_mistake(exc: ValueError | RuntimeError, name: str, where: str) -> str:
     """The course's explanation of a mesh or shard_map error JAX raised while tracing, or ''."""
     text = str(exc)
-    if "set_mesh" in text:
+    if "`set_mesh` can only be used outside" in text:
         return (f"{name} calls `jax.set_mesh`{where}, which cannot run inside `jax.jit`. The mesh is an "
                 "argument: pass it to `jax.shard_map(..., mesh=mesh)` instead of setting it.")
+    if any(words in text for words in _NO_MESH):
+        spec = _GOT_SPEC.search(text)
+        what = f"the bare spec `{spec.group(1)}`" if spec else "a bare PartitionSpec"
+        return (f"{name} gives {what} while no mesh is set{where}. A PartitionSpec names mesh axes, not "
+                "the mesh, so JAX cannot tell which devices it means. Build the sharding from the mesh your "
+                "function is given, `NamedSharding(mesh, spec)`, or work inside `jax.shard_map(..., mesh=mesh)`.")
     if "out_specs which require replication" in text:
         return (f"{name}'s `shard_map` claims with its `out_specs` that a result is the same on every device, "
                 f"and JAX cannot prove it{where}. Only a collective over every mesh axis the spec leaves out "
