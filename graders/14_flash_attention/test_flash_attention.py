@@ -265,12 +265,9 @@ def _scale(arrays: tuple[np.ndarray, ...], got: np.ndarray, tol: dict[str, float
 
 
 # How each usual mistake about the running max moves the exponent of a row's largest logit mx (scaled by
-# 1/sqrt(D)) away from the 0 a right one gives, and what that mistake is, in words.
+# 1/sqrt(D)) away from the 0 a right one gives, and what that mistake is, in words; those that depend on the data
+# first, since they say more when several fit.
 ROW_MISTAKES = {
-    "alpha_inverted": (lambda mx, d: np.full_like(mx, np.inf),
-                       "the rescale factor is turned over, alpha = exp(m_new - m_old): at the first KV step m_old "
-                       "is -inf, so alpha is inf, and inf x 0 (the empty l and acc) is NaN in every row. alpha = "
-                       "exp(m_old - m_new) is at most 1: it shrinks what was summed under a smaller max."),
     "no_max": (lambda mx, d: mx,
                "exp(s) is taken without the running max subtracted: it overflows to inf in a row whose logits pass "
                "88, and underflows to 0 for every key of a row whose logits all lie below -87 (l = 0, so acc / l is "
@@ -286,6 +283,10 @@ ROW_MISTAKES = {
                     "factor of sqrt(D), so exp(s - m) underflows to 0 for every key of a row with large logits (l = "
                     "0, so acc / l is 0 / 0) and overflows in a row of very negative ones. Take m over the very "
                     "scores that p = exp(s - m) exponentiates."),
+    "alpha_inverted": (lambda mx, d: np.full_like(mx, np.inf),
+                       "the rescale factor is turned over, alpha = exp(m_new - m_old): at the first KV step m_old "
+                       "is -inf, so alpha is inf, and inf x 0 (the empty l and acc) is NaN in every row. alpha = "
+                       "exp(m_old - m_new) is at most 1: it shrinks what was summed under a smaller max."),
 }
 # exp of float32 overflows above 88.7 and underflows to 0 below -87.3 (or -103.9 with denormals): a row whose
 # largest exponent lies clearly beyond those is NaN (inf / inf, or 0 / 0), and one clearly within them is not.
