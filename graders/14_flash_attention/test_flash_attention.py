@@ -9,7 +9,9 @@ grid (`trace_kernel`), which executes nothing but integer arithmetic.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,26 +35,37 @@ from course.grading import (
     grid_info,
     jitted_once,
     kernel_flow,
+    learner_frames,
     learner_line,
     pallas_calls,
     quote_line,
+    store_dtypes,
     strict_values,
     taint_pass,
+    tile_problem,
     tpu_fallback,
     trace_kernel,
     traced,
     unwritten_tail,
+    vmem_bytes,
     walk_eqns,
     work_outside,
 )
 
 F32, BF16 = np.dtype(jnp.float32), np.dtype(jnp.bfloat16)
-VALUES_F32 = (256, 1024, 64)  # S, T, D: 8 KV blocks of 128 or 2 of 512
-VALUES_BF16 = (128, 512, 128)
+VALUES_F32 = (256, 2048, 64)  # S, T, D: 16 KV blocks of 128, or 2 of 1024
+VALUES_BF16 = (128, 2048, 128)
 VALUES_3X128 = (384, 384, 64)  # S = T = 3 x 128: a query or key tile of 256 leaves rows or keys out
-BIG = (1024, 1024)  # S = T where a score matrix would be 2**20 elements
-# Shapes the structural checks trace (make_jaxpr only).
-SHAPES = ((*BIG, 64, F32), (*BIG, 128, BF16), (*VALUES_F32, F32), (*VALUES_BF16, BF16))
+LARGEST = 16384  # the task's largest S and T: where blocks that reach the chip's speed are chosen
+BIG = (LARGEST, LARGEST)  # S = T where a score matrix would be 2**28 elements
+# Shapes the structural checks trace (make_jaxpr only): the largest in both dtypes, and the value shapes.
+SHAPES = ((*BIG, 128, F32), (*BIG, 128, BF16), (*VALUES_F32, F32), (*VALUES_BF16, BF16))
+# The default scoped VMEM of a v5e core; a working set must stay under it. Besides its blocks (each twice, for the
+# pipeline) and scratch, an attention kernel holds its (bq, bk) scores and their exponentials, float32 both: so
+# counted, every block size that fits compiled on a v5e (S = T = 16384, D = 128), and (2048, 1024) in bfloat16 and
+# (1024, 2048) in float32, which do not fit, did not (the lesson's table).
+VMEM_BUDGET = 16 * 2**20
+SCORE_TILES = 2
 TOL_F32 = {"rtol": 1e-4, "atol": 1e-4}
 TOL_LARGE = {"rtol": 1e-3, "atol": 1e-3}  # softmax of logits near 150 is one-hot to float32 precision
 TOL_BF16 = {"rtol": 2e-2, "atol": 1e-2}
@@ -78,9 +91,29 @@ def _name(s: int, t: int, d: int, dtype: np.dtype) -> str:
     return f"`attention(q, k, v)` for {dtype.name} S = {s}, T = {t}, D = {d}"
 
 
+@contextlib.contextmanager
+def _stores_explained(path: Path, dtype: np.dtype) -> Iterator[None]:
+    """A store that Pallas refuses while tracing because the ref has another dtype than the value (float32 state
+    kept in a ref made in bfloat16), failed as that mistake rather than as JAX's error."""
+    try:
+        yield
+    except Exception as exc:
+        found = store_dtypes(exc)
+        if found is None:
+            raise
+        frames = learner_frames(exc.__traceback__, path)
+        where = (quote_line(path, frames[-1].lineno) if frames else "") or "a store in your kernel"
+        ref, value = found
+        fail(f"for {dtype.name} inputs, {where} stores a {value} value into a {ref} ref, which Pallas refuses "
+             f"(`Invalid dtype for swap`): the ref was made in the inputs' dtype. The softmax state (m, l and acc) "
+             "belongs in float32 VMEM scratch whatever the inputs' dtype, and the output gets acc / l once, cast at "
+             "the last KV step (`.astype(o_ref.dtype)`).")
+
+
 def _call(submission: ModuleType, path: Path, s: int, t: int, d: int, dtype: np.dtype) -> KernelCall:
     """The one `pallas_call` that `attention` makes for these shapes (traced, never run)."""
-    calls = tpu_fallback(lambda: pallas_calls(submission.attention, *_specs(s, t, d, dtype), path=path))
+    with _stores_explained(path, dtype):
+        calls = tpu_fallback(lambda: pallas_calls(submission.attention, *_specs(s, t, d, dtype), path=path))
     check(calls, "`attention` makes no `pl.pallas_call`: the attention belongs in a kernel.")
     check(len(calls) == 1, f"`attention` makes {len(calls)} `pallas_call`s; make one.")
     call = calls[0]
@@ -96,11 +129,14 @@ def _kv_axis(info: GridInfo) -> int | None:
     return next(iter(axes)) if len(axes) == 1 else None
 
 
-def _run(submission: ModuleType, q: jax.Array, k: jax.Array, v: jax.Array) -> Any:
+def _run(submission: ModuleType, path: Path, q: jax.Array, k: jax.Array, v: jax.Array) -> Any:
     """The learner's `attention` under the strict interpreter, jitted once per shape and dtype."""
     fn = jitted_once(submission.attention, ("attention", q.shape, k.shape, q.dtype))
     try:
-        return strict_values(fn, q, k, v)
+        with _stores_explained(path, np.dtype(q.dtype)):
+            return strict_values(fn, q, k, v)
+    except CheckFailed:
+        raise
     except Exception as exc:
         inner = callback_error(exc)
         if inner is None:
@@ -170,10 +206,18 @@ def _coverage(info: GridInfo) -> str | None:
             continue  # the grid check names a grid of another form
         tile, size = block.block_dims[0], block.array_shape[0]
         covered = tile * (info.grid[axis] if block.axes_moving(0) else 1)  # a grid axis of 1 step moves nothing
-        if covered < size:
+        if covered < size and size % tile:
             return (f"your grid reaches {what} 0 to {covered - 1} of {size} only: a tile of {tile} does not divide "
                     f"{letter} = {size} ({size // 128} x 128 here), and {letter} // {tile} drops the rest. Pick "
                     f"tiles that divide S and T (128 divides every size the task allows).")
+        if covered < size:
+            name, lam = ("k", "lambda i, j: (j, 0)") if axis else ("q", "lambda i, j: (i, 0)")
+            why = (f"grid axis {axis} has {info.grid[axis]} step(s) for blocks of {tile}, where {letter} = {size} "
+                   f"holds {size // tile}" if block.axes_moving(0) or info.grid[axis] == 1 else
+                   f"the {name} block never moves, though grid axis {axis} has {info.grid[axis]} steps: its index "
+                   f"map does not follow that axis")
+            return (f"your grid reaches {what} 0 to {covered - 1} of {size} only: {why}. The grid is (S // bq, "
+                    f"T // bk), and the {name} block follows grid axis {axis} ({lam}).")
         if covered > size:
             return (f"your grid walks the {what} in {info.grid[axis]} blocks of {tile}, {covered} in all, past "
                     f"{letter} = {size} ({size // 128} x 128 here): the last block reaches beyond the end, where "
@@ -220,11 +264,115 @@ def _scale(arrays: tuple[np.ndarray, ...], got: np.ndarray, tol: dict[str, float
     return None
 
 
+# How each usual mistake about the running max moves the exponent of a row's largest logit mx (scaled by
+# 1/sqrt(D)) away from the 0 a right one gives, and what that mistake is, in words; those that depend on the data
+# first, since they say more when several fit.
+ROW_MISTAKES = {
+    "no_max": (lambda mx, d: mx,
+               "exp(s) is taken without the running max subtracted: it overflows to inf in a row whose logits pass "
+               "88, and underflows to 0 for every key of a row whose logits all lie below -87 (l = 0, so acc / l is "
+               "0 / 0). Subtract the running max before exponentiating: p = exp(s - m_new), alpha = exp(m_old - "
+               "m_new)."),
+    "from_zero": (lambda mx, d: np.minimum(mx, 0.0),
+                  "a running max that starts at 0 stays 0 in a row whose logits all lie below -87, so exp(s - m) "
+                  "underflows to 0 for all its keys, l stays 0, and acc / l is 0 / 0. Start m at -inf, so that the "
+                  "first KV block sets it."),
+    "other_scale": (lambda mx, d: mx * (1 - math.sqrt(d)),
+                    "the running max is taken over other scores than those exponentiated (q k^T before its 1/sqrt(D) "
+                    "scale, say, while exp takes the scaled scores): m then misses a row's largest score by a "
+                    "factor of sqrt(D), so exp(s - m) underflows to 0 for every key of a row with large logits (l = "
+                    "0, so acc / l is 0 / 0) and overflows in a row of very negative ones. Take m over the very "
+                    "scores that p = exp(s - m) exponentiates."),
+    "alpha_inverted": (lambda mx, d: np.full_like(mx, np.inf),
+                       "the rescale factor is turned over, alpha = exp(m_new - m_old): at the first KV step m_old "
+                       "is -inf, so alpha is inf, and inf x 0 (the empty l and acc) is NaN in every row. alpha = "
+                       "exp(m_old - m_new) is at most 1: it shrinks what was summed under a smaller max."),
+}
+# exp of float32 overflows above 88.7 and underflows to 0 below -87.3 (or -103.9 with denormals): a row whose
+# largest exponent lies clearly beyond those is NaN (inf / inf, or 0 / 0), and one clearly within them is not.
+CLEARLY_BAD, CLEARLY_FINE = 110.0, 80.0
+
+
+def _row_mistakes(arrays: tuple[Any, ...], got: np.ndarray, written: bool | None) -> str | None:
+    """The usual running-max mistakes that leave exactly the rows NaN that are NaN here, in words, or None.
+    `written`: whether the trace shows every row written (None: unknown, when only mistakes that depend on the
+    data are tried; False: NaN from memory nothing wrote says nothing of the softmax, and none is)."""
+    if written is False:
+        return None
+    q, k, _ = (np.asarray(a, np.float64) for a in arrays)
+    d = q.shape[1]
+    mx = (q @ k.T / math.sqrt(d)).max(axis=1)
+    rows = (~np.isfinite(got)).any(axis=1)
+    found = []
+    for name, (rule, words) in ROW_MISTAKES.items():
+        if name == "alpha_inverted" and not (written and np.isnan(got).all()):
+            continue  # NaN everywhere whatever the data: only a kernel seen to write every row tells it apart
+        exponent = np.abs(rule(mx, d))
+        wrong, fine = exponent > CLEARLY_BAD, exponent < CLEARLY_FINE
+        if wrong.any() and rows[wrong].all() and not rows[fine].any():
+            found.append(words)
+    if not found:
+        return None
+    if len(found) == 1:
+        return f"Those are exactly the rows this mistake leaves NaN: {found[0]}"
+    return "Several mistakes leave exactly these rows NaN. Either " + " Or ".join(found)
+
+
+def _unset(call: KernelCall | None, path: Path) -> str | None:
+    """The first scratch buffer or output block the kernel reads before anything set it, in words (`call` None:
+    unknown)."""
+    if call is None:
+        return None
+    try:
+        trace = trace_kernel(call)
+    except TraceUnsupported:
+        return None
+    reads = trace.unset_reads()
+    if not reads:
+        return None
+    read = reads[0]
+    return (f"{quote_line(path, read.line) or 'the kernel'} reads `{read.window.buffer.name}` at grid step "
+            f"{read.step} before anything was written to it: scratch and output blocks start as whatever VMEM "
+            "held (NaN under the strict TPU interpreter), and rescaling garbage by alpha = 0 leaves garbage (0 x NaN "
+            "is NaN). Set the state at the first KV step, under `pl.when(kv == 0)`: m to -inf, l and acc to 0.")
+
+
+def _rows_written(call: KernelCall | None) -> bool | None:
+    """Whether the kernel's trace shows the output block written for every query block (None when unknown)."""
+    if call is None:
+        return None
+    try:
+        trace = trace_kernel(call)
+    except TraceUnsupported:
+        return None
+    info = grid_info(call)
+    q_axes = info.inputs()[0].axes_moving(0)
+    writes = trace.accesses(trace.arg(call.num_index + call.num_inputs), "write", "update")
+    if len(q_axes) != 1:
+        return bool(writes) and not q_axes
+    (axis,) = q_axes
+    return {e.step[axis] for e in writes} == set(range(info.grid[axis]))
+
+
+def _nan_words(arrays: tuple[Any, ...], got: np.ndarray, call: KernelCall | None, hint: str, path: Path) -> str:
+    """Why the output is NaN or inf where it is: state read before it was set, a usual mistake about the running
+    max that leaves exactly those rows NaN, rows never written, keys read past T, or else the check's hint."""
+    bad = ~np.isfinite(got)
+    share = f"{100 * bad.mean():.0f}% of the output is NaN or inf"
+    unset = _unset(call, path)
+    if unset:
+        return f"{share}: {unset}"
+    rows = _row_mistakes(arrays, got, _rows_written(call))
+    if rows:
+        return f"{share}. {rows}"
+    return _unwritten_rows(bad) or _keys_past_the_end(bad, arrays[1].shape[0]) or f"{share}. {hint}"
+
+
 def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dtype, tol: dict[str, float],
            name: str, hint: str, path: Path) -> None:
     """Run, then compare with the float64 reference; a mismatch names the mistake when it can."""
     q, k, v = (jnp.asarray(a).astype(dtype) for a in arrays)
-    got = assert_is_array(_run(submission, q, k, v), f"the result of {name}")
+    got = assert_is_array(_run(submission, path, q, k, v), f"the result of {name}")
     assert_dtype(got, q.dtype, f"the result of {name}")
     assert_shape(got, q.shape, f"the result of {name}")
     values, want = np.asarray(got, np.float64), _reference(q, k, v)
@@ -233,9 +381,10 @@ def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dty
     # The grid explains a wrong result (in a judge's check, read from the executor's trace), when there is one
     # kernel to read it from; the structural checks report it when there is not.
     try:
-        info: GridInfo | None = grid_info(_call(submission, path, q.shape[0], k.shape[0], q.shape[1], dtype))
+        call: KernelCall | None = _call(submission, path, q.shape[0], k.shape[0], q.shape[1], dtype)
     except CheckFailed:
-        info = None
+        call = None
+    info = None if call is None else grid_info(call)
     kv = None if info is None else _kv_axis(info)
     shuffled = "" if info is None or kv is None or info.semantic(kv) != "parallel" else (
         f" Your KV axis (grid axis {kv}) is marked 'parallel', so the strict interpreter runs its steps in a "
@@ -244,11 +393,10 @@ def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dty
     cover = None if info is None else _coverage(info)
     if cover:
         fail(f"{name}: {cover}{shuffled}")
-    bad = ~np.isfinite(values)
-    if bad.any():
-        said = _unwritten_rows(bad) or _keys_past_the_end(bad, k.shape[0])
-        fail(f"{name}: {said or f'{100 * bad.mean():.0f}% of the output is NaN or inf. {hint}'}{shuffled}")
-    sizes = [b for b in (512, 256, 128) if k.shape[0] % b == 0] if info is None else [info.inputs()[1].block_dims[0]]
+    sizes = ([b for b in (1024, 512, 256, 128) if k.shape[0] % b == 0] if info is None
+             else [info.inputs()[1].block_dims[0]])
+    if not np.isfinite(values).all():
+        fail(f"{name}: {_nan_words((q, k, v), values, call, hint, path)}{shuffled}")
     words = next(filter(None, (_mistake((q, k, v), values, bk, tol) for bk in sizes)), None) or _scale(
         (q, k, v), values, tol)
     err = np.abs(values - want)
@@ -262,7 +410,7 @@ def _check(submission: ModuleType, arrays: tuple[np.ndarray, ...], dtype: np.dty
 @pytest.mark.judge
 @pytest.mark.points(2)
 def test_values_float32(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
-    """`attention` gives softmax(q k^T / sqrt(D)) v for random float32 q, k, v (S = 256, T = 1024, D = 64)"""
+    """`attention` gives softmax(q k^T / sqrt(D)) v for random float32 q, k, v (S = 256, T = 2048, D = 64)"""
     arrays = _draw(np.random.default_rng([run_seed, 1]), *VALUES_F32, F32)
     _check(submission, arrays, F32, TOL_F32, _name(*VALUES_F32, F32),
            "Memory nothing was written to reads as NaN under the strict interpreter, and exp of a large "
@@ -302,15 +450,17 @@ def test_values_3x128(submission: ModuleType, run_seed: int, submission_path: Pa
 
 @pytest.mark.judge
 def test_values_very_negative_logits(submission: ModuleType, run_seed: int, submission_path: Path) -> None:
-    """Rows whose every logit is below -100 give the right values: the running max starts at -inf"""
+    """Rows whose every logit is near -130 or -40 give the right values: the running max starts at -inf, and is
+    the max of the scores exponentiated"""
     q, k, v = _draw(np.random.default_rng([run_seed, 6]), *VALUES_F32, F32)
     k[:, 0] = 8.0  # one shared direction: -q[:, 0] * 8 / sqrt(D) pushes a whole row's logits down
     q[::2, 0] = -130.0  # every other row: all its logits near -130
+    q[1::4, 0] = -40.0  # a quarter of the rows: near -40, where exp(s) is still a number but exp(-8 s) is not
     _check(submission, (q, k, v), F32, TOL_F32, _name(*VALUES_F32, F32) + " where half the rows have logits "
-           "near -130", "Every logit of those rows is below -100, so exp(s - m) underflows to 0 for all of a "
-           "row's keys unless m is that row's real max: with no max subtracted, or a running max that starts at 0 "
-           "and stays 0, l stays 0 and acc / l is 0 / 0. Start m at -inf, so the first KV block sets it, and "
-           "subtract it before exponentiating.", submission_path)
+           "near -130 and a quarter near -40", "Every logit of those rows is very negative, so exp(s - m) "
+           "underflows to 0 for all of a row's keys unless m is that row's real max (l stays 0 and acc / l is "
+           "0 / 0), and overflows when m is far below it. Start m at -inf, so the first KV block sets it, take it "
+           "over the scores you exponentiate, and subtract it before exponentiating.", submission_path)
 
 
 @pytest.mark.judge
@@ -366,8 +516,8 @@ def _where(eqn: Any, outer: tuple[Any, ...], path: Path) -> str:
 @pytest.mark.judge
 @pytest.mark.points(2)
 def test_no_score_matrix(submission: ModuleType, submission_path: Path) -> None:
-    """At S = T = 1024 no array or ref of S x T elements exists, in the wrapper or the kernel"""
-    s, t, d = *BIG, 64
+    """At S = T = 16384 no array or ref of S x T elements exists, in the wrapper or the kernel"""
+    s, t, d = *BIG, 128
     closed = tpu_fallback(lambda: traced(submission.attention, *_specs(s, t, d, F32)))
     for eqn, outer in walk_eqns(closed.jaxpr):
         in_kernel = any(o.primitive.name == "pallas_call" for o in outer)
@@ -398,10 +548,10 @@ def test_kv_streamed_over_last_grid_axis(submission: ModuleType, submission_path
         check(len(info.grid) == 2, f"for {_name(s, t, d, dtype)} your grid is {info.grid}: make it "
                                    "(S // bq, T // bk), the KV axis last.")
         for block, what in ((k_block, "k"), (v_block, "v")):
-            if block.whole(0) and t >= 1024:
-                fail(f"the {what} block is {block.shape_text()}, the whole of {what}: stream it in blocks of "
-                     "at most 512 rows along the last grid axis, so that a query block meets the keys one "
-                     "block at a time and never holds all T of them.")
+            if block.whole(0) and t >= LARGEST:
+                fail(f"for T = {t} the {what} block is {block.shape_text()}, the whole of {what}: stream it in "
+                     "blocks along the last grid axis, so that a query block meets the keys one block at a time "
+                     "and never holds all T of them.")
             check(block.axes_moving(0) <= {1} and not block.moves[0],
                   f"the {what} block is moved by grid axis {sorted(block.moved())}: only the last axis (the "
                   "KV axis) may walk k and v.")
@@ -411,8 +561,8 @@ def test_kv_streamed_over_last_grid_axis(submission: ModuleType, submission_path
                   f"the {what} block {block.shape_text()} is moved by grid axes {sorted(block.moved())}: it "
                   "must follow the first grid axis only and span all of D, staying put while the KV "
                   "axis walks the keys.")
-        check(info.grid[1] >= 2 or t < 1024, f"with T = {t} the KV axis has {info.grid[1]} step(s): use "
-                                             "blocks of at most 512 keys.")
+        check(info.grid[1] >= 2 or t < LARGEST, f"with T = {t} the KV axis has {info.grid[1]} step(s): use "
+                                                "key blocks smaller than T, walked by the last grid axis.")
         rows, keys = info.grid[0] * q_block.block_dims[0], info.grid[1] * k_block.block_dims[0]
         check(keys <= t, f"for {_name(s, t, d, dtype)} the KV axis has {info.grid[1]} steps of {k_block.block_dims[0]} "
                          f"keys, {keys} key rows fetched per query block for T = {t}: each k and v block is "
@@ -421,6 +571,37 @@ def test_kv_streamed_over_last_grid_axis(submission: ModuleType, submission_path
         check(rows <= s, f"for {_name(s, t, d, dtype)} the query axis has {info.grid[0]} steps of "
                          f"{q_block.block_dims[0]} rows, {rows} for S = {s}: each query block is visited "
                          f"{rows / s:g} times. The grid is (S / bq, T / bk).")
+
+
+@pytest.mark.judge
+def test_blocks_are_tpu_tiles(submission: ModuleType, submission_path: Path) -> None:
+    """Blocks divide the arrays, and their last two dims are multiples of (8, 128) (float32) or (16, 128)
+    (bfloat16), or the whole dimension"""
+    for s, t, d, dtype in SHAPES:
+        info = grid_info(_call(submission, submission_path, s, t, d, dtype))
+        for block, what in zip(info.blocks, ("q", "k", "v", "output"), strict=False):
+            problem = tile_problem(block)
+            check(problem is None, f"for {_name(s, t, d, dtype)} the {what} block {block.shape_text()} is not a "
+                                   f"TPU tile: {problem}.")
+
+
+@pytest.mark.judge
+def test_working_set_fits_vmem(submission: ModuleType, submission_path: Path) -> None:
+    """At every shape traced, S = T = 16384 in both dtypes included, the blocks (twice each), the scratch and the
+    (bq, bk) float32 scores and their exponentials stay under the 16 MiB of scoped VMEM"""
+    for s, t, d, dtype in SHAPES:
+        call = _call(submission, submission_path, s, t, d, dtype)
+        info = grid_info(call)
+        total, items = vmem_bytes(call, info)
+        bq, bk = info.inputs()[0].block_dims[0], info.inputs()[1].block_dims[0]
+        scores = SCORE_TILES * bq * bk * 4
+        parts = [i.text() for i in items]
+        parts.append(f"scores and their exp [{bq}, {bk}] float32 x2 = {scores / 2**20:.1f} MiB")
+        check(total + scores < VMEM_BUDGET,
+              f"for {_name(s, t, d, dtype)} the kernel holds {(total + scores) / 2**20:.1f} MiB of VMEM "
+              f"({'; '.join(parts)}): a working set must stay under the 16 MiB of scoped VMEM a TPU v5e core gives "
+              "a kernel. Every blocked operand is double-buffered by the pipeline, and each step's (bq, bk) scores "
+              "live in VMEM: use smaller blocks.")
 
 
 @pytest.mark.judge
@@ -495,7 +676,7 @@ def test_normalized_once_at_the_end(submission: ModuleType, submission_path: Pat
 @pytest.mark.judge
 def test_kv_axis_is_arbitrary(submission: ModuleType, submission_path: Path) -> None:
     """If `dimension_semantics` are given, the KV axis is 'arbitrary'"""
-    info = grid_info(_call(submission, submission_path, *BIG, 64, F32))
+    info = grid_info(_call(submission, submission_path, *BIG, 128, F32))
     kv = _kv_axis(info)
     if kv is None or info.semantics is None:
         return

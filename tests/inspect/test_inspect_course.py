@@ -372,13 +372,16 @@ def tiled_matmul(found: Inspection, wrong: bool) -> None:
         assert (f32["grid"], f32["steps"]) == ([3, 2, 4], 24)
         assert (refs["acc_ref"]["role"], refs["acc_ref"]["type"]) == ("scratch", "bfloat16[128, 128]")
         return
-    assert (f32["grid"], f32["steps"]) == ([3, 1, 2], 6)
+    # float32 blocks (1024, 1024, 128) halved until they divide: 384 -> 128, 256, 128 (K walked in 4 steps).
+    assert (f32["grid"], f32["steps"]) == ([3, 1, 4], 12)
     assert [(r["name"], r["block"], r["array"]) for r in f32["refs"] if "block" in r] == [
-        ("x_ref", [128, 256], [384, 512]), ("y_ref", [256, 256], [512, 256]), ("o_ref", [128, 256], [384, 256])]
+        ("x_ref", [128, 128], [384, 512]), ("y_ref", [128, 256], [512, 256]), ("o_ref", [128, 256], [384, 256])]
+    # bfloat16 blocks (1024, 1024, 512): 256, 256 and 512, two K steps into a float32 scratch.
+    assert (bf16["grid"], refs["x_ref"]["block"]) == ([1, 1, 2], [256, 512])
     assert (refs["acc_ref"]["role"], refs["acc_ref"]["space"], refs["acc_ref"]["type"]) == (
         "scratch", "VMEM", "float32[256, 256]")
-    assert [r["line"] for r in accesses(bf16, "acc_ref", "store")] == [20, 22]
-    assert [(r["line"], r["depth"]) for r in accesses(bf16, "o_ref", "store")] == [(26, 2)]
+    assert [r["line"] for r in accesses(bf16, "acc_ref", "store")] == [31, 33]
+    assert [(r["line"], r["depth"]) for r in accesses(bf16, "o_ref", "store")] == [(37, 2)]
 
 
 def flash_attention(found: Inspection, wrong: bool) -> None:
@@ -386,40 +389,48 @@ def flash_attention(found: Inspection, wrong: bool) -> None:
     k = kernel(found, 0)
     outside = [r["text"] for r in call(found, "kernels", 0)["program"]["rows"] if r.get("kind") != "kernel"]
     everything = outside + [r["text"] for r in k["listing"]["rows"]]
-    if wrong:  # scores_in_wrapper: the softmax of the whole (256, 512) score matrix, then a p @ v kernel
-        assert any("f32[256,512] = dot_general" in t for t in outside)
-        assert {r["name"]: r["array"] for r in k["refs"] if "block" in r}["p_ref"] == [256, 512]
+    if wrong:  # scores_in_wrapper: the softmax of the whole (256, 2048) score matrix, then a p @ v kernel
+        assert any("f32[256,2048] = dot_general" in t for t in outside)
+        assert {r["name"]: r["array"] for r in k["refs"] if "block" in r}["p_ref"] == [256, 2048]
         return
-    assert (k["grid"], k["steps"]) == ([2, 4], 8)
+    # Blocks (512, 1024) halved until they divide: 256 queries, 1024 keys, two KV steps.
+    assert (k["grid"], k["steps"]) == ([1, 2], 2)
     assert {r["name"]: (r["block"], r["array"]) for r in k["refs"] if "block" in r} == {
-        "q_ref": ([128, 64], [256, 64]), "k_ref": ([128, 64], [512, 64]), "v_ref": ([128, 64], [512, 64]),
-        "o_ref": ([128, 64], [256, 64])}
+        "q_ref": ([256, 64], [256, 64]), "k_ref": ([1024, 64], [2048, 64]), "v_ref": ([1024, 64], [2048, 64]),
+        "o_ref": ([256, 64], [256, 64])}
     assert {r["name"]: r["type"] for r in kernel(found, 1)["refs"] if r["role"] == "scratch"} == {
         "m_sc": "float32[128, 1]", "l_sc": "float32[128, 1]", "acc_sc": "float32[128, 128]"}
-    assert not any("256,512]" in t or "[512,256]" in t for t in everything)
-    assert [r["shape"] for r in accesses(k, "o_ref", "store")] == [[128, 64]]
+    assert not any("256,2048]" in t or "[2048,256]" in t for t in everything)
+    assert [r["shape"] for r in accesses(k, "o_ref", "store")] == [[256, 64]]
 
 
 def double_buffer(found: Inspection, wrong: bool) -> None:
-    """Block 0 primed, then block i + 1 in flight into the other slot on its own semaphore while block i is used;
-    the variant starts each block and waits for it at once."""
+    """Block 0 primed, then block i + 1 in flight into the other slot on its own semaphore while block i is used,
+    and each result sent back from its own output slot on that slot's semaphore; the variant starts each block and
+    waits for it at once, into a VMEM output block."""
     k = kernel(found, 0)
-    assert {r["name"]: (r["space"], r["type"]) for r in k["refs"]} == {
-        "x_hbm_ref": ("ANY", "float32[40, 128]"), "o_ref": ("VMEM block", "float32[40, 128]"),
-        "bufs": ("VMEM", "float32[2, 8, 128]"), "sems": ("semaphore memory", "semaphore[2]")}
     numbered = [r for r in k["listing"]["rows"] if r["n"]]
     dmas = [(d["line"], d["sem"], d["waited"], d["wait_line"]) for d in k["dmas"]]
     if wrong:  # wait_after_start: nothing is in flight while a block is computed
+        assert {r["name"]: (r["space"], r["type"]) for r in k["refs"]} == {
+            "x_hbm_ref": ("ANY", "float32[40, 128]"), "o_ref": ("VMEM block", "float32[40, 128]"),
+            "bufs": ("VMEM", "float32[2, 8, 128]"), "sems": ("semaphore memory", "semaphore[2]")}
         assert dmas == [(22, "sems", True, 23)]
         assert [r["kind"] for r in numbered] == ["DMA start", "DMA wait", "load", "store"]
         return
-    assert dmas == [(20, "sems", True, 29), (27, "sems", True, 29)]
-    assert [(r["kind"], r["depth"]) for r in numbered] == [("DMA start", 0), ("DMA start", 3), ("DMA wait", 1),
-                                                           ("load", 1), ("store", 1)]
+    # The output streams too: an ANY output, and the slots and semaphores passed as pairs (x's, the output's).
+    assert {r["name"]: (r["space"], r["type"]) for r in k["refs"]} == {
+        "x_hbm_ref": ("ANY", "float32[40, 128]"), "o_ref": ("ANY", "float32[40, 128]"),
+        "bufs[0]": ("VMEM", "float32[2, 8, 128]"), "bufs[1]": ("VMEM", "float32[2, 8, 128]"),
+        "sems[0]": ("semaphore memory", "semaphore[2]"), "sems[1]": ("semaphore memory", "semaphore[2]")}
+    assert dmas == [(28, "sems[0]", True, 37), (35, "sems[0]", True, 37), (44, "sems[1]", True, 41)]
+    assert [(r["kind"], r["depth"]) for r in numbered] == [
+        ("DMA start", 0), ("DMA start", 3), ("DMA wait", 1), ("DMA wait", 3), ("load", 1), ("store", 1),
+        ("DMA start", 1), ("DMA wait", 0), ("DMA wait", 0)]
     primed, prefetch = (r["text"].split("-> ")[1] for r in numbered[:2])
-    assert primed == "bufs[0,:,:] sems[0]"
+    assert primed == "bufs[0][0,:,:] sems[0][0]"
     slot, sem = prefetch.split(" ")  # each slot has its own semaphore: one index for both
-    assert slot.removeprefix("bufs[").removesuffix(",:,:]") == sem.removeprefix("sems[").removesuffix("]")
+    assert slot.removeprefix("bufs[0][").removesuffix(",:,:]") == sem.removeprefix("sems[0][").removesuffix("]")
 
 
 CASES: dict[str, tuple[str, Callable[[Inspection, bool], None]]] = {

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from course.grading.judge.rounding import RoundingReport, correctly_rounded, exact_matmul, rounding_report
     from course.grading.judge.source import (
         callback_error, code_names, defined_names, describe_exception, learner_frames, learner_location,
-        learner_traceback, raised_in, syntax_message,
+        learner_traceback, raised_in, store_dtypes, syntax_message,
     )
     from course.grading.observe.calls.compiles import (
         BACKEND_COMPILE_EVENT, CompileEvent, CompileRecorder, install_listener, matches_name, own_function_names,
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     )
     from course.grading.observe.kernels.dma_replay import DmaCopy, DmaReplay, Hang, Touch, WaitMismatch, replay_dmas
     from course.grading.observe.kernels.grid import (
-        BlockUse, GridInfo, VmemItem, grid_info, tile_problem, unwritten_tail, vmem_bytes,
+        BlockUse, GridInfo, VmemItem, bad_region, grid_info, tile_problem, unwritten_tail, unwritten_tails, vmem_bytes,
     )
     from course.grading.observe.kernels.kernel_trace import KernelTrace, evaluate_jaxpr, trace_kernel
     from course.grading.observe.kernels.kernels import (
@@ -152,7 +152,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "rounding_report": "judge.rounding",
     "callback_error": "judge.source", "code_names": "judge.source", "defined_names": "judge.source",
     "describe_exception": "judge.source", "learner_frames": "judge.source", "learner_location": "judge.source",
-    "learner_traceback": "judge.source", "raised_in": "judge.source", "syntax_message": "judge.source",
+    "learner_traceback": "judge.source", "raised_in": "judge.source", "store_dtypes": "judge.source",
+    "syntax_message": "judge.source",
     "BACKEND_COMPILE_EVENT": "observe.calls.compiles", "CompileEvent": "observe.calls.compiles",
     "CompileRecorder": "observe.calls.compiles", "install_listener": "observe.calls.compiles",
     "matches_name": "observe.calls.compiles", "own_function_names": "observe.calls.compiles",
@@ -208,8 +209,9 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "Hang": "observe.kernels.dma_replay", "Touch": "observe.kernels.dma_replay",
     "WaitMismatch": "observe.kernels.dma_replay", "replay_dmas": "observe.kernels.dma_replay",
     "BlockUse": "observe.kernels.grid", "GridInfo": "observe.kernels.grid", "VmemItem": "observe.kernels.grid",
-    "grid_info": "observe.kernels.grid", "tile_problem": "observe.kernels.grid",
-    "unwritten_tail": "observe.kernels.grid", "vmem_bytes": "observe.kernels.grid",
+    "bad_region": "observe.kernels.grid", "grid_info": "observe.kernels.grid", "tile_problem": "observe.kernels.grid",
+    "unwritten_tail": "observe.kernels.grid", "unwritten_tails": "observe.kernels.grid",
+    "vmem_bytes": "observe.kernels.grid",
     "KernelTrace": "observe.kernels.kernel_trace", "evaluate_jaxpr": "observe.kernels.kernel_trace",
     "trace_kernel": "observe.kernels.kernel_trace",
     "Access": "observe.kernels.kernels", "KernelCall": "observe.kernels.kernels",
@@ -288,7 +290,7 @@ __all__ = [
     "quote_line",
     "RoundingReport", "correctly_rounded", "exact_matmul", "rounding_report",
     "callback_error", "code_names", "defined_names", "describe_exception", "learner_frames", "learner_location",
-    "learner_traceback", "raised_in", "syntax_message",
+    "learner_traceback", "raised_in", "store_dtypes", "syntax_message",
     "BACKEND_COMPILE_EVENT", "CompileEvent", "CompileRecorder", "install_listener", "matches_name",
     "own_function_names", "record_compiles", "via_interpreter",
     "Copy", "DonationInfo", "JitCall", "Source", "WarningsCall", "alias_bytes", "argument_copies", "assert_consumed",
@@ -313,7 +315,8 @@ __all__ = [
     "Hazard", "first_hazard", "first_read_after_write", "hazard_message", "overlaps", "reads_after_writes",
     "run_aliased", "unrolled_loops",
     "DmaCopy", "DmaReplay", "Hang", "Touch", "WaitMismatch", "replay_dmas",
-    "BlockUse", "GridInfo", "VmemItem", "grid_info", "tile_problem", "unwritten_tail", "vmem_bytes",
+    "BlockUse", "GridInfo", "VmemItem", "bad_region", "grid_info", "tile_problem", "unwritten_tail", "unwritten_tails",
+    "vmem_bytes",
     "KernelTrace", "evaluate_jaxpr", "trace_kernel",
     "Access", "KernelCall", "accesses_in", "describe_lines", "has_primitive", "kernel_call", "kernel_call_of",
     "nested_primitive_counts", "pallas_calls", "primitive_counts",

@@ -1,4 +1,4 @@
-"""Hard-codes 256 x 256 output tiles, which do not divide M = 384, so rows 256 to 383 are never written; must fail test_blocks_are_tpu_tiles."""
+"""Hard-codes tiles of 256, which divide none of M = 640, N = 384 and K = 384: a floor-divided grid leaves the last rows and the last columns unwritten (an L of NaN, not a box) and drops K 256 to 383; must fail test_blocks_are_tpu_tiles."""
 
 import jax
 import jax.numpy as jnp

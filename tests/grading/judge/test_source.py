@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.grading.judge.source import callback_error, defined_names, describe_exception
+from course.grading.judge.source import callback_error, defined_names, describe_exception, store_dtypes
 
 
 def _refuse(x: np.ndarray) -> np.ndarray:
@@ -29,6 +29,23 @@ def test_callback_error_is_none_for_ordinary_exceptions() -> None:
     """An exception that did not come through a callback has no inner cause to report."""
     assert callback_error(ValueError("ValueError: not from a callback")) is None
     assert describe_exception(ValueError("bad\nsecond line")) == "ValueError: bad"
+
+
+def test_store_dtypes_reads_a_store_pallas_refuses() -> None:
+    """A float32 product stored into a bfloat16 scratch fails while tracing; its dtypes are read from the error."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    def kernel(x_ref, o_ref, acc_ref):
+        acc_ref[...] += jnp.dot(x_ref[...], x_ref[...], preferred_element_type=jnp.float32)
+        o_ref[...] = acc_ref[...]
+
+    x = jax.ShapeDtypeStruct((128, 128), jnp.bfloat16)
+    call = pl.pallas_call(kernel, out_shape=x, scratch_shapes=[pltpu.VMEM((128, 128), jnp.bfloat16)], interpret=True)
+    with pytest.raises(ValueError, match="Invalid dtype") as excinfo:
+        jax.make_jaxpr(call)(x)
+    assert store_dtypes(excinfo.value) == ("bfloat16", "float32")
+    assert store_dtypes(ValueError("Invalid shape for `swap`.")) is None
 
 
 def test_describe_exception_keeps_what_a_colon_announces() -> None:

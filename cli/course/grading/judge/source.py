@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["callback_error", "code_names", "defined_names", "describe_exception", "learner_frames", "learner_location",
-           "learner_traceback", "raised_in", "syntax_message"]
+           "learner_traceback", "raised_in", "store_dtypes", "syntax_message"]
 
 REMOTE_FRAMES = "__course_remote_frames__"
 """The local holding a remote exception's learner frames (`course.engine.remote.raise_remote`)."""
 # The last line of a Python traceback that JAX copies into the text of a failed host callback.
 _RAISED = re.compile(r"^((?:[A-Za-z_][\w.]*)?(?:Error|Exception|SilentWait)): (.+)$", re.MULTILINE)
+# What Pallas says, while tracing a kernel, of a store into a ref of another dtype than the value's.
+_STORE_DTYPES = re.compile(r"Invalid dtype for `(?:swap|addupdate)`\. Ref dtype: (\w+)\. Value dtype: (\w+)")
 
 
 def syntax_message(exc: SyntaxError) -> str:
@@ -104,6 +106,13 @@ def callback_error(exc: BaseException) -> str | None:
     if found and found[-1][0].endswith("SilentWait"):  # the course's own sentence (`silent_waits`), said as it is
         return found[-1][1]
     return f"{found[-1][0]}: {found[-1][1]}" if found else None
+
+
+def store_dtypes(exc: BaseException) -> tuple[str, str] | None:
+    """(the ref's dtype, the value's) when `exc` is Pallas refusing to store a value into a ref of another
+    dtype (`Invalid dtype for swap`), such as a float32 product into an accumulator made in bfloat16."""
+    found = _STORE_DTYPES.search(str(exc))
+    return (found.group(1), found.group(2)) if found else None
 
 
 # Code objects Python makes for comprehensions: never a function a learner would jit.

@@ -119,3 +119,42 @@ def test_unwritten_tail_names_the_tiles_a_floor_divided_grid_leaves() -> None:
     whole = np.zeros((384, 384), bool)
     whole[:, 128:] = True  # 128 x k divides 384 only when it leaves nothing: no tile stops at 128
     assert unwritten_tail(whole, 1) is None
+
+
+def test_unwritten_tails_take_rows_and_columns_together() -> None:
+    """The last rows and the last columns unwritten at once (an L, as tiles of 256 leave a (640, 384) result) give
+    both tails; either alone gives one; NaN that is not such a tail, or no tile that stops there, gives None."""
+    from course.grading import unwritten_tails
+
+    ell = np.zeros((640, 384), bool)
+    ell[512:] = True
+    ell[:, 256:] = True
+    assert unwritten_tails(ell) == {0: (512, [256, 512]), 1: (256, [256])}
+    cols = np.zeros((640, 384), bool)
+    cols[:, 256:] = True
+    assert unwritten_tails(cols) == {1: (256, [256])}
+    ell[3, 3] = True
+    assert unwritten_tails(ell) is None
+    assert unwritten_tails(np.zeros((640, 384), bool)) is None
+    quarter = np.zeros((384, 384), bool)
+    quarter[:, 128:] = True  # no tile of 128 x k that does not divide 384 stops at 128
+    assert unwritten_tails(quarter) is None
+
+
+def test_bad_region_names_the_region_not_its_bounding_box() -> None:
+    """Whole rows and whole columns are named as such; what lies outside them is counted within its own box."""
+    from course.grading import bad_region
+
+    ell = np.zeros((640, 384), bool)
+    ell[512:] = True
+    ell[:, 256:] = True
+    assert bad_region(ell) == "all of rows 512 to 639 and all of columns 256 to 383"
+    assert bad_region(np.ones((4, 4), bool)) == "every element"
+    spots = np.zeros((640, 384), bool)
+    spots[10] = True
+    spots[3:5, 7:9] = True
+    spots[20:22] = True
+    assert bad_region(spots) == "all of rows 10 and 20 to 21 and 4 element(s) within rows 3 to 4, columns 7 to 8"
+    one = np.zeros((8, 8), bool)
+    one[:, 5] = True
+    assert bad_region(one) == "all of column 5"

@@ -198,3 +198,45 @@ def test_index_maps_evaluate_without_compiling() -> None:
 
     closed = jax.make_jaxpr(index_map)(jnp.int32(0), jnp.int32(0))
     assert [int(v) for v in evaluate_jaxpr(closed, 0, 0)] == [-3, -1, 2]
+
+
+def _summing(zeroed: bool, aliased: bool = False):
+    """The call of a kernel that adds each of 3 grid steps into a scratch, zeroed at step 0 or not; with `aliased`,
+    a second output aliases the input and is only added to."""
+    def body(x_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            if zeroed:
+                acc_ref[...] = jnp.zeros_like(acc_ref)
+
+        acc_ref[...] += x_ref[...]
+        o_ref[...] = acc_ref[...]
+
+    def kernel(x_ref, o_ref, acc_ref):
+        body(x_ref, o_ref, acc_ref)
+
+    def aliasing_kernel(x_ref, o_ref, y_ref, acc_ref):
+        y_ref[...] += 1.0
+        body(x_ref, o_ref, acc_ref)
+
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    outs = [jax.ShapeDtypeStruct((24, 128), jnp.float32)] * (2 if aliased else 1)
+
+    def run(x):
+        return pl.pallas_call(aliasing_kernel if aliased else kernel, out_shape=outs, grid=(3,), in_specs=[spec],
+                              out_specs=[spec] * len(outs), scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)],
+                              input_output_aliases={0: 1} if aliased else {}, interpret=True)(x)
+
+    (call,) = pallas_calls(run, jax.ShapeDtypeStruct((24, 128), jnp.float32), path=HERE)
+    return call
+
+
+def test_unset_reads_find_state_read_before_anything_set_it() -> None:
+    """A scratch summed into without being zeroed is read at step 0 before any write; zeroed first, it is not.
+    An output aliased to an input holds its data, so adding to it reads nothing unset."""
+    trace = trace_kernel(_summing(zeroed=False))
+    (read,) = trace.unset_reads()
+    assert read.window.buffer.name == "acc_ref" and read.step == (0,)
+    assert trace_kernel(_summing(zeroed=True)).unset_reads() == []
+    aliased = trace_kernel(_summing(zeroed=True, aliased=True))
+    assert [b.name for b in aliased.state_buffers()] == ["o_ref", "acc_ref"] and aliased.unset_reads() == []

@@ -22,7 +22,8 @@ from course.grading.observe.kernels.kernel_trace import evaluate_jaxpr
 from course.grading.observe.kernels.kernels import KernelCall
 from course.grading.observe.traces.jaxprs import walk_eqns
 
-__all__ = ["BlockUse", "GridInfo", "VmemItem", "grid_info", "tile_problem", "unwritten_tail", "vmem_bytes"]
+__all__ = ["BlockUse", "GridInfo", "VmemItem", "bad_region", "grid_info", "tile_problem", "unwritten_tail",
+           "unwritten_tails", "vmem_bytes"]
 
 # Spaces whose operands Pallas does not copy into VMEM block by block.
 _UNBLOCKED = frozenset({"any", "hbm", "smem", "semaphore_mem"})
@@ -238,5 +239,53 @@ def unwritten_tail(bad: np.ndarray, axis: int) -> tuple[int, list[int]] | None:
     edge, size = int(np.argmax(lines)), bad.shape[axis]
     if not lines[edge:].all() or np.take(bad, range(edge), axis=axis).any():
         return None
-    tiles = [t for t in range(128, size + 1, 128) if size % t and size // t * t == edge]
+    tiles = _floor_tiles(size, edge)
     return (edge, tiles) if tiles else None
+
+
+def _floor_tiles(size: int, edge: int) -> list[int]:
+    """The tiles of 128 x k that do not divide `size` but whose floor-divided grid stops exactly at `edge`."""
+    return [t for t in range(128, size + 1, 128) if size % t and size // t * t == edge]
+
+
+def unwritten_tails(bad: np.ndarray) -> dict[int, tuple[int, list[int]]] | None:
+    """From a 2-D result's values alone: when the bad part is exactly its last rows, its last columns, or both (as
+    grids of M // tile and N // tile leave them unwritten), where each tail begins and the tiles that stop
+    there (`unwritten_tail`, per axis); None when the bad part is anything else."""
+    edges = []
+    for axis in (0, 1):
+        full = bad.all(axis=1 - axis)
+        edge = len(full) - int(np.argmin(full[::-1])) if not full.all() else 0
+        edges.append(edge)
+    expected = np.zeros_like(bad)
+    expected[edges[0]:, :] = True
+    expected[:, edges[1]:] = True
+    if not bad.any() or (expected != bad).any():
+        return None
+    tails = {axis: (edge, _floor_tiles(bad.shape[axis], edge)) for axis, edge in enumerate(edges)
+             if edge < bad.shape[axis]}
+    return tails if tails and all(tiles for _, tiles in tails.values()) else None
+
+
+def _runs(index: np.ndarray) -> str:
+    """'512 to 639' or '3' or '0 to 3 and 8 to 9': consecutive indices as ranges."""
+    cuts = np.flatnonzero(np.diff(index) != 1) + 1
+    parts = [f"{r[0]} to {r[-1]}" if len(r) > 1 else f"{r[0]}" for r in np.split(index, cuts)]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def bad_region(bad: np.ndarray) -> str:
+    """Where a 2-D mask is set, as the region it is rather than its bounding box: 'every element', 'all of rows
+    512 to 639 and all of columns 256 to 383', and what lies outside whole lines as a count within its box."""
+    if bad.all():
+        return "every element"
+    rows, cols = np.flatnonzero(bad.all(axis=1)), np.flatnonzero(bad.all(axis=0))
+    parts = [f"all of {word if index.size > 1 else word[:-1]} {_runs(index)}"
+             for word, index in (("rows", rows), ("columns", cols)) if index.size]
+    rest = bad.copy()
+    rest[rows, :] = False
+    rest[:, cols] = False
+    if rest.any():
+        r, c = np.flatnonzero(rest.any(axis=1)), np.flatnonzero(rest.any(axis=0))
+        parts.append(f"{int(rest.sum())} element(s) within rows {r[0]} to {r[-1]}, columns {c[0]} to {c[-1]}")
+    return " and ".join(parts)

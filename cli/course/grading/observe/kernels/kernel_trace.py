@@ -79,6 +79,36 @@ class KernelTrace:
         """Events whose window (or DMA source or destination) reaches outside its buffer."""
         return [e for e in self.events if any(w is not None and not w.in_bounds for w in (e.window, e.src, e.dst))]
 
+    def unset_reads(self, buffers: Iterable[Buffer] | None = None) -> list[Event]:
+        """For each of `buffers` (by default the call's outputs that alias no input, and its scratch), its first read
+        (or update) that takes in elements no earlier write or DMA has set: memory the kernel never set holds
+        garbage (NaN under the strict interpreter). Windows the trace does not know exactly are left out."""
+        if buffers is None:
+            buffers = self.state_buffers()
+        written = {id(b): np.zeros(b.shape, bool) for b in buffers if not b.is_semaphore}
+        found: dict[int, Event] = {}
+        for event in self.events:
+            target = event.dst if event.kind == "dma_start" else event.window
+            mask = None if target is None else written.get(id(target.buffer))
+            index = None if mask is None else numpy_index(target)
+            if index is None:
+                continue
+            key = id(target.buffer)
+            if event.kind in ("read", "update") and key not in found and not mask[index].all():
+                found[key] = event
+            if event.kind in ("write", "update", "dma_start"):
+                mask[index] = True
+        return sorted(found.values(), key=lambda e: e.order)
+
+    def state_buffers(self) -> list[Buffer]:
+        """The buffers a kernel must set before it reads them: its outputs that alias no input, and its scratch."""
+        call = self.call
+        if call is None:
+            return []
+        first_out = call.num_index + call.num_inputs
+        aliased = {first_out + out for out in call.input_output_aliases.values()}
+        return [b for b in self.buffers if b.arg is not None and b.arg >= first_out and b.arg not in aliased]
+
 
 def trace_kernel(call: KernelCall, *, prefetch: Sequence[Any] = (), max_equations: int = MAX_EQUATIONS) -> KernelTrace:
     """Run the kernel of `call` over its grid, recording every access, DMA and primitive.
