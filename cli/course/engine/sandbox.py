@@ -277,13 +277,14 @@ def _hold() -> int:
     return 0
 
 
-def _probe(uid: int = -1, gid: int = -1) -> int:
-    """`--probe [UID GID]`: say which protections this machine gives, one word a line, each tried in a
-    child of its own; with a uid (when root), whether Python still runs as that user ("user")."""
+def _probe(uid: int = -1, gid: int = -1, *imports: str) -> int:
+    """`--probe [UID GID [FOLDER...]]`: say which protections this machine gives, one word a line, each tried in
+    a child of its own; with a uid (when root), whether Python still runs as that user ("user"), reading the
+    FOLDERs gradings import from besides its own."""
     tries = {"namespace": _new_namespaces, "processes": lambda: _contain().keep_processes_in(own_user=True),
              "seccomp": lambda: (_contain().no_new_privileges(), _contain().refuse_unix_sockets())}
     if uid >= 0:
-        tries["user"] = lambda: (_contain().drop_to(uid, gid), _contain().python_readable())
+        tries["user"] = lambda: (_contain().drop_to(uid, gid), _contain().python_readable(imports))
     for word, attempt in tries.items():
         pid = os.fork()
         if pid == 0:
@@ -299,12 +300,12 @@ def _probe(uid: int = -1, gid: int = -1) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    """`--probe [UID GID]`: say what this machine gives; `--hold`: keep a private loopback;
+    """`--probe [UID GID [FOLDER...]]`: say what this machine gives; `--hold`: keep a private loopback;
     `POLICY -- COMMAND...`: enter the sandbox, then become COMMAND."""
     if argv == ["--hold"]:
         return _hold()
     if argv[:1] == ["--probe"]:
-        return _probe(*(int(a) for a in argv[1:3]))
+        return _probe(*(int(a) for a in argv[1:3]), *argv[3:])
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: sandbox.py POLICY_JSON -- COMMAND...\n")
         return 2
