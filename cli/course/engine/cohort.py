@@ -176,7 +176,9 @@ def _private_loopback(confinement: Confinement | None) -> Iterator[int]:
     if confinement is None or not confinement.protections.network_namespace:
         yield 0
         return
-    holder = isolation.start_helper([sys.executable, "-I", "-S", sandbox.__file__, "--hold"], stdin=subprocess.PIPE,
+    user = confinement.protections.user  # a root `course`'s gradings run as this user: so does their namespace
+    holder = isolation.start_helper([sys.executable, "-I", "-S", sandbox.__file__, "--hold",
+                                     *(str(n) for n in user or ())], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, env={})
     try:
         assert holder.stdout is not None and holder.stdin is not None
