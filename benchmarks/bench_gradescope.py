@@ -13,8 +13,10 @@ as Gradescope's container has; the CPU seconds it used are printed too (the run 
 twice that at 0.5 CPU).
 Each must end within Gradescope's default timeout, 10 minutes, with room to spare. Printed: the
 wall time, the score, the peak memory of the container and whether anything was killed for
-memory; written to `benchmarks/gradescope.json`, which `course autograder gradescope` prints.
-Run as root (a cgroup is made). `BENCH_SUBMISSIONS=correct,looping` runs only those.
+memory, and per exercise what stopped it; written to `benchmarks/gradescope.json`, which `course autograder
+gradescope` prints, and from it the figures of `docs/grading.md` and `benchmarks/README.md`
+(`gradescope_figures.py`). Run as root (a cgroup is made): `sudo .venv/bin/python benchmarks/bench_gradescope.py`,
+again whenever the course's checks change. `BENCH_SUBMISSIONS=correct,looping` runs only those.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import gradescope_figures
 from _common import COURSE, ROOT
 
 CPU_QUOTA = (50_000, 100_000)  # 0.5 CPU: 50 ms of every 100 ms
@@ -156,7 +159,17 @@ def run(root: Path, kind: str) -> dict[str, object]:
             "max_score": sum(t["max_score"] for t in results["tests"]),
             "execution_time_s": results["execution_time"], "checks_stopped_by_budget": stopped,
             "not_graded": results["extra_data"].get("not_graded", []), "limits": how,
-            "load_average_before": round(load, 2), **memory}
+            "load_average_before": round(load, 2), **memory,
+            "exercises": [exercise(name, rec) for name, rec in results["extra_data"]["exercises"].items()]}
+
+
+def exercise(name: str, rec: dict) -> dict[str, object]:
+    """One exercise of a run: its status and points, how long it ran, and what stopped it: the budget, its own
+    limit (CPU, wall-clock or memory) or nothing."""
+    said = [rec.get("message", ""), *(c.get("message", "") for c in rec.get("checks", []))]
+    stopped = "budget" if any(STOPPED in m for m in said) else "limit" if rec["status"] == "timeout" else ""
+    return {"name": name, "status": rec["status"], "score": rec["score"], "max_score": rec["max_score"],
+            "duration_s": rec.get("duration_s", 0.0), "stopped": stopped}
 
 
 STOPPED = "stopped: the autograder's time budget ran out"
@@ -182,6 +195,7 @@ def main() -> None:
         "cpus": budget.GRADESCOPE_CPUS, "memory_mb": budget.GRADESCOPE_MEMORY_MB,
         "measured": datetime.date.today().isoformat(), "runs": runs}, indent=2) + "\n", encoding="utf-8")
     print(f"written {OUT}; logs in {root}")
+    gradescope_figures.main([])  # the docs' figures, from what was just measured
 
 
 if __name__ == "__main__":

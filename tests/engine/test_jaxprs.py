@@ -306,3 +306,23 @@ def test_a_made_up_primitive_stays_in_its_own_trace() -> None:
     (call,) = [e for e in decode(_forged(rename)).jaxpr.eqns if e.primitive.name == "pallas_call"]
     assert call.params["jaxpr"].eqns[0].primitive.name == "made_up_load"
     assert "made_up_load" not in jaxpr_objects._PRIMITIVES
+
+
+def test_effects_cross_as_the_objects_jax_made() -> None:
+    """A debug callback's, an ordered IO callback's and a ref's effects come back as JAX's own effect objects (the
+    very singletons JAX compares by identity), on the jaxpr and on each equation."""
+    from jax.experimental import io_callback
+
+    def effectful(a):
+        jax.debug.callback(lambda v: None, a, ordered=True)
+        ref = jax.new_ref(a)
+        ref[...] = io_callback(lambda v: v, jax.ShapeDtypeStruct(a.shape, a.dtype), a, ordered=True) * 2
+        return ref[...]
+
+    closed = jax.make_jaxpr(effectful)(jnp.ones(3))
+    back = decode(encode(closed))
+    assert back.effects == closed.effects and len(closed.effects) == 3  # the ref's own effect too
+    def kinds(jaxpr: Any) -> list[set[type]]:
+        return [{type(f) for f in e.effects} for e in jaxpr.eqns]
+
+    assert kinds(back.jaxpr) == kinds(closed.jaxpr)  # a ref's read or write names its own (rebuilt) variable

@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
+from course.engine import invocation
 from course.engine.runner import grade, start_worker
 from course.engine.worker import Worker
 from course.registry import Course, load_course
@@ -216,7 +217,7 @@ def test_worker_refuses_other_jax_settings(mini: Course, worker: Worker) -> None
     exercise = mini.get("ex_pass")
     env = {**os.environ, "JAX_ENABLE_X64": "1"}
     child = worker.launch(
-        [sys.executable, "-I", "-m", "pytest", "x"],
+        [*invocation.python_module("pytest"), "x"],
         fds={"keyfd": 0, "eventsfd": 0, "linkfd": 0, "gofd": 0},
         cwd=MINI,
         env=env,

@@ -119,6 +119,46 @@ def test_a_platform_failure_is_exit_3_and_said_in_that_students_results(tmp_path
     results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text(encoding="utf-8"))
     assert "platform failed on ex_pass" in results["output"]
     assert results["extra_data"]["exercises"]["ex_fail"]["status"] == "passed"
+    with (tmp_path / "out" / "gradebook.csv").open(encoding="utf-8") as fh:
+        (row,) = list(csv.DictReader(fh))
+    # Never graded: no score of alice's in that column, as the docs say, and the note says why.
+    assert row["ex_pass"] == "" and row["ex_fail"] == "5" and "platform failed on ex_pass" in row["note"]
+
+
+def test_an_archive_that_cannot_be_read_is_named_at_any_depth(tmp_path: Path, cli: CliRunner) -> None:
+    """A damaged zip among a Canvas student's files, in a Moodle student's folder, or inside a student's own zip:
+    each student is graded from the rest, their row says what could not be read, the summary names the entry,
+    and the run ends with exit 2. A zip inside a zip is read."""
+    course = class_course(tmp_path)
+    canvas = tmp_path / "canvas"
+    write_folder(canvas, {"lovelaceada_1001_5551_ex_pass.py": SOLUTION, "turingalan_1002_5552_ex_pass.py": SOLUTION})
+    (canvas / "lovelaceada_1001_5553_work.zip").write_bytes(b"PK\x03\x04 cut short")
+    moodle = tmp_path / "moodle" / "Ada Lovelace_1001_assignsubmission_file_"
+    write_folder(moodle, {"ex_pass.py": SOLUTION})
+    (moodle / "work.zip").write_bytes(os.urandom(2000))
+    import io
+    import zipfile
+
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as archive:
+        archive.writestr("ex_pass.py", SOLUTION)
+    nested = tmp_path / "nested"
+    write_zip(nested / "s5.zip", {"broken.zip": "PK not a zip"})
+    with zipfile.ZipFile(nested / "s5.zip", "a") as archive:
+        archive.writestr("work/inner.zip", inner.getvalue())
+    expected = {"canvas": ("1001", "lovelaceada_1001", "work.zip", {"1001": 3.0, "1002": 3.0}),
+                "moodle": ("1001", moodle.name, "work.zip", {"1001": 3.0}),
+                "nested": ("s5", "s5.zip", "broken.zip", {"s5": 3.0})}
+    for kind, (student, entry, archive_name, totals) in expected.items():
+        code, summary = _grade(cli, course, tmp_path / kind, tmp_path / f"out-{kind}")
+        assert code == 2 and summary["totals"] == totals, (kind, summary["totals"])
+        (bad,) = summary["bad_entries"]
+        assert bad["entry"] == entry and bad["student"] == student and bad["graded"] is True, bad
+        assert f"{archive_name} is not a readable zip" in bad["reason"] and "the rest of it was graded" in bad["reason"]
+        with (tmp_path / f"out-{kind}" / "gradebook.csv").open(encoding="utf-8") as fh:
+            rows = {r["student"]: r for r in csv.DictReader(fh)}
+        assert set(rows) == set(totals)  # no row of its own: the student's row says it
+        assert f"{archive_name} is not a readable zip" in rows[student]["note"], rows[student]
 
 
 def test_bad_entries_are_named_and_everyone_else_graded(tmp_path: Path, cli: CliRunner) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from class_helpers import SOLUTION, STUB, WRONG, class_course, write_folder, write_zip
 from course.errors import UsageError
-from course.instructor import layouts, roster
+from course.instructor import layouts, roster, submissions
 from course.registry import load_course
 
 # What Gradescope's "Export Submissions" writes beside the submission folders (its Ruby-style keys).
@@ -180,7 +180,40 @@ def test_a_damaged_zip_inside_an_entry_is_said_where_the_file_is_missing(tmp_pat
     """A student's own zip that cannot be read leaves their exercises not tried, with the reason."""
     entry = layouts.read_class(write_folder(tmp_path / "subs" / "nia", {"work.zip": "PK broken"}).parent).entries[0]
     found = entry.locate(course.exercises)["ex_pass"]
-    assert not found.tried and found.rel is None and "work.zip could not be read as a zip" in found.note
+    assert not found.tried and found.rel is None and "work.zip is not a readable zip" in found.note
+    assert entry.unreadable() == [found.note]
+
+
+def test_zips_inside_zips_are_read_and_what_cannot_be_is_named(tmp_path: Path, course) -> None:
+    """A file inside a zip inside a zip is found; a zip nested past the limit, a damaged one at any depth and an
+    archive of a kind never unpacked are each named, one sentence apiece."""
+    import io
+    import zipfile
+
+    def zipped(files: dict[str, bytes]) -> bytes:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for name, data in files.items():
+                archive.writestr(name, data)
+        return buffer.getvalue()
+
+    solution = b"def double(x):\n    return 2 * x\n"
+    deep = zipped({"ex_fail.py": solution})
+    for _ in range(submissions.MAX_NESTING):
+        deep = zipped({"deeper.zip": deep})
+    outer = zipped({"a/inner.zip": zipped({"ex_pass.py": solution, "bad.zip": b"PK nope"}), "deep.zip": deep,
+                    "work.tar.gz": b"\x1f\x8b"})
+    (tmp_path / "subs" / "kim").mkdir(parents=True)
+    (tmp_path / "subs" / "kim" / "all.zip").write_bytes(outer)
+    entry = layouts.read_class(tmp_path / "subs").entries[0]
+    found = entry.locate(course.exercises)
+    assert found["ex_pass"].rel == "all.zip/a/inner.zip/ex_pass.py" and found["ex_pass"].data == solution
+    assert not found["ex_fail"].tried
+    said = entry.unreadable()
+    assert len(said) == 3, said
+    assert any(s.startswith("all.zip/a/inner.zip/bad.zip is not a readable zip") for s in said), said
+    assert any("more than are read" in s and s.startswith("all.zip/deep.zip/deeper.zip") for s in said), said
+    assert any(s.startswith("all.zip/work.tar.gz is a kind of archive that is never unpacked") for s in said), said
 
 
 # Names as the platforms write them. Canvas (instructure/canvas-lms, lib/content_zipper.rb: get_filename

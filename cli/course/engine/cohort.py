@@ -70,11 +70,14 @@ def grade(exercise: Exercise, submission: Path, *, seed: int, worker: Launcher |
     options = {"worker": worker, "cache_dir": cache_dir, "hidden": hidden, "sandbox": sandbox,
                "read_only_cache": read_only_cache, "cancel": cancel, "deadline": deadline, "judges": judges}
     try:
+        address = f"127.0.0.1:{_free_port()}"
+        if judges is not None:
+            judges.address = f"127.0.0.1:{_free_port()}"
+    except OSError as exc:
+        return _no_port(exercise, seed, exc)
+    try:
         try:
             with _private_loopback(sandbox) as holder:
-                address = f"127.0.0.1:{_free_port()}"
-                if judges is not None:
-                    judges.address = f"127.0.0.1:{_free_port()}"
                 threads = [threading.Thread(target=_run, args=(p, exercise, submission, seed, address, holder, watch),
                                             kwargs=options, daemon=True) for p in procs]
                 for thread in threads:
@@ -108,6 +111,16 @@ def _sandbox_failed(exercise: Exercise, seed: int, exc: SandboxError) -> Exercis
     return ExerciseResult(name=exercise.name, status="error", max_score=exercise.max_score or 0.0, seed=seed,
                           message=f"{exc}; this is a problem with this machine's sandbox, not the submitted code "
                                   "(`COURSE_PORTABLE=1` grades without the sandbox)")
+
+
+def _no_port(exercise: Exercise, seed: int, exc: OSError) -> ExerciseResult:
+    """The result of a grading whose processes cannot meet: this machine gives no TCP port on its loopback (a
+    sandbox without IP, gVisor's, say). The platform cannot grade the exercise here; no process was started."""
+    why = exc.strerror or str(exc)
+    return ExerciseResult(name=exercise.name, status="error", max_score=exercise.max_score or 0.0, seed=seed,
+                          message=f"this exercise's {exercise.meta.processes} processes meet over TCP on this "
+                                  f"machine's loopback, and the operating system gives no TCP socket here ({why}), "
+                                  "so it cannot be graded on this machine; that is no mistake of your code")
 
 
 def _new_process(index: int) -> _Process:
@@ -176,7 +189,9 @@ def _private_loopback(confinement: Confinement | None) -> Iterator[int]:
     if confinement is None or not confinement.protections.network_namespace:
         yield 0
         return
-    holder = isolation.start_helper([sys.executable, "-I", "-S", sandbox.__file__, "--hold"], stdin=subprocess.PIPE,
+    user = confinement.protections.user  # a root `course`'s gradings run as this user: so does their namespace
+    holder = isolation.start_helper([sys.executable, "-I", "-S", sandbox.__file__, "--hold",
+                                     *(str(n) for n in user or ())], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, env={})
     try:
         assert holder.stdout is not None and holder.stdin is not None

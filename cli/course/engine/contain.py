@@ -194,11 +194,12 @@ def drop_to(uid: int, gid: int) -> None:
     _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
 
 
-def python_readable() -> None:
-    """Raise OSError unless this (dropped) user can run Python: its standard library and `course` itself.
-    An interpreter under root's home (pyenv in /root, say) is not: gradings there stay root."""
+def python_readable(extra: tuple[str, ...] = ()) -> None:
+    """Raise OSError unless this (dropped) user can run Python: its standard library, `course` itself and the
+    `extra` folders gradings import from. An interpreter under root's home (pyenv in /root, say) is not:
+    gradings there stay root."""
     stdlib = os.path.dirname(os.__file__)
-    for path in (stdlib, os.path.join(stdlib, "encodings"), os.path.dirname(os.path.abspath(__file__))):
+    for path in (stdlib, os.path.join(stdlib, "encodings"), os.path.dirname(os.path.abspath(__file__)), *extra):
         os.listdir(path)
     with open(os.__file__, "rb"):
         pass
@@ -206,12 +207,19 @@ def python_readable() -> None:
 
 def refuse_unix_sockets() -> None:
     """A seccomp filter: `socket(AF_UNIX, ...)` fails with EACCES; other machine ABIs get nothing at all."""
+    refuse_sockets(_AF_UNIX, _EACCES)
+
+
+def refuse_sockets(family: int, error: int) -> None:
+    """A seccomp filter: `socket(family, ...)` fails with `error` in this process and every process it starts
+    (as a machine that has no such sockets says: EAFNOSUPPORT for AF_INET in a sandbox without IP, say); other
+    machine ABIs get nothing at all."""
     arch = _ARCHES.get(platform.machine())
     if arch is None:
         raise OSError(_ENOSYS, f"no seccomp filter is known for {platform.machine()}")
     audit, number, x32 = arch
     ld, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K
-    allow, refuse, other_abi = 0x7FFF0000, 0x00050000 | _EACCES, 0x00050000 | _ENOSYS
+    allow, refuse, other_abi = 0x7FFF0000, 0x00050000 | error, 0x00050000 | _ENOSYS
     program = [
         (ld, 0, 0, 4),  # the architecture
         (jeq, 1, 0, audit),
@@ -221,7 +229,7 @@ def refuse_unix_sockets() -> None:
         (jeq, 1, 0, x32),
         (ret, 0, 0, allow),
         (ld, 0, 0, 16),  # its first argument's low half: the address family
-        (jeq, 0, 1, _AF_UNIX),
+        (jeq, 0, 1, family),
         (ret, 0, 0, refuse),
         (ret, 0, 0, allow),
     ]

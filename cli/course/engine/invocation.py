@@ -100,6 +100,31 @@ def graders_link(workdir: Path, exercise: Exercise) -> Path:
     return link
 
 
+_BOOT = ("import os, runpy, sys; sys.path[0:0] = sys.argv.pop(1).split(os.pathsep); "
+         "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+"""What `python -I -c` runs to put the course's own import path first, then run a module as `-m` would."""
+
+
+def python_module(module: str, learner: Path | None = None) -> list[str]:
+    """The command that runs `module` as `python -I -m module` does, in a fresh interpreter that imports what this
+    process imports: the entries of this process's import path that isolated mode leaves out
+    (`protections.import_path`) are put first. Isolation's point stands: neither the current folder nor a script's
+    folder is ever on it, nor (given the `learner`'s file) that file's folder or the workspace holding it."""
+    extra = [p for p in protections.import_path() if learner is None or not _learners(Path(p), learner)]
+    if not extra:
+        return [sys.executable, "-I", "-m", module]
+    return [sys.executable, "-I", "-c", _BOOT, os.pathsep.join(extra), module]
+
+
+def _learners(folder: Path, learner: Path) -> bool:
+    """True when `folder` is the learner's file's folder or lies beneath it, or is the workspace that holds it
+    (`exercises/NN_name/name.py`)."""
+    own = learner.resolve().parent
+    workspace = own.parent.parent if own.parent.name == "exercises" else own
+    here = folder.resolve()
+    return here in (workspace, own) or own in here.parents
+
+
 def command(exercise: Exercise, submission: Path, workdir: Path, report_path: Path, seed: int, hidden: bool,
             folder: Path | None = None, first_failure: bool = False) -> list[str]:
     """The pytest command line; `{keyfd}` and `{eventsfd}` are filled in by the launcher. The
@@ -112,10 +137,7 @@ def command(exercise: Exercise, submission: Path, workdir: Path, report_path: Pa
     ini = workdir / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
     return [
-        sys.executable,
-        "-I",
-        "-m",
-        "pytest",
+        *python_module("pytest", learner=submission),
         *graders,
         "-p",
         "course.engine.plugin",

@@ -121,6 +121,11 @@ class _Reader:
         for item in jaxprs:
             self.built.append(self.jaxpr(item))
 
+    @staticmethod
+    def unsent(type_name: str, text: str) -> Unsent:
+        """A value that stays text here (a device this process does not have, say)."""
+        return Unsent(type_name, text)
+
     def aval(self, node: Any) -> Any:
         """A type: one of JAX's abstract values."""
         aval = self.value(node, 0)

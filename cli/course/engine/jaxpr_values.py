@@ -1,10 +1,11 @@
 """The parameter values of a trace, rebuilt in the judge from their tagged JSON form (`course.engine.jaxprs`).
 
-Each tag has its reader here: containers, typed numbers and arrays, dtypes, jaxprs of the table
-(only those built already), tree structures, meshes, shardings, effects, enums and objects of the
-classes `CLASSES` lists, made without running their constructors; anything else arrived as its text
-(`Unsent`). `r`, in every reader, is the trace's reader (`course.engine.jaxpr_objects`), which
-rebuilds nested values, variables and jaxprs. What is malformed raises `WireError`.
+Each tag has its reader here: containers, typed numbers and arrays, dtypes, random key types, jaxprs
+of the table (only those built already), tree structures, enums and objects of the classes `CLASSES`
+lists, made without running their constructors; anything else arrived as its text (`Unsent`).
+Shardings and effects have readers of their own (`course.engine.trace_shardings`, `trace_effects`).
+`r`, in every reader, is the trace's reader (`course.engine.jaxpr_objects`), which rebuilds nested
+values, variables and jaxprs. What is malformed raises `WireError`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from course.engine import wire
+from course.engine import trace_effects, trace_shardings, wire
 from course.engine.jaxprs import CLASSES, fields_of
 
-__all__ = ["FunctionName", "Unsent", "numbers", "read_tagged"]
+__all__ = ["FunctionName", "Unsent", "class_of", "numbers", "read_tagged"]
 
 _EXTENDED = ("float0",)
 """Dtype names besides the array ones that a trace may carry (a kernel's semaphore types cross as objects)."""
@@ -111,6 +112,16 @@ def _typed_array(r: Any, node: dict[str, Any], depth: int) -> Any:
     return literals.TypedNdArray(_array(r, node), aval if isinstance(aval, r.core.ShapedArray) else None)
 
 
+def _random(r: Any, node: dict[str, Any], depth: int) -> Any:
+    """A random key's dtype, or a random number generator, among those this JAX registers."""
+    from jax._src.random import prng
+
+    impl = prng.prngs.get(node.get("v")) if isinstance(node.get("v"), str) else None
+    if impl is None:
+        raise wire.WireError(f"a trace names the random generator {node.get('v')!r}, which this judge lacks")
+    return prng.KeyTy(impl) if node["@"] == "key" else impl
+
+
 def _jaxpr_ref(r: Any, node: dict[str, Any]) -> Any:
     """A jaxpr of the table, which must already be built: listed before the one that holds it."""
     (index,) = numbers([node.get("j")], len(r.built))
@@ -129,7 +140,7 @@ def _treedef(r: Any, node: dict[str, Any], depth: int) -> Any:
         return tree_util.tree_structure(0)
     name = node.get("n")
     kind = {"tuple": tuple, "list": list, "dict": dict, "None": type(None)}.get(name) if isinstance(name, str) else None
-    kind = kind or _class(name)
+    kind = kind or class_of(name)
     kids = _seq(r, node, depth, "kids")
     if not all(isinstance(k, tree_util.PyTreeDef) for k in kids):
         raise wire.WireError("a trace's tree structure is malformed")
@@ -144,47 +155,6 @@ def _treedef(r: Any, node: dict[str, Any], depth: int) -> Any:
         except (ValueError, TypeError):
             break
     raise wire.WireError("a trace's tree structure is not one")
-
-
-def _mesh(r: Any, node: dict[str, Any], depth: int) -> Any:
-    """A mesh as its axes: sizes, names and types (the devices stay where they are)."""
-    from jax._src import mesh
-
-    sizes, names, types = node.get("sizes"), node.get("names"), _seq(r, node, depth, "types")
-    if not (isinstance(sizes, list) and all(type(s) is int and s > 0 for s in sizes) and isinstance(names, list)
-            and all(isinstance(n, str) for n in names) and len(sizes) == len(names) == len(types)
-            and all(isinstance(t, mesh.AxisType) for t in types)):
-        raise wire.WireError("a trace's mesh is malformed")
-    return mesh.AbstractMesh(tuple(sizes), tuple(names), axis_types=tuple(types))
-
-
-def _sharding(r: Any, node: dict[str, Any], depth: int) -> Any:
-    """A named sharding: its mesh's axes, its partition spec and memory kind."""
-    import jax
-
-    mesh, spec, kind = r.value(node.get("mesh"), depth), r.value(node.get("spec"), depth), node.get("mk")
-    if not isinstance(spec, jax.sharding.PartitionSpec) or not (kind is None or isinstance(kind, str)):
-        raise wire.WireError("a trace's sharding is malformed")
-    try:
-        return jax.sharding.NamedSharding(mesh, spec, memory_kind=kind)
-    except (TypeError, ValueError):
-        raise wire.WireError("a trace's sharding is not one") from None
-
-
-def _spec(r: Any, node: dict[str, Any], depth: int) -> Any:
-    """A partition spec: per dimension None, an axis name or a tuple of them."""
-    import jax
-
-    parts, unreduced, reduced = _seq(r, node, depth), node.get("u"), node.get("r")
-    names = (unreduced or []) + (reduced or [])
-    if not (all(p is None or isinstance(p, str) or (isinstance(p, tuple) and all(isinstance(a, str) for a in p))
-                for p in parts) and isinstance(unreduced, list) and isinstance(reduced, list)
-            and all(isinstance(n, str) for n in names)):
-        raise wire.WireError("a trace's partition spec is malformed")
-    try:
-        return jax.sharding.PartitionSpec(*parts, unreduced=frozenset(unreduced), reduced=frozenset(reduced))
-    except (TypeError, ValueError):
-        raise wire.WireError("a trace's partition spec is not one") from None
 
 
 def _manual(r: Any, node: dict[str, Any], depth: int) -> Any:
@@ -202,7 +172,7 @@ def _effect(r: Any, node: dict[str, Any], depth: int) -> Any:
     """A read, write or update of a jaxpr's input: the variable (or position) it is of."""
     from jax._src import effects
 
-    cls = _class(node.get("c"))
+    cls = class_of(node.get("c"))
     if not issubclass(cls, effects.JaxprInputEffect):
         raise wire.WireError("a trace's effect is not one")
     if "var" in node:
@@ -211,13 +181,7 @@ def _effect(r: Any, node: dict[str, Any], depth: int) -> Any:
     return cls(position)
 
 
-def _unspecified(r: Any, node: dict[str, Any], depth: int) -> Any:
-    from jax._src import named_sharding
-
-    return named_sharding.UNSPECIFIED
-
-
-def _class(key: Any) -> type:
+def class_of(key: Any) -> type:
     """The listed class `key` names; WireError for any other."""
     where = CLASSES.get(key) if isinstance(key, str) else None
     if where is None:
@@ -229,7 +193,7 @@ def _class(key: Any) -> type:
 
 
 def _enum(r: Any, node: dict[str, Any], depth: int) -> Any:
-    cls = _class(node.get("c"))
+    cls = class_of(node.get("c"))
     if not (isinstance(cls, type) and issubclass(cls, enum.Enum)) or not isinstance(node.get("v"), str):
         raise wire.WireError("a trace's enum is malformed")
     try:
@@ -240,7 +204,7 @@ def _enum(r: Any, node: dict[str, Any], depth: int) -> Any:
 
 def _object(r: Any, node: dict[str, Any], depth: int) -> Any:
     """An object of a listed class, its fields set as sent; its constructor does not run."""
-    cls = _class(node.get("c"))
+    cls = class_of(node.get("c"))
     fields = node.get("f")
     if isinstance(cls, type) and issubclass(cls, enum.Enum) or not isinstance(fields, dict) \
             or set(fields) != set(fields_of(cls)):
@@ -253,7 +217,7 @@ def _object(r: Any, node: dict[str, Any], depth: int) -> Any:
 
 def _named_tuple(r: Any, node: dict[str, Any], depth: int) -> Any:
     """A named tuple of a listed class, its items as sent (made as a tuple is: no constructor of its own runs)."""
-    cls = _class(node.get("c"))
+    cls = class_of(node.get("c"))
     items = node.get("v")
     if not (isinstance(cls, type) and issubclass(cls, tuple) and isinstance(items, list)
             and len(items) == len(getattr(cls, "_fields", ()))):
@@ -277,7 +241,8 @@ _TAGS = {
     "t": lambda r, n, d: tuple(_seq(r, n, d)), "fs": lambda r, n, d: frozenset(_seq(r, n, d)), "d": _dict,
     "ti": _typed, "tf": _typed, "tnd": _typed_array, "nd": lambda r, n, d: _array(r, n),
     "ng": lambda r, n, d: _array(r, n)[()], "dt": lambda r, n, d: _dtype(n.get("v")),
-    "cj": _closed, "j": lambda r, n, d: _jaxpr_ref(r, n), "tree": _treedef, "leaf": _treedef, "mesh": _mesh,
-    "enum": _enum, "o": _object, "nt": _named_tuple, "x": _unsent, "ns": _sharding, "ps": _spec, "mat": _manual,
-    "eff": _effect, "unspec": _unspecified,
+    "cj": _closed, "j": lambda r, n, d: _jaxpr_ref(r, n), "tree": _treedef, "leaf": _treedef,
+    "enum": _enum, "o": _object, "nt": _named_tuple, "x": _unsent, "mat": _manual, "eff": _effect,
+    "key": _random, "prng": _random,
+    **trace_shardings.READERS, **trace_effects.READERS,
 }

@@ -61,6 +61,7 @@ CLASSES = {
     "DeviceIdType": ("jax._src.pallas.primitives", "DeviceIdType"),
     "InterpretParams": ("jax._src.pallas.mosaic.interpret.params", "InterpretParams"),
     "AxisType": ("jax._src.mesh", "AxisType"),
+    "ArrayCopySemantics": ("jaxlib._jax", "ArrayCopySemantics"),
     "CoreMemorySpace": ("jax._src.core", "MemorySpace"),
     "ReadEffect": ("jax._src.state.types", "ReadEffect"),
     "WriteEffect": ("jax._src.state.types", "WriteEffect"),
@@ -245,6 +246,17 @@ def _plain(w: _Writer, value: Any, depth: int) -> dict[str, Any] | list[Any] | N
         from jax import dtypes
 
         return {"@": "dt", "v": "float0" if value == dtypes.float0 else str(value)}
+    return _random(value)
+
+
+def _random(value: Any) -> dict[str, Any] | None:
+    """A random key's dtype and a random number generator, by the name JAX registers the generator under."""
+    from jax._src.random import prng
+
+    if isinstance(value, prng.KeyTy):
+        return {"@": "key", "v": str(value._impl.name)}
+    if isinstance(value, prng.PRNGImpl):
+        return {"@": "prng", "v": str(value.name)}
     return None
 
 
@@ -252,7 +264,9 @@ def _objects(w: _Writer, value: Any, depth: int) -> Any:
     """Jaxprs, tree structures, meshes, arrays and objects of the listed classes; anything else as its text."""
     import jax
     from jax import tree_util
-    from jax._src import core, effects, mesh, named_sharding
+    from jax._src import core
+
+    from course.engine import trace_effects, trace_shardings
 
     if isinstance(value, core.ClosedJaxpr):
         return {"@": "cj", "j": w.jaxpr(value.jaxpr), "c": [w.value(c, depth + 1) for c in value.consts]}
@@ -260,20 +274,10 @@ def _objects(w: _Writer, value: Any, depth: int) -> Any:
         return {"@": "j", "j": w.jaxpr(value)}
     if isinstance(value, tree_util.PyTreeDef):
         return _treedef(w, value, depth)
-    if isinstance(value, mesh.Mesh | mesh.AbstractMesh):
-        return {"@": "mesh", "sizes": [int(s) for s in value.axis_sizes], "names": [str(n) for n in value.axis_names],
-                "types": [w.value(t, depth + 1) for t in value.axis_types]}
-    if isinstance(value, jax.sharding.NamedSharding):
-        return {"@": "ns", "mesh": w.value(value.mesh, depth + 1), "spec": w.value(value.spec, depth + 1),
-                "mk": value.memory_kind}
-    if isinstance(value, jax.sharding.PartitionSpec):
-        return {"@": "ps", "v": [w.value(p, depth + 1) for p in value], "u": sorted(map(str, value.unreduced)),
-                "r": sorted(map(str, value.reduced))}
-    if value is named_sharding.UNSPECIFIED:
-        return {"@": "unspec"}
-    if isinstance(value, effects.JaxprInputEffect) and (key := class_key(type(value))) is not None:
-        given = value.input
-        return {"@": "eff", "c": key, **({"n": given} if type(given) is int else {"var": w.var(given)})}
+    if (tagged := trace_shardings.write(w, value, depth)) is not None:
+        return tagged
+    if (tagged := trace_effects.write(w, value, depth, class_key(type(value)))) is not None:
+        return tagged
     if isinstance(value, core.ManualAxisType):
         return {"@": "mat", **{k: sorted(map(str, getattr(value, k))) for k in ("varying", "unreduced", "reduced")}}
     if isinstance(value, jax.Array) and not value.is_deleted() and (index := w.array(value)) is not None:

@@ -3,7 +3,9 @@
 `Link` sends one request at a time and waits for its answer; an answer that is none (the executor
 ended, or sent something that is no answer) is `ExecutorGone`, which fails the check as the
 learner's doing. `raise_remote` raises in the judge what the learner's code raised in the executor:
-the same built-in class, named as theirs, with its text and the learner's lines it came from.
+the same built-in class, named as theirs, with its text and the learner's lines it came from. What
+the course's own machinery failed at, on either side (sending a check's arguments, reading them or
+sending back what the learner's code returned), is a `PlatformFailure`: an error, never theirs.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from course.engine import wire
-from course.engine.submission import SubmissionError
+from course.engine.submission import PlatformFailure, SubmissionError
 
 GONE = ("the process running your code ended during this check, before answering (it was stopped at a limit, "
         "crashed, or your code ended it)")
@@ -85,8 +87,22 @@ class Link:
         self.sock.close()
 
 
+def encoded(value: Any, buffers: list[bytes], describe: Any) -> Any:
+    """`wire.encode` of what a check sends the executor; what cannot be sent is the course's failure, not the
+    learner's (a grader passed a value this protocol does not carry)."""
+    try:
+        return wire.encode(value, buffers, describe)
+    except wire.WireError as exc:
+        raise PlatformFailure(f"the grading machinery could not send the check's arguments to the process running "
+                              f"your code ({exc})") from None
+
+
 def raise_remote(header: dict[str, Any], path: Path) -> None:
-    """Raise here what the learner's code raised there: the same built-in class and text."""
+    """Raise here what the learner's code raised there: the same built-in class and text. What the executor's
+    own machinery failed at (`platform`) is raised as the platform's failure."""
+    if isinstance(header.get("platform"), str):
+        raise PlatformFailure(f"the grading machinery failed in the process running your code: "
+                              f"{header['platform'][:2000]}")
     error = header.get("error") if isinstance(header.get("error"), dict) else {}
     names = [n for n in error.get("types", []) if isinstance(n, str)]
     text = str(error.get("text", ""))

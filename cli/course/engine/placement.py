@@ -45,8 +45,13 @@ def array_from(data: np.ndarray, node: dict[str, Any]) -> Any:
         raise wire.WireError(f"an array's blocks do not fit its sharding: {exc}") from None
     if data.shape != (len(devices), *block):
         raise wire.WireError("an array's blocks do not fit its sharding")
-    placed = [jax.device_put(b, d) for b, d in zip(data, devices, strict=True)]
-    return jax.make_array_from_single_device_arrays(tuple(shape), sharding, placed)
+    kind = sharding.memory_kind  # each block in the memory its array was in (a host-offloaded array's, say)
+    placed = [jax.device_put(b, jax.sharding.SingleDeviceSharding(d, memory_kind=kind))
+              for b, d in zip(data, devices, strict=True)]
+    try:
+        return jax.make_array_from_single_device_arrays(tuple(shape), sharding, placed)
+    except ValueError as exc:
+        raise wire.WireError(f"an array's blocks do not fit its sharding: {exc}") from None
 
 
 def describe_mesh(mesh: Any) -> dict[str, Any]:
@@ -70,14 +75,18 @@ def mesh_from(data: Any) -> Any:
 
 
 def describe_sharding(array: Any) -> dict[str, Any] | None:
-    """A NamedSharding as plain data (its mesh, as `describe_mesh`, and its spec), else None."""
+    """A NamedSharding as plain data (its mesh, as `describe_mesh`, its spec with the axes it is unreduced and
+    reduced over, and its memory kind), else None. A spec's parts are read through `partitions`: iterating a
+    spec that is unreduced or reduced over an axis raises."""
     from jax.sharding import NamedSharding
 
     sharding = array.sharding
     if not isinstance(sharding, NamedSharding) or len(sharding.mesh.devices.flat) <= 1:
         return None
-    spec = [list(p) if isinstance(p, tuple) else p for p in sharding.spec]
-    return {**describe_mesh(sharding.mesh), "spec": spec}
+    spec = sharding.spec
+    parts = [list(p) if isinstance(p, tuple) else p for p in spec.partitions]
+    return {**describe_mesh(sharding.mesh), "spec": parts, "unreduced": sorted(map(str, spec.unreduced)),
+            "reduced": sorted(map(str, spec.reduced)), "memory_kind": sharding.memory_kind}
 
 
 def sharding_from(data: Any) -> Any:
@@ -87,7 +96,18 @@ def sharding_from(data: Any) -> Any:
     from jax.sharding import NamedSharding, PartitionSpec
 
     try:
-        spec = PartitionSpec(*(tuple(p) if isinstance(p, list) else p for p in data["spec"]))
-        return NamedSharding(mesh_from(data), spec)
+        parts = [tuple(p) if isinstance(p, list) else p for p in data["spec"]]
+        axes = {k: frozenset(_names(data.get(k, []))) for k in ("unreduced", "reduced")}
+        kind = data.get("memory_kind")
+        if not (kind is None or isinstance(kind, str)):
+            raise TypeError("a memory kind is not one")
+        return NamedSharding(mesh_from(data), PartitionSpec(*parts, **axes), memory_kind=kind)
     except (KeyError, TypeError, ValueError) as exc:
         raise wire.WireError(f"a sharding is malformed: {exc}") from None
+
+
+def _names(value: Any) -> list[str]:
+    """A list of axis names; TypeError for anything else."""
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        raise TypeError("axis names are not a list of names")
+    return value

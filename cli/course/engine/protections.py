@@ -124,7 +124,8 @@ def confinement(extra_read: list[str] | None = None) -> Confinement:
 
 
 def python_paths() -> list[str]:
-    """The interpreter, its standard library and site-packages, and the folder holding `course` itself."""
+    """The interpreter, its standard library and site-packages, the folder holding `course` itself, and the rest
+    of the import path gradings are given (`import_path`)."""
     import site
     import sysconfig
 
@@ -132,7 +133,29 @@ def python_paths() -> list[str]:
     paths.update(site.getsitepackages())
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     paths.add(here)  # the folder that holds the `course` package (not the course's own files)
+    paths.update(import_path())  # what gradings import from besides: `PYTHONPATH`'s folders, say
     return sorted(p for p in paths if p and os.path.exists(p))
+
+
+@functools.cache
+def import_path() -> tuple[str, ...]:
+    """The folders this process imports from that `python -I` would not: `PYTHONPATH`'s (a `pip install --target`,
+    an HPC module), the user's site-packages, or any added at run time. Never the current folder, the folder
+    of the script that started this process, nor a relative or missing one."""
+    import json
+    import subprocess
+
+    mine = sys.path if sys.flags.safe_path else sys.path[1:]  # [0]: the script's folder, or the current one
+    try:
+        done = subprocess.run([sys.executable, "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
+                              capture_output=True, text=True, timeout=60, check=True)
+        isolated = set(json.loads(done.stdout))
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return ()
+    here = os.path.realpath(os.getcwd())
+    return tuple(dict.fromkeys(
+        p for p in mine if p and os.path.isabs(p) and p not in isolated and os.path.isdir(p)
+        and os.path.realpath(p) != here))
 
 
 def contained() -> Policy | None:
@@ -150,7 +173,8 @@ def available() -> Protections:
     user = unprivileged_user() if os.geteuid() == 0 else None
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-S", _SANDBOX_FILE, "--probe", *(str(n) for n in user or ())],
+            [sys.executable, "-I", "-S", _SANDBOX_FILE, "--probe", *(str(n) for n in user or ()),
+             *(import_path() if user else ())],
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
         words = set(done.stdout.split()) if done.returncode == 0 else set()

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from course.engine import consistency, wire
-from course.engine.link import GONE, ExecutorGone, LearnerRaised, Link, Opaque, raise_remote
+from course.engine.link import GONE, ExecutorGone, LearnerRaised, Link, Opaque, encoded, raise_remote
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
-from course.engine.submission import SubmissionError
+from course.engine.submission import PlatformFailure, SubmissionError, describe_exception
 
 __all__ = ["GONE", "ExecutorGone", "LearnerRaised", "Link", "Opaque", "RemoteFunction", "RemoteModule", "RemoteObject",
            "load", "raise_remote"]
@@ -48,7 +48,7 @@ class RemoteModule(types.ModuleType):
         """Run the grader's function `key` (marked `in_executor`) there, on the module imported there, and return
         what it returned; a check it failed there fails here with the same message."""
         buffers: list[bytes] = []
-        body = {"op": "observe", "key": key, "args": wire.encode(list(args), buffers, _sent)}
+        body = {"op": "observe", "key": key, "args": encoded(list(args), buffers, _sent)}
         return _value(self._link, self._path, *_asked(self._link, self._path, body, buffers))
 
 
@@ -76,6 +76,9 @@ def _value(link: Link, path: Path, header: dict[str, Any], returned: list[bytes]
     except wire.WireError as exc:
         raise SubmissionError(f"the process running your code sent an answer that is not one ({exc}); "
                               "something in your file changed what it sends") from None
+    except Exception as exc:  # noqa: BLE001 - not the learner's: this process's reader failed on an answer
+        raise PlatformFailure(f"the grading machinery could not read what the process running your code sent "
+                              f"({describe_exception(exc)})") from exc
 
 
 def _attribute(link: Link, path: Path, name: str, handle: int | None = None) -> Any:
@@ -190,8 +193,8 @@ class RemoteFunction:
                 leaves.append(value)
             return described
 
-        body = {"op": "call", "name": self.__name__, "args": wire.encode(list(args), buffers, sending),
-                "kwargs": wire.encode(dict(kwargs), buffers, sending), "jit": jit}
+        body = {"op": "call", "name": self.__name__, "args": encoded(list(args), buffers, sending),
+                "kwargs": encoded(dict(kwargs), buffers, sending), "jit": jit}
         if self._handle is not None:  # a method of an object the judge holds (or that object, called)
             body["handle"] = self._handle
         body.update(asked)
@@ -345,9 +348,9 @@ class RemoteObject(Opaque):
     def _item(self, body: dict[str, Any], key: Any, *value: Any) -> Any:
         """Read (or write, given a value) the held object's item `key` there."""
         buffers: list[bytes] = []
-        body.update(handle=self._handle, key=wire.encode(key, buffers, _sent))
+        body.update(handle=self._handle, key=encoded(key, buffers, _sent))
         if value:
-            body["value"] = wire.encode(value[0], buffers, _sent)
+            body["value"] = encoded(value[0], buffers, _sent)
         return _value(self._link, self._path, *_asked(self._link, self._path, body, buffers))
 
 

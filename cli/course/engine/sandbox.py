@@ -14,6 +14,8 @@ A grading that runs in several processes (`course.engine.cohort`) needs them to 
 and to nothing else: a *private loopback*. One holder process makes the user and network namespace
 and brings its `lo` up (the namespace's owner may); each grading process joins that namespace
 instead of making its own, and keeps Landlock's file rules without its TCP rules (`Policy.loopback`).
+When a root `course` grades as a user of its own, the holder becomes that user first, so that the
+namespace is the grading processes' own to join.
 
 Every grading, sandboxed or not, is also contained where the kernel allows (`course.engine.contain`,
 which this file loads): its processes in a PID namespace that ends with it, no privilege to gain,
@@ -263,9 +265,13 @@ def wrap(command: list[str], policy: Policy) -> list[str]:
     return [sys.executable, "-I", "-S", os.path.abspath(__file__), policy.to_json(), "--", *command]
 
 
-def _hold() -> int:
-    """`--hold`: make a namespace with its loopback up, say "ready", and keep it until stdin closes."""
+def _hold(uid: int = -1, gid: int = -1) -> int:
+    """`--hold [UID GID]`: make a namespace with its loopback up, say "ready", and keep it until stdin closes.
+    Given a uid (when root), become that user first: the namespace is then that user's, as the grading
+    processes that join it are (a root-owned one is not theirs to open: `/proc/PID/ns/user` refuses them)."""
     try:
+        if uid >= 0 and os.geteuid() == 0:
+            _contain().drop_to(uid, gid)
         _new_namespaces()
         _loopback_up()
     except OSError as exc:
@@ -277,13 +283,14 @@ def _hold() -> int:
     return 0
 
 
-def _probe(uid: int = -1, gid: int = -1) -> int:
-    """`--probe [UID GID]`: say which protections this machine gives, one word a line, each tried in a
-    child of its own; with a uid (when root), whether Python still runs as that user ("user")."""
+def _probe(uid: int = -1, gid: int = -1, *imports: str) -> int:
+    """`--probe [UID GID [FOLDER...]]`: say which protections this machine gives, one word a line, each tried in
+    a child of its own; with a uid (when root), whether Python still runs as that user ("user"), reading the
+    FOLDERs gradings import from besides its own."""
     tries = {"namespace": _new_namespaces, "processes": lambda: _contain().keep_processes_in(own_user=True),
              "seccomp": lambda: (_contain().no_new_privileges(), _contain().refuse_unix_sockets())}
     if uid >= 0:
-        tries["user"] = lambda: (_contain().drop_to(uid, gid), _contain().python_readable())
+        tries["user"] = lambda: (_contain().drop_to(uid, gid), _contain().python_readable(imports))
     for word, attempt in tries.items():
         pid = os.fork()
         if pid == 0:
@@ -299,12 +306,12 @@ def _probe(uid: int = -1, gid: int = -1) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    """`--probe [UID GID]`: say what this machine gives; `--hold`: keep a private loopback;
+    """`--probe [UID GID [FOLDER...]]`: say what this machine gives; `--hold [UID GID]`: keep a private loopback;
     `POLICY -- COMMAND...`: enter the sandbox, then become COMMAND."""
-    if argv == ["--hold"]:
-        return _hold()
+    if argv[:1] == ["--hold"]:
+        return _hold(*(int(a) for a in argv[1:3]))
     if argv[:1] == ["--probe"]:
-        return _probe(*(int(a) for a in argv[1:3]))
+        return _probe(*(int(a) for a in argv[1:3]), *argv[3:])
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: sandbox.py POLICY_JSON -- COMMAND...\n")
         return 2

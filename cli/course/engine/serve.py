@@ -23,9 +23,26 @@ from course.engine import asks, consistency, peers, submission, wire
 from course.engine.held import Held, behaves
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.streams import printed
+from course.grading.feedback import PlatformFailure
 from course.grading.judge.source import learner_frames, raised_in
 
 MAX_TEXT = 4000
+
+
+class _Unsendable(Exception):
+    """What the learner's code returned is no value the link carries (nested too deeply, say): their doing."""
+
+    def __init__(self, unsent: wire.WireError) -> None:
+        super().__init__(str(unsent))
+        self.unsent = unsent
+
+
+class _OwnFailure(Exception):
+    """This process's own machinery failed (reading the judge's request, or sending back what the learner's code
+    returned) with no frame of the learner's in the way: the platform's failure, never the learner's."""
+
+    def __init__(self, doing: str, cause: BaseException) -> None:
+        super().__init__(f"{doing}: {submission.describe_exception(cause)}")
 
 
 class Executor:
@@ -112,8 +129,12 @@ class Executor:
                 return self._call(target, header, buffers)
         except submission.SubmissionError as exc:
             return {"ok": False, "load_error": str(exc)[:MAX_TEXT * 4]}, []
-        except wire.WireError as exc:
-            return {"ok": False, "error": _raised(exc, None)}, []
+        except (_OwnFailure, PlatformFailure) as exc:  # a helper met a limit of the grading on the way
+            return {"ok": False, "platform": str(exc)[:MAX_TEXT]}, []
+        except _Unsendable as exc:  # what the learner's code returned is no value this protocol carries
+            return {"ok": False, "error": _raised(exc.unsent, None)}, []
+        except wire.WireError as exc:  # the judge's request is malformed: never the learner's doing
+            return {"ok": False, "platform": f"reading the check's request: {exc}"[:MAX_TEXT]}, []
         except BaseException as exc:  # noqa: BLE001 - whatever the learner's code raised is the answer
             return {"ok": False, "error": _raised(exc, self.path)}, []
         return {"ok": False, "error": _raised(wire.WireError(f"no such request {op!r}"), None)}, []
@@ -150,9 +171,28 @@ class Executor:
         return target
 
     def _encode(self, value: Any, out: list[bytes]) -> Any:
-        """`value` as the judge receives it (its arrays' bytes appended to `out`)."""
-        return wire.encode(value, out, lambda leaf: self.held.keep(leaf, outgoing(leaf)),
-                           whole=lambda container: behaves(container, self.module))
+        """`value` as the judge receives it (its arrays' bytes appended to `out`). A failure of the sending itself,
+        with no frame of the learner's in it, is this process's own (`_OwnFailure`); a value this protocol
+        does not carry stays the learner's (`_Unsendable`)."""
+        try:
+            return wire.encode(value, out, lambda leaf: self.held.keep(leaf, outgoing(leaf)),
+                               whole=lambda container: behaves(container, self.module))
+        except wire.WireError as exc:
+            raise _Unsendable(exc) from exc
+        except Exception as exc:  # noqa: BLE001 - whichever way the sending failed, it is told apart below
+            if learner_frames(exc.__traceback__, self.path):
+                raise
+            raise _OwnFailure("sending back what your code returned", exc) from exc
+
+    def _decode(self, node: Any, buffers: list[bytes], leaves: list[Any]) -> Any:
+        """A value of the judge's request, rebuilt here. The judge's machinery sent it, so a failure to read it is
+        this process's own (`_OwnFailure`), unless the learner's code is in the way (JAX patched by it, say)."""
+        try:
+            return wire.decode(node, buffers, self._in(leaves))
+        except Exception as exc:  # noqa: BLE001 - whichever way the reading failed, it is told apart below
+            if learner_frames(exc.__traceback__, self.path):
+                raise
+            raise _OwnFailure("reading the check's arguments", exc) from exc
 
     def _in(self, leaves: list[Any]) -> Any:
         """How a leaf the judge sent is rebuilt here (an object it holds is that object), noted in `leaves`."""
@@ -174,9 +214,9 @@ class Executor:
         import jax
 
         leaves: list[Any] = []
-        key = wire.decode(header.get("key"), buffers, self._in(leaves))
+        key = self._decode(header.get("key"), buffers, leaves)
         if header.get("op") == "setitem":
-            held[key] = wire.decode(header.get("value"), buffers, self._in(leaves))
+            held[key] = self._decode(header.get("value"), buffers, leaves)
             return {"ok": True, "value": self._encode(None, [])}, []
         out: list[bytes] = []
         return {"ok": True, "value": self._encode(jax.block_until_ready(held[key]), out)}, out
@@ -201,7 +241,7 @@ class Executor:
         from course.grading.observe.calls.there import registered
 
         fn = registered(str(header.get("key", "")))
-        args = wire.decode(header.get("args"), buffers, self._in([]))
+        args = self._decode(header.get("args"), buffers, [])
         if fn is None or not isinstance(args, tuple | list):
             raise wire.WireError("an observation is malformed or unknown here")
         try:
@@ -216,8 +256,8 @@ class Executor:
         import jax
 
         leaves: list[Any] = []
-        args = wire.decode(header.get("args"), buffers, self._in(leaves))
-        kwargs = wire.decode(header.get("kwargs"), buffers, self._in(leaves))
+        args = self._decode(header.get("args"), buffers, leaves)
+        kwargs = self._decode(header.get("kwargs"), buffers, leaves)
         if not isinstance(args, tuple | list) or not isinstance(kwargs, dict):
             raise wire.WireError("a call's arguments are malformed")
         from course.grading.feedback import CheckFailed

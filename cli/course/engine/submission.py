@@ -13,15 +13,17 @@ from typing import Protocol
 
 import pytest
 
-from course.grading.feedback import CheckFailed
+from course.grading.feedback import CheckFailed, PlatformFailure
 from course.grading.judge.source import describe_exception, learner_location, learner_traceback, syntax_message
 
-__all__ = ["SubmissionError", "check_seed", "describe", "describe_exception", "import_for", "learner_location", "load",
-           "read_source", "remember"]
+__all__ = ["PlatformFailure", "SubmissionError", "check_seed", "describe", "describe_exception", "import_for",
+           "learner_location", "load", "read_source", "remember"]
 
 
 class SubmissionError(Exception):
     """The learner's file could not be loaded; the message carries their trimmed traceback."""
+
+
 
 
 def read_source(path: Path) -> bytes | None:
@@ -155,6 +157,8 @@ def describe(exc: BaseException, path: Path | None, when: str) -> tuple[str, str
         return "skipped", str(exc)
     if isinstance(exc, CheckFailed):
         return "failed", str(exc)
+    if isinstance(exc, PlatformFailure):
+        return "error", f"{exc}; this is a problem with the course's grading, not your code"
     if isinstance(exc, MemoryError):
         return "failed", (
             f"your code ran out of memory{where}: it asked for more than this exercise allows; "

@@ -301,6 +301,6 @@ def _no_start_message(outcome: Outcome) -> str:
     tail = outcome.output.strip().splitlines()[-3:]
     detail = f" Last output: {' | '.join(tail)}" if tail else ""
     return (
-        f"the grading process failed to start (exit code {outcome.returncode}); this is a problem "
-        f"with the installation, not your code: reinstall with `pip install -e .`.{detail}"
+        f"the grading process failed to start (exit code {outcome.returncode}); this is a problem of the "
+        f"grading platform on this machine, not of your code.{detail}"
     )

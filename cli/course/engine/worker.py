@@ -24,16 +24,14 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-from course.engine import isolation
+from course.engine import invocation, isolation
 from course.engine.forkserver import FD_NAMES, MAX_MESSAGE
 
-COLD_PREFIX = [sys.executable, "-I", "-m", "pytest"]
 READY_TIMEOUT_S = 120.0
 LAUNCH_TIMEOUT_S = 30.0
 
@@ -46,7 +44,7 @@ class Worker:
         try:
             # Its own session: a Ctrl-C meant for `course` must not kill it mid-grading.
             self._proc = isolation.start_helper(
-                [sys.executable, "-I", "-m", "course.engine.forkserver", str(theirs.fileno())],
+                [*invocation.python_module("course.engine.forkserver"), str(theirs.fileno())],
                 env=env,
                 cwd=tempfile.gettempdir(),
                 stdin=subprocess.DEVNULL,
@@ -82,11 +80,12 @@ class Worker:
                sandbox: str | None = None) -> Any:
         """Fork a grading of `command` (a cold pytest command line), confined by `sandbox` if given (a
         `course.engine.sandbox.Policy` as JSON); None when it must run cold."""
-        if command[:4] != COLD_PREFIX or set(fds) != set(FD_NAMES) or not self.ready():
+        prefix = invocation.python_module("pytest")
+        if command[:len(prefix)] != prefix or set(fds) != set(FD_NAMES) or not self.ready():
             return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         out_r, out_w = os.pipe()
-        request = {"op": "launch", "args": command[4:], "cwd": str(cwd), "env": env, "memory_mb": memory_mb,
+        request = {"op": "launch", "args": command[len(prefix):], "cwd": str(cwd), "env": env, "memory_mb": memory_mb,
                    "sandbox": sandbox}
         try:
             with self._lock:

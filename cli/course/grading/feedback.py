@@ -14,6 +14,12 @@ class CheckFailed(AssertionError):
     """
 
 
+class PlatformFailure(Exception):  # noqa: N818 - named for what it is, as CheckFailed is
+    """The course's own machinery failed during a check (it could not send, read or compile what crossed between
+    the processes of a grading): an error of the platform, never the learner's mistake. The engine raises it,
+    and helpers that meet a limit of the grading; graders do not (so it is not among the helpers listed)."""
+
+
 def fail(message: str) -> NoReturn:
     """Fail the current check with a message written for the learner."""
     raise CheckFailed(message)

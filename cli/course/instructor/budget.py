@@ -147,8 +147,9 @@ def timeout_minutes(budget_s: float) -> int:
     return max(GRADESCOPE_TIMEOUT_S // 60, -(-int(budget_s + MARGIN_S) // 60))
 
 
-def settings(course_root: Path, title: str, budget_s: float) -> list[str]:
-    """What to set on Gradescope's "Autograder Settings" for a bundle of `budget_s`, and what was measured."""
+def settings(course_root: Path, title: str, budget_s: float, points: float | None = None) -> list[str]:
+    """What to set on Gradescope's "Autograder Settings" for a bundle of `budget_s`, and what was measured (`points`:
+    what the course is worth now, to tell figures measured of an earlier version of it)."""
     minutes = timeout_minutes(budget_s)
     default = " (Gradescope's default)" if minutes * 60 == GRADESCOPE_TIMEOUT_S else ""
     lines = [f"Set in Gradescope's Autograder Settings: timeout {minutes} minutes{default}; "
@@ -156,15 +157,16 @@ def settings(course_root: Path, title: str, budget_s: float) -> list[str]:
              "below were measured with).",
              f"Each submission's run keeps within a budget of {budget_s:g} s and stops what is still running then, "
              "saying so."]
-    return lines + measured(course_root, title)
+    return lines + measured(course_root, title, points)
 
 
 KINDS = {"correct": "a full correct submission", "looping": "one looping in every exercise",
          "first_looping": "one looping in its first exercise alone"}
 
 
-def measured(course_root: Path, title: str) -> list[str]:
-    """What `benchmarks/bench_gradescope.py` measured of this course, in words; a hint when it was not."""
+def measured(course_root: Path, title: str, points: float | None = None) -> list[str]:
+    """What `benchmarks/bench_gradescope.py` measured of this course, in words; a hint when it was not, and a
+    warning when it was measured while the course was worth other than `points`."""
     import json
 
     try:
@@ -179,5 +181,10 @@ def measured(course_root: Path, title: str) -> list[str]:
         return [f"Not measured for this course on Gradescope's limits: {MEASURED} is missing; "
                 "benchmarks/bench_gradescope.py measures it."]
     when = data.get("measured", "?")
-    return [f"Measured at {data.get('cpus', GRADESCOPE_CPUS):g} CPU and {data.get('memory_mb', GRADESCOPE_MEMORY_MB)} "
-            f"MiB on {when}, with a budget of {data.get('budget_s', '?')} s: " + "; ".join(said) + "."]
+    lines = [f"Measured at {data.get('cpus', GRADESCOPE_CPUS):g} CPU and {data.get('memory_mb', GRADESCOPE_MEMORY_MB)} "
+             f"MiB on {when}, with a budget of {data.get('budget_s', '?')} s: " + "; ".join(said) + "."]
+    then = {run["max_score"] for run in runs.values() if isinstance(run, dict) and "max_score" in run}
+    if points is not None and then and then != {points}:
+        lines.append(f"Those figures are of an earlier version of this course, worth {max(then):g} points (it is worth "
+                     f"{points:g} now): run benchmarks/bench_gradescope.py again to measure this one.")
+    return lines

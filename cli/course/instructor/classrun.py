@@ -38,6 +38,8 @@ class Student:
     """What this run wrote to their results file, to restore it if anything changed it since."""
     started: float | None = None
     ended: float | None = None
+    unreadable: list[str] = field(default_factory=list)
+    """What their entry holds that could not be read (a damaged zip, at any depth), one sentence each."""
 
     @property
     def error(self) -> bool:
@@ -48,7 +50,10 @@ class Student:
     def note(self) -> str:
         """What the gradebook says beside their row: what the platform failed on, if anything."""
         failed = [name for name, r in self.records.items() if r.status == "error"]
-        return f"the platform failed on {', '.join(failed)}; grade again" if failed else ""
+        notes = [f"the platform failed on {', '.join(failed)}; grade again"] if failed else []
+        if self.unreadable:
+            notes.append(f"not all of it could be read: {'; '.join(self.unreadable)}")
+        return "; ".join(notes)
 
     @property
     def wall_s(self) -> float | None:
@@ -144,4 +149,5 @@ class ClassRun:
         """What `extra_data` says about the grading itself and the entry."""
         entry = student.entry
         return {**grading_context(self.course, student=entry.student, seed=self.seed, protections=self.protections),
-                "entry": entry.label, "name": entry.name, "members": list(entry.members)}
+                "entry": entry.label, "name": entry.name, "members": list(entry.members),
+                **({"unreadable": list(student.unreadable)} if student.unreadable else {})}

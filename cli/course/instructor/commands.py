@@ -253,7 +253,7 @@ def autograder_gradescope(
 ) -> None:
     """Write Gradescope's autograder.zip: setup.sh, run_autograder and the course with its hidden checks."""
     from course import workspace
-    from course.instructor import autograder, budget
+    from course.instructor import autograder, budget, results
     from course.ui import instructor
 
     budget.check(budget_s)
@@ -261,7 +261,8 @@ def autograder_gradescope(
     path = autograder.gradescope(found, out, budget_s)
     instructor.paths_written("Gradescope autograder bundle:", [path.resolve()],
                              "Next: upload it as the assignment's autograder (Docker base image with Ubuntu).")
-    instructor.notes(budget.settings(found.root, found.meta.title, budget_s))
+    points = sum(results.max_points(e) for e in found.exercises)
+    instructor.notes(budget.settings(found.root, found.meta.title, budget_s, points))
 
 
 def autograder_classroom(

@@ -8,7 +8,8 @@ SIGHUP) or a shard's time limit loses only the students in flight: a grading the
 never recorded as theirs, since only a finished grading is a verdict. A rerun reuses every
 exercise whose grader and file hashes are unchanged (and that the platform did not fail), unless
 asked to regrade. What cannot be graded (a damaged zip, a stray file, a name that maps to no
-student) is kept aside with the reason (`course.instructor.layouts`).
+student) is kept aside with the reason (`course.instructor.layouts`); an entry that holds an archive
+that cannot be read is graded from the rest, and named beside them.
 """
 
 from __future__ import annotations
@@ -71,7 +72,11 @@ def prepare(course: Course, folder: Path, out: Path, *, only: list[str] | None =
 def add_student(run: ClassRun, entry: Entry, *, regrade: bool = False) -> Student:
     """Plan one student: reuse what an earlier run graded of the same files, queue the rest."""
     previous = _previous(run.results_path(entry.student))
-    student = Student(entry, dict(previous))
+    student = Student(entry, dict(previous), unreadable=entry.unreadable())
+    if student.unreadable:  # graded from the rest, and named: the run did not see all of it
+        why = "; ".join(student.unreadable)
+        run.bad.append(layouts.BadEntry(entry.label, f"holds what could not be read: {why}; the rest of it was graded",
+                                        entry.student, graded=True))
     for exercise, found in zip(run.exercises, entry.locate(run.exercises).values(), strict=True):
         old = previous.get(exercise.name)
         if not found.tried:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from course.files import write_atomic
-from course.instructor.classrun import ClassRun
+from course.instructor.classrun import ClassRun, Student
 from course.instructor.context import version
 from course.instructor.results import max_points
 
@@ -33,7 +33,8 @@ STATUSES = ("passed", "failed", "timeout", "error", "not_tried")
 
 def gradebook_csv(run: ClassRun) -> str:
     """One row per student (and per member of a group submission), per bad entry and per roster student
-    who sent nothing: a column per exercise's score (empty if never graded), total, max_total, note."""
+    who sent nothing: a column per exercise's score (empty if never graded, the platform's failure included),
+    total, max_total, note."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     names = [e.name for e in run.course.exercises]
@@ -42,18 +43,25 @@ def gradebook_csv(run: ClassRun) -> str:
     rows: list[tuple[str, list[str]]] = []
     for student in run.students:
         entry = student.entry
-        cells = [f"{student.records[n].score:g}" if n in student.records else "" for n in names]
+        cells = [_cell(student, n) for n in names]
         total = f"{run.total(student):g}"
         rows.append((entry.label, [entry.student, entry.name, entry.label, *cells, total, top, student.note]))
         rows += [(entry.label, [m, "", entry.label, *cells, total, top, f"group submission of {entry.student}"])
                  for m in entry.members]
     rows += [(bad.label, [bad.student, "", bad.label, *[""] * len(names), "", top, f"not graded: {bad.reason}"])
-             for bad in run.bad]
+             for bad in run.bad if not bad.graded]  # a graded one's student row says it (`Student.note`)
     for _, row in sorted(rows, key=lambda r: r[0]):
         writer.writerow(row)
     for sid, name in run.missing:
         writer.writerow([sid, name, "", *[""] * len(names), "0", top, "submitted nothing"])
     return buffer.getvalue()
+
+
+def _cell(student: Student, name: str) -> str:
+    """A student's score on one exercise; empty when it was never graded (not selected, or the platform failed
+    on it: no score of theirs, which the row's note says)."""
+    rec = student.records.get(name)
+    return "" if rec is None or rec.status == "error" else f"{rec.score:g}"
 
 
 def quoted(message: str) -> str:
@@ -131,7 +139,8 @@ def summary(run: ClassRun) -> dict[str, Any]:
         "graded_now": run.graded_now[0],
         "reused": run.graded_now[1],
         "platform_errors": [s.entry.student for s in run.students if s.error],
-        "bad_entries": [{"entry": b.label, "reason": b.reason, "student": b.student} for b in run.bad],
+        "bad_entries": [{"entry": b.label, "reason": b.reason, "student": b.student,
+                         **({"graded": True} if b.graded else {})} for b in run.bad],
         "missing": [{"student": sid, "name": name} for sid, name in run.missing],
         "max_total": sum(max_points(e) for e in run.course.exercises),
         "mean_total": round(statistics.fmean(scores), 3) if scores else None,

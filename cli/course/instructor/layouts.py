@@ -15,7 +15,9 @@ Known layouts, recognised by their names:
 A folder that holds nothing but one unpacked export is read as that export; an export found among
 students' entries is named and left out. Whatever cannot be an entry (a stray file, a damaged
 zip, a name that maps to no student, two entries of one student) becomes a `BadEntry` naming it
-and saying why (a damaged zip is still said to be the student it names); the others are graded.
+and saying why (a damaged zip is still said to be the student it names); the others are graded. An
+entry that holds an archive that cannot be read, at any depth, is graded from the rest and is a
+`BadEntry` too (`graded`), so that the run says it was not whole (`course.instructor.grade`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from course.errors import UsageError
+from course.instructor.archives import check_zip
 from course.instructor.roster import Roster
-from course.instructor.submissions import Entry, Source, check_zip, usable_id
+from course.instructor.submissions import Entry, Source, usable_id
 
 GRADESCOPE_METADATA = "submission_metadata.yml"
 _MOODLE = re.compile(r"^(?P<name>[^_]+)_(?P<id>\d+)_assign(?:submission|feedback)_[a-z]+_(?P<rest>.*)$", re.DOTALL)
@@ -48,6 +51,8 @@ class BadEntry:
     label: str
     reason: str
     student: str = ""
+    graded: bool = False
+    """The entry was graded but not whole (an archive in it could not be read): its student's row says why."""
 
     def sentence(self) -> str:
         """`label reason.`"""

@@ -60,7 +60,8 @@ def _students(course: Course, folder: Path) -> list[Student]:
         student = str(extra.get("student") or path.parent.name)
         entry = Entry(student, (), str(extra.get("entry") or student), str(extra.get("name") or ""),
                       tuple(extra.get("members") or ()))
-        found.append(Student(entry, stored_records(results)))
+        unreadable = [str(u) for u in extra.get("unreadable") or [] if isinstance(u, str)]
+        found.append(Student(entry, stored_records(results), unreadable=unreadable))
     return found
 
 
@@ -83,8 +84,8 @@ def merge(course: Course, folders: list[Path], out: Path) -> ClassRun:
             owner[student.entry.student] = folder
             run.students.append(student)
     run.students.sort(key=lambda s: s.entry.label)
-    bad = {b["entry"]: BadEntry(b["entry"], b["reason"], b.get("student", "")) for s in summaries
-           for b in s.get("bad_entries", [])}
+    bad = {b["entry"]: BadEntry(b["entry"], b["reason"], b.get("student", ""), b.get("graded") is True)
+           for s in summaries for b in s.get("bad_entries", [])}
     run.bad = sorted(bad.values(), key=lambda b: b.label)
     seen = set(owner)
     missing = [(m["student"], m.get("name", "")) for s in summaries for m in s.get("missing", [])]

@@ -92,7 +92,7 @@ script-src '{{ script_hash }}'">
  {{ bad_references|join(", ") }}. Check those graders (<code>course validate</code>) before trusting their scores.</div>
 {% endif %}
 {% if s.bad_entries %}<div class="alert" id="not-graded"><span class="bad">{{ s.bad_entries|length }} entr{{ "y" if
- s.bad_entries|length == 1 else "ies" }} could not be graded:</span><ul>
+ s.bad_entries|length == 1 else "ies" }} could not be graded whole:</span><ul>
 {% for b in s.bad_entries %}<li><code>{{ b.entry }}</code> {{ b.reason }}.</li>{% endfor %}</ul></div>{% endif %}
 {% if s.missing %}<div class="alert">{{ s.missing|length }} student{{ "" if s.missing|length == 1 else "s" }} of the
  roster submitted nothing: {% for m in s.missing %}{{ m.student }}{% if m.name %} ({{ m.name }}){% endif %}

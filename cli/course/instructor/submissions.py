@@ -3,11 +3,14 @@
 An entry is made of sources: a folder, a zip, or single files (Moodle and Canvas name each
 downloaded file after its student, so one student's files lie side by side with a classmate's).
 What the sources hold is a workspace (files at `exercises/NN_name/name.py`) or loose files named
-`name.py`, anywhere inside; a zip found in a folder or among a student's files is read one level
-deep, its members listed under its own name. A missing file means "not tried".
+`name.py`, anywhere inside; a zip found in a folder, among a student's files or inside another zip
+(up to MAX_NESTING deep) is read too, its members listed under its own name. A missing file means
+"not tried"; an archive that cannot be read, at any depth, is named (`Entry.unreadable`), so that
+its student's row says so and the run does not end as if everything was graded.
 
-Nothing is ever extracted or followed: a zip's members are read by name, a folder's files are
-opened without following links, so an entry cannot point at a classmate's files or outside its own.
+Nothing is ever extracted or followed: a zip's members are read by name (a zip inside a zip in
+memory, within MAX_INNER_BYTES), a folder's files are opened without following links, so an entry
+cannot point at a classmate's files or outside its own.
 """
 
 from __future__ import annotations
@@ -15,19 +18,28 @@ from __future__ import annotations
 import os
 import re
 import stat
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from course.instructor.archives import (
+    MAX_FILE_BYTES,
+    MAX_INNER_BYTES,
+    UNREADABLE,
+    TooLarge,
+    zip_members,
+    zip_read,
+)
 from course.registry import Exercise
 
 STUDENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,99}$")
 """A student's id: letters, digits and `_ . @ + -` (it names their folder of results)."""
 RESERVED = {"gradebook.csv", "summary.json", "report.html"}
 """Names the output folder uses for itself, so no student may be called that."""
-MAX_FILE_BYTES = 1 << 20
-MAX_MEMBERS = 10_000
 SKIPPED_DIRS = {"__MACOSX", "__pycache__", "node_modules", "site-packages"}
+MAX_NESTING = 3
+"""A zip inside a zip is read up to this many zips deep; one deeper is named as not read."""
+OTHER_ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".7z", ".rar")
+"""Archives a submission is never unpacked from: named, so that a student who sent one is told."""
 
 
 @dataclass(frozen=True)
@@ -58,10 +70,11 @@ class Source:
 
 @dataclass(frozen=True)
 class _Where:
-    """Where one listed file lives: a file on disk, or a member of a zip on disk."""
+    """Where one listed file lives: a file on disk, or a member of a zip on disk (`inside`: the members, outermost
+    first, that are the zips it lies in, then its own)."""
 
     path: Path
-    member: str | None = None
+    inside: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,11 @@ class Entry:
                     found.setdefault(rel, where)
         return dict(sorted(found.items())), problems
 
+    def unreadable(self) -> list[str]:
+        """What this entry holds that could not be read: a damaged zip, at any depth, or an archive of a kind that
+        is never unpacked, one sentence each."""
+        return self.listing()[1]
+
     def files(self) -> list[str]:
         """Every file inside, as POSIX paths relative to the entry."""
         return list(self.listing()[0])
@@ -100,11 +118,11 @@ class Entry:
     def read(self, rel: str, where: _Where) -> Found:
         """The bytes of the file at `rel`, or a note saying why it is not graded."""
         try:
-            data = _zip_read(where.path, where.member) if where.member is not None else _file_read(where.path)
-        except _TooLarge as exc:
+            data = zip_read(where.path, where.inside, MAX_FILE_BYTES) if where.inside else _file_read(where.path)
+        except TooLarge as exc:
             return Found(rel, None, f"{rel} is {exc.size} bytes, over the {MAX_FILE_BYTES} byte limit; not graded",
                          "too_large")
-        except (OSError, RuntimeError, zipfile.BadZipFile, ValueError, StopIteration) as exc:
+        except (*UNREADABLE, StopIteration) as exc:
             return Found(rel, None, f"{rel} could not be read ({exc}); not graded", "unreadable")
         return Found(rel, data)
 
@@ -131,37 +149,65 @@ class Entry:
         return Found(None, None, "; ".join(problems))
 
 
-class _TooLarge(Exception):
-    """A file over MAX_FILE_BYTES."""
-
-    def __init__(self, size: int) -> None:
-        """Remember the size that was found."""
-        super().__init__(size)
-        self.size = size
-
-
 def _skipped(rel: str) -> bool:
     """Files inside hidden folders and tool folders are not the student's work."""
     return any(part.startswith(".") or part in SKIPPED_DIRS for part in PurePosixPath(rel).parts[:-1])
 
 
 def _source_files(source: Source, problems: list[str]) -> list[tuple[str, _Where]]:
-    """The files one source holds; a zip among them (not inside another zip) is listed member by member."""
+    """The files one source holds; a zip among them is listed member by member, as are the zips inside it."""
     if source.rel:  # a single file of the entry (Moodle's and Canvas's flat downloads)
         files = [(source.rel, _Where(source.path))] if _regular(source.path) else []
     elif source.path.is_dir() and not source.path.is_symlink():
         files = [(rel, _Where(source.path / rel)) for rel in _folder_files(source.path)]
-    else:
-        return [(rel, _Where(source.path, member)) for rel, member in _zip_members(source.path)]
+    else:  # a zip that is the whole entry (`check_zip` vetted it)
+        return _archive(source.path, (), "", problems, 1)
     listed = []
     for rel, where in files:
         listed.append((rel, where))
-        if rel.lower().endswith(".zip") and not _skipped(rel):
-            try:
-                listed += [(f"{rel}/{name}", _Where(where.path, member)) for name, member in _zip_members(where.path)]
-            except (OSError, zipfile.BadZipFile, ValueError) as exc:
-                problems.append(f"{rel} could not be read as a zip ({exc})")
+        if not _skipped(rel):
+            listed += _archived(where.path, (), rel, problems, 1)
     return listed
+
+
+def _archived(path: Path, inside: tuple[str, ...], rel: str, problems: list[str],
+              depth: int) -> list[tuple[str, _Where]]:
+    """What the file at `rel` holds when it is an archive (listed under `rel/`); nothing for any other file. An
+    archive that cannot be read, or is never unpacked, is one of `problems`."""
+    lower = rel.lower()
+    if lower.endswith(".zip"):
+        if depth > MAX_NESTING:
+            problems.append(f"{rel} lies inside {depth - 1} zips, more than are read (unzip it)")
+            return []
+        return _archive(path, inside, f"{rel}/", problems, depth)
+    if lower.endswith(OTHER_ARCHIVES):
+        problems.append(f"{rel} is a kind of archive that is never unpacked (send a .zip or the files)")
+    return []
+
+
+def _archive(path: Path, inside: tuple[str, ...], prefix: str, problems: list[str],
+             depth: int) -> list[tuple[str, _Where]]:
+    """The members of the zip `inside` leads to in the zip at `path`, each under `prefix`, and the members of the
+    zips among them; a zip that cannot be read is one of `problems`."""
+    try:
+        members = zip_members(path, inside)
+    except (*UNREADABLE, TooLarge) as exc:
+        shown = prefix.rstrip("/") or path.name
+        problems.append(f"{shown} is not a readable zip ({_reason(exc)})")
+        return []
+    listed = []
+    for name, stored in members:
+        listed.append((prefix + name, _Where(path, (*inside, stored))))
+        if not _skipped(name):
+            listed += _archived(path, (*inside, stored), prefix + name, problems, depth + 1)
+    return listed
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a zip could not be read, in a few words."""
+    if isinstance(exc, TooLarge):
+        return f"it is {exc.size} bytes, over the {MAX_INNER_BYTES} bytes a zip inside a zip may be"
+    return str(exc) or type(exc).__name__
 
 
 def _regular(path: Path) -> bool:
@@ -187,52 +233,8 @@ def _file_read(path: Path) -> bytes:
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > MAX_FILE_BYTES:
-            raise _TooLarge(size)
+            raise TooLarge(size)
         return fh.read(MAX_FILE_BYTES + 1)
-
-
-def _is_link(info: zipfile.ZipInfo) -> bool:
-    """True for a member stored as a symbolic link."""
-    return stat.S_ISLNK(info.external_attr >> 16)
-
-
-def _zip_members(path: Path) -> list[tuple[str, str]]:
-    """(cleaned name, stored name) of each regular member of a zip on disk (never a link)."""
-    with zipfile.ZipFile(path) as archive:
-        infos = archive.infolist()
-        if len(infos) > MAX_MEMBERS:
-            raise ValueError(f"it holds {len(infos)} files, more than {MAX_MEMBERS}")
-        return [(_clean(i.filename), i.filename) for i in infos if not i.is_dir() and not _is_link(i)]
-
-
-def _clean(name: str) -> str:
-    """A member's name as a relative POSIX path without `.` or `..` parts."""
-    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
-    return "/".join(parts)
-
-
-def _zip_read(path: Path, member: str) -> bytes:
-    """The bytes of one member of a zip, refusing one larger than the limit."""
-    with zipfile.ZipFile(path) as archive:
-        info = archive.getinfo(member)
-        if info.file_size > MAX_FILE_BYTES:
-            raise _TooLarge(info.file_size)
-        with archive.open(info) as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise _TooLarge(len(data))
-        return data
-
-
-def check_zip(path: Path) -> str:
-    """Why a zip cannot be a submission ('' when it can): unreadable, or too many members."""
-    try:
-        _zip_members(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        return f"is not a readable zip file ({exc}); replace or remove it"
-    except ValueError as exc:
-        return f"is not a submission: {exc}"
-    return ""
 
 
 def usable_id(student: str) -> bool:

@@ -235,7 +235,8 @@ def _troubles(summary: dict[str, Any]) -> None:
         ui.line(f"The platform failed for {', '.join(summary['platform_errors'])}; their results say so. "
                 "Run the same command again to grade them again.", style="bold magenta")
     for bad in summary.get("bad_entries", []):
-        ui.labelled(Text("not graded", style="bold red"), f"{bad['entry']} {bad['reason']}.")
+        label = Text("not whole", style="bold red") if bad.get("graded") else Text("not graded", style="bold red")
+        ui.labelled(label, f"{bad['entry']} {bad['reason']}.")
     if summary.get("missing"):
         names = ", ".join(m["student"] for m in summary["missing"])
         ui.labelled(Text("no entry", style="bold yellow"), f"{len(summary['missing'])} student(s) of the roster "

@@ -111,16 +111,40 @@ def test_a_trace_read_from_elsewhere_compiles_here_to_the_same_program() -> None
         compile_program(decode(encode(jax.make_jaxpr(_scan(4)[0])(*_scan(4)[1:]))), _scan(4)[1])
 
 
-def test_a_trace_whose_parameters_did_not_cross_fails_the_check_in_words() -> None:
-    """A PRNG key's implementation arrives as its text, so the judge cannot lower a step that draws random
-    numbers: the check fails saying so, not with the error of JAX's lowering."""
+def test_random_numbers_callbacks_and_custom_rules_compile_in_the_judge() -> None:
+    """A step that draws random numbers (typed and raw keys), calls back to the host or defines its own backward
+    rule compiles from its trace as it does here: the keys' types, the callbacks' effects and the primal body of
+    the rule cross."""
     from course.engine.jaxpr_objects import decode
     from course.engine.jaxprs import encode
-    from course.grading import CheckFailed
+
+    @jax.custom_vjp
+    def act(x):
+        return jnp.sin(x)
+
+    act.defvjp(lambda x: (jnp.sin(x), x), lambda r, g: (g * jnp.cos(r),))
 
     def noisy(key, a):
-        return a + jax.random.normal(jax.random.wrap_key_data(key), a.shape)
+        drawn = jax.random.normal(jax.random.wrap_key_data(key), a.shape) + jax.random.uniform(jax.random.key(3))
+        jax.debug.callback(lambda v: None, drawn, ordered=True)
+        return act(a + drawn)
 
     args = (jax.ShapeDtypeStruct((2,), jnp.uint32), jax.ShapeDtypeStruct((8,), jnp.float32))
-    with pytest.raises(CheckFailed, match="your step could not be compiled where the grader measures it.*Random"):
-        compile_program(decode(encode(jax.make_jaxpr(noisy)(*args))), *args)
+    there = compile_program(decode(encode(jax.make_jaxpr(noisy)(*args))), *args)
+    assert there.memory == compile_program(noisy, *args).memory
+
+
+def test_a_trace_whose_parameters_did_not_cross_is_the_platforms_failure() -> None:
+    """A parameter that arrived as its text where lowering needs the object: the check ends as the grading's own
+    failure, in words, not with the error of JAX's lowering and never as the learner's mistake."""
+    from course.engine.jaxpr_objects import Unsent, decode
+    from course.engine.jaxprs import encode
+    from course.grading.feedback import PlatformFailure
+
+    args = (jax.ShapeDtypeStruct((4, 4), jnp.float32),)
+    back = decode(encode(jax.make_jaxpr(lambda a: jnp.dot(a, a, precision=jax.lax.Precision.HIGHEST))(*args)))
+    (dot,) = back.jaxpr.eqns
+    forged = back.replace(jaxpr=back.jaxpr.replace(eqns=[dot.replace(params={
+        **dot.params, "dimension_numbers": Unsent("tuple", "(([1], [0]), ([], []))")})]))
+    with pytest.raises(PlatformFailure, match="your step could not be compiled where the grader measures it"):
+        compile_program(forged, *args)

@@ -132,26 +132,27 @@ def compile_trace(fn: Any, *args: Any) -> Program:
     try:
         return compile_lowered(jax.jit(program).lower(*leaves), name)
     except (AttributeError, TypeError) as exc:  # a parameter that arrived as its text (`jaxpr_values.Unsent`)
-        from course.grading.feedback import fail
+        from course.grading.feedback import PlatformFailure
 
         what = f"`{fn.__name__}`" if hasattr(fn, "__name__") else "your step"
-        fail(f"{what} could not be compiled where the grader measures it: its trace holds an operation whose "
-             f"parameters do not cross from the process running your code ({type(exc).__name__}: {exc}). Random "
-             "numbers drawn inside the step are the usual cause; no step of this course needs them.")
+        raise PlatformFailure(f"{what} could not be compiled where the grader measures it: its trace holds an "
+                              f"operation whose parameters do not cross from the process running your code "
+                              f"({type(exc).__name__}: {exc})") from None
 
 
 def _without_frames(closed: Any) -> Any:
     """`closed` ready to lower here. A trace read from the executor holds its source frames as plain data
     (`course.engine.jaxpr_objects.Traceback`), which lowering cannot join to its own: they are left out (they
     only name locations in the lowered text). A custom derivative's rule arrives as its text, and under `jax.jit`
-    only its primal body is lowered: `custom_jvp_call` becomes a call of that body (`jax.nn.relu`'s, say)."""
+    only its primal body is lowered: `custom_jvp_call` and `custom_vjp_call` become a call of that body
+    (`jax.nn.relu`'s, say, or a learner's activation with a backward rule of its own)."""
     from jax._src import core, source_info_util
 
     done: dict[int, Any] = {}
 
     def eqn(e: Any) -> Any:
         info = source_info_util.SourceInfo(None, e.source_info.name_stack)
-        if e.primitive.name == "custom_jvp_call":
+        if e.primitive.name in ("custom_jvp_call", "custom_vjp_call"):
             return e.replace(primitive=core.closed_call_p, params={"call_jaxpr": param(e.params["call_jaxpr"])},
                              source_info=info)
         return e.replace(source_info=info, params={k: param(v) for k, v in e.params.items()})
