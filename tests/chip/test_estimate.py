@@ -128,3 +128,32 @@ def test_a_generation_is_read_from_jax_own_table() -> None:
     assert chip.fastest(2 * 4096**3, 3 * 4096 * 4096 * 2) == pytest.approx(2 * 4096**3 / 197e12)
     with pytest.raises(ValueError, match="no TPU generation named 'v9'"):
         chip_named("v9")
+
+
+def test_a_kernel_that_writes_back_by_hand_counts_both_ways_and_each_loop_step_once() -> None:
+    """Rows read and written by DMA in one loop: both directions count, and an iteration that starts two copies
+    pays one step's bookkeeping."""
+    rows = 64
+
+    def kernel(x_hbm, o_hbm, buf, sems):
+        def step(i, carry):
+            read = pltpu.make_async_copy(x_hbm.at[pl.ds(i * 8, 8)], buf, sems.at[0])
+            read.start()
+            read.wait()
+            write = pltpu.make_async_copy(buf, o_hbm.at[pl.ds(i * 8, 8)], sems.at[1])
+            write.start()
+            write.wait()
+            return carry
+
+        jax.lax.fori_loop(0, rows // 8, step, 0)
+
+    def fn(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                              out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                              scratch_shapes=[pltpu.VMEM((8, 128), x.dtype), pltpu.SemaphoreType.DMA((2,))])(x)
+
+    (call,) = pallas_calls(fn, jax.ShapeDtypeStruct((rows, 128), jnp.float32))
+    cost = kernel_cost(call)
+    assert cost.hbm_bytes == 2 * rows * 128 * 4
+    assert cost.loop_steps == rows // 8

@@ -137,34 +137,38 @@ def _moves(closed: Any, grid: tuple[int, ...]) -> int:
 
 
 def _dma_traffic(call: Any) -> tuple[float, int]:
-    """Bytes the kernel's own DMAs move between HBM and its memories over the grid, and how many DMAs it starts."""
-    moved, starts = _dmas(call.jaxpr, 1.0)
+    """Bytes the kernel's own DMAs move between HBM and its memories over the grid, and the loop iterations that
+    start them (each pays a step's bookkeeping, however many copies it starts; copies started outside any loop
+    count as one more)."""
+    moved, iterations, outside = _dmas(call.jaxpr)
     steps = math.prod(int(g) for g in call.params["grid_mapping"].grid) if call.params["grid_mapping"].grid else 1
-    return moved * steps, int(starts * steps)
+    return moved * steps, int((iterations + outside) * steps)
 
 
-def _dmas(jaxpr: Any, times: float) -> tuple[float, float]:
-    """(HBM bytes, DMA starts) of one run of `jaxpr`: a loop's by its trip count, a `pl.when` as if it ran
-    (a prefetch guarded by one runs on all steps but the last)."""
+def _dmas(jaxpr: Any) -> tuple[float, float, bool]:
+    """(HBM bytes, DMA-starting loop iterations, whether it starts DMAs outside any loop) of one run of `jaxpr`: a
+    loop's by its trip count, a `pl.when` as if it ran (a prefetch guarded by one runs on all steps but the last)."""
     import jax
     import jax.extend as jex
 
-    moved = starts = 0.0
+    moved = iterations = 0.0
+    outside = False
     for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
-        name = eqn.primitive.name
-        if name == "dma_start":
-            src, dst = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars)[:3:2]
+        if eqn.primitive.name == "dma_start":
+            src, dst = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars)[:2]
             if _in_hbm(src) or _in_hbm(dst):
-                moved, starts = moved + _window_bytes(src), starts + 1
+                moved, outside = moved + _window_bytes(src), True
             continue
-        inner = 1.0 if name != "scan" else float(eqn.params["length"])
-        subs = list(jex.core.jaxprs_in_params(eqn.params))
-        found = [_dmas(sub, inner) for sub in subs]
-        if name == "cond" and found:
+        found = [_dmas(sub) for sub in jex.core.jaxprs_in_params(eqn.params)]
+        if eqn.primitive.name == "cond" and found:
             found = [max(found)]  # one branch runs
-        for m, n in found:
-            moved, starts = moved + m, starts + n
-    return moved * times, starts * times
+        inner, loops, starts = sum(f[0] for f in found), sum(f[1] for f in found), any(f[2] for f in found)
+        if eqn.primitive.name == "scan":
+            length = float(eqn.params["length"])
+            moved, iterations = moved + inner * length, iterations + (loops or float(starts)) * length
+        else:
+            moved, iterations, outside = moved + inner, iterations + loops, outside or starts
+    return moved, iterations, outside
 
 
 def _in_hbm(ref: Any) -> bool:
