@@ -45,7 +45,8 @@ def _said(call: dict[str, Any]) -> str:
 def bench_report(report: ChipReport, improved: list[str]) -> None:
     """`course bench` for one exercise: a small table per call, measured on a chip or estimated."""
     if report.estimated:
-        said = Text(f"an estimate for a {report.chip}, not a measurement (calibrated on a TPU v5e)", style="cyan")
+        calibrated = "" if report.chip == "TPU v5e" else " (calibrated on a TPU v5e)"
+        said = Text(f"an estimate for a {report.chip}, not a measurement{calibrated}", style="cyan")
     else:
         said = Text(f"measured on {report.chip} ({report.device_kind})")
     ui.labelled(Text(report.name, style="bold"), said)
