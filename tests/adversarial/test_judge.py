@@ -283,14 +283,16 @@ def double(x):
 
 def test_several_processes_are_judged_too(tmp_path: Path) -> None:
     """`multi_process`, graded by two processes at once, with a mean of zeros in processes where every
-    NumPy closeness test says yes: each process's judge decides the mean, and it fails."""
+    NumPy closeness test says yes: NumPy's own `isclose` and `allclose` are rebound, which the guard sees,
+    so the processes' reports say the machinery was tampered with, and no check counts (0 points), the
+    judges' included. (`mp_rows_patched`, through `course grade`, rebinds only what the guard does not note:
+    there each process's judge decides, and the one check it forged fails.)"""
     from course.engine.runner import grade
 
     exercise = load_course(REPO).get("multi_process")
     result = grade(exercise, ATTACKS / "mp_zeros_patched.py", skip_stub=False)
-    mean = next(c for c in result.checks if c.id == "test_global_mean")
-    assert result.status == "failed" and mean.status == "failed", (result.message, mean.message)
-    assert "holds zeros" in mean.message, mean.message
+    assert (result.status, result.score, result.tampered) == ("failed", 0.0, True), result.message
+    assert re.search(TAMPERED + r".*numpy\.(allclose|isclose)", result.message), result.message
     assert result.checks[0].id == "test_imports" and len(result.checks) == 5  # the grader's order
 
 
