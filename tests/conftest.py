@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import textwrap
 import types
@@ -15,6 +16,10 @@ from course import ui
 from support import FIXTURES, git_commit
 
 pytest_plugins = ["pytester"]
+
+# The suite grades the course's own fixture files, which it trusts: where it runs as root with no unprivileged
+# user to grade as, `course grade` would otherwise refuse (tests/adversarial/test_trust.py tests the refusal).
+os.environ.setdefault("COURSE_TRUST_SUBMISSIONS", "1")
 
 # Fixture courses and attack files are data: their graders run only under `course check`.
 collect_ignore = ["fixtures", "adversarial/course", "adversarial/attacks"]

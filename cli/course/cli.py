@@ -62,12 +62,17 @@ def warn_of(session: Session, *, again: bool = False) -> None:
 
 
 def say_where_grading_runs(session: Session) -> None:
-    """Before grading: if JAX was asked for an accelerator, say (once) that grading uses the CPU."""
+    """Before grading: if JAX was asked for an accelerator, say (once) that grading uses the CPU; where nothing
+    confines the learner's code beyond their own rights (root, or no namespace), say that too, in one line."""
     from course import accelerator
+    from course.engine import protections
 
     notice = accelerator.notice(session.paths)
     if notice:
         ui.info(notice)
+    rights = protections.own_rights()
+    if rights:
+        ui.warning(rights)
 
 
 @app.callback()

@@ -1,16 +1,20 @@
 """Attacks on the split grading: the learner's code shares a process with the executor, never with the judge.
 
-Each attack in `attacks/judge/` is a file for the real `update_with_donate`, graded by the real
-`course check` in a fresh `course init` workspace, and then through `course grade` with the sandbox.
-Every attack that returns wrong values must fail the values check, which the judge decides: patching
-NumPy, the grader's helpers or pytest in the learner's process, or hunting for the judge's process,
-changes nothing it sees. An executor that goes away fails the judge's checks as the learner's doing
-(exit 1, recorded), never the platform's (exit 3).
+Each attack in `attacks/judge/` is a file for the real `update_with_donate` (or, where named, another
+exercise), graded by the real `course check` in a fresh `course init` workspace, and then through
+`course grade` with the sandbox; each must score exactly what it deserves (`DESERVED`). Every attack that
+returns wrong values must fail the values check, which the judge decides: patching NumPy, the grader's
+helpers or pytest in the learner's process, or hunting for the judge's process, changes nothing it sees.
+An executor that goes away fails the judge's checks as the learner's doing (exit 1, recorded), never the
+platform's (exit 3). Nothing the learner's code does to what either side writes can raise a score: a report
+removed, emptied or put back to an earlier one, tampering on either side, or a killed judge, voids every
+check; an exit keeps the verdicts of the checks that finished.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,15 +24,46 @@ from pathlib import Path
 
 import pytest
 
+from course.engine import protections
 from course.registry import load_course
 
 REPO = Path(__file__).resolve().parents[2]
 ATTACKS = Path(__file__).parent / "attacks" / "judge"
 COURSE_BIN = Path(sys.executable).with_name("course")
-STUB = "exercises/01_update_with_donate/update_with_donate.py"
+CHECKS = ["test_values", "test_dtype_and_shape", "test_state_consumed", "test_helper_aliases_state",
+          "test_helper_built_once", "test_no_read_after_donate", "test_no_copy_before_donate"]
 SOLUTION = REPO / "solutions" / "01_update_with_donate" / "update_with_donate.py"
 WRONG_VALUES = r"differs from the expected value"
 GONE = r"ended|os\._exit|sys\.exit"
+ENDED = r"ended before reporting"
+TAMPERED = r"grading machinery was tampered with"
+REMOVED = r"report was removed or changed while your code ran"
+UNVOUCHED = r"does not vouch for every answer the judge received"
+# attack on update_with_donate -> (the score of 7 it deserves through `course check`, through `course grade`
+# with the sandbox, and a pattern of what the learner reads through `course check`: the exercise's message, then
+# each check's as "id: message")
+DESERVED = {
+    "rebind_less_equal": (6.0, 6.0, r"6 of 7 checks passed"),
+    "hunt_judge": (6.0, 6.0, r"6 of 7 checks passed"),
+    "patch_everything": (0.0, 0.0, TAMPERED),
+    "exit_in_call": (0.0, 0.0, ENDED),
+    "close_link": (0.0, 0.0, ENDED),
+    "hide_recompiles": (6.0, 6.0, r"6 of 7 checks passed"),
+    "remove_own_report": (0.0, 0.0, REMOVED),
+    # Under `course grade` the executor's temporary folder is its own: the judge's report is out of reach.
+    "remove_judge_report": (0.0, 6.0, REMOVED),
+    "hide_tampering": (0.0, 0.0, REMOVED),
+    "tamper_in_executor": (0.0, 0.0, TAMPERED + r".*is_consumed"),
+    "truncate_report": (0.0, 0.0, REMOVED),
+    "replay_report": (0.0, 0.0, UNVOUCHED),
+    "exit_in_own_check": (5.0, 5.0, r"test_no_read_after_donate: .*" + ENDED),
+    "exit_in_last_check": (6.0, 6.0, r"test_no_copy_before_donate: .*" + ENDED),
+    "kill_judge": (6.0, 6.0, r"6 of 7 checks passed"),  # in a PID namespace its judge cannot be seen
+}
+# attack on remat_policy -> the part of the machinery it rebinds (each deserves 0 of 9: tampering)
+REBINDS = {"rebind_dispatch": r"course\.engine\.asks\._dispatch",
+           "rebind_watch": r"course\.grading\.observe\.calls\.warmup\.watch"}
+REMAT = REPO / "solutions" / "17_remat_policy" / "remat_policy.py"
 # Attacks on other exercises than update_with_donate: attack -> (the exercise's folder, the one check it loses,
 # a pattern of that check's message).
 OTHER_EXERCISES = {
@@ -45,22 +80,23 @@ OTHER_EXERCISES = {
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {
     "rebind_less_equal": WRONG_VALUES,
-    "patch_everything": WRONG_VALUES,
+    "patch_everything": TAMPERED,  # its tampering voids every check, the values check included
     "hunt_judge": WRONG_VALUES,
     "exit_in_call": GONE,
     "close_link": r"ended before reporting|process running your code ended",
 }
 
 
-def _check(root: Path, attack: Path) -> tuple[int, dict, Path]:
-    """Grade one file as exercise 1 of a fresh workspace with `course check --json`."""
-    workspace = root / attack.stem
+def _check(root: Path, attack: Path, folder: str = "01_update_with_donate",
+           env: dict[str, str] | None = None) -> tuple[int, dict, Path]:
+    """Grade one file as the exercise in `folder` of a fresh workspace with `course check --json`."""
+    workspace, name = root / attack.stem, _name(folder)
     init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(REPO)], capture_output=True,
                           text=True, timeout=300, check=False)
     assert init.returncode == 0, init.stderr
-    shutil.copyfile(attack, workspace / STUB)
-    done = subprocess.run([str(COURSE_BIN), "check", "update_with_donate", "--json", "-w", str(workspace),
-                           "--course", str(REPO)], capture_output=True, text=True, timeout=900, check=False)
+    shutil.copyfile(attack, workspace / "exercises" / folder / f"{name}.py")
+    done = subprocess.run([str(COURSE_BIN), "check", name, "--json", "-w", str(workspace),
+                           "--course", str(REPO)], capture_output=True, text=True, timeout=900, check=False, env=env)
     assert done.stdout.strip(), done.stderr[-2000:]
     return done.returncode, json.loads(done.stdout)["exercises"][0], workspace
 
@@ -71,7 +107,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, di
     root = tmp_path_factory.mktemp("judge")
     files = [*sorted(ATTACKS.glob("*.py")), SOLUTION]
     files = [f for f in files if f.stem not in ("hidden_lookup", "mp_zeros_patched", "hide_compiles",
-                                                "hide_budget_compiles", *OTHER_EXERCISES)]
+                                                "hide_budget_compiles", *OTHER_EXERCISES, *REBINDS)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip([f.stem for f in files], pool.map(lambda f: _check(root, f), files), strict=True))
 
@@ -121,6 +157,45 @@ def test_the_judge_decides_the_values(checked: dict[str, tuple[int, dict, Path]]
     assert len(result["checks"]) == 7 and result["checks"][0]["id"] == "test_values"  # the grader's order
     progress = json.loads((workspace / ".course" / "progress.json").read_text(encoding="utf-8"))
     assert "update_with_donate" not in json.dumps(progress.get("passed", [])), progress
+
+
+@pytest.mark.parametrize("attack", sorted(DESERVED))
+def test_each_attack_scores_what_it_deserves(checked: dict[str, tuple[int, dict, Path]], attack: str) -> None:
+    """Through `course check`, each attack scores exactly what it deserves, as the learner's doing (exit 1),
+    with every check of the grader listed in its order, and no pass recorded in progress."""
+    code, result, workspace = checked[attack]
+    deserved, _, said = DESERVED[attack]
+    if attack == "kill_judge" and protections.contained() is None:  # no namespace: the judge was killed
+        deserved, said = 0.0, r"judge process was ended by signal"
+    assert code == 1 and result["status"] == "failed", result
+    assert (result["score"], result["max_score"]) == (deserved, 7.0), [(c["id"], c["message"]) for c in
+                                                                       result["checks"]]
+    words = "\n".join([result["message"], *(f'{c["id"]}: {c["message"]}' for c in result["checks"])])
+    assert re.search(said, words), words
+    assert [c["id"] for c in result["checks"]] == CHECKS
+    recorded = json.loads((workspace / ".course" / "progress.json").read_text(encoding="utf-8"))["exercises"]
+    assert (recorded["update_with_donate"]["status"], recorded["update_with_donate"]["score"]) == ("failed",
+                                                                                               deserved), recorded
+
+
+def test_a_judge_killed_where_no_namespace_hides_it_voids_the_grading(tmp_path: Path) -> None:
+    """Without a PID namespace (`COURSE_PORTABLE=1`), the learner's code can find its judge and kill it: that is
+    the learner's doing, a failure with no check counted (0 of 7, exit 1), never the platform's error (exit 3)."""
+    env = {**os.environ, "COURSE_PORTABLE": "1"}
+    code, result, _ = _check(tmp_path, ATTACKS / "kill_judge.py", env=env)
+    assert (code, result["status"], result["score"], result["max_score"]) == (1, "failed", 0.0, 7.0), result
+    assert "judge process was ended by signal 9" in result["message"], result["message"]
+    assert [c["id"] for c in result["checks"]] == CHECKS
+
+
+@pytest.mark.parametrize("attack", sorted(REBINDS))
+def test_the_executors_request_machinery_is_guarded(tmp_path: Path, attack: str) -> None:
+    """A `remat_policy` left unjitted that rebinds what answers the judge (`asks._dispatch`, or the recorder
+    `warmup.watch`) to run a jitted copy scored 9 of 9 while those modules were imported after the guard's
+    snapshot. They are loaded before it now: the rebinding is tampering, and no check counts (0 of 9)."""
+    code, result, _ = _check(tmp_path, ATTACKS / f"{attack}.py", "17_remat_policy")
+    assert (code, result["status"], result["score"], result["max_score"]) == (1, "failed", 0.0, 9.0), result
+    assert re.search(TAMPERED + ".*" + REBINDS[attack], result["message"]), result["message"]
 
 
 def test_patching_numpy_passed_before_the_split(tmp_path: Path) -> None:
@@ -208,33 +283,47 @@ def double(x):
 
 def test_several_processes_are_judged_too(tmp_path: Path) -> None:
     """`multi_process`, graded by two processes at once, with a mean of zeros in processes where every
-    NumPy closeness test says yes: each process's judge decides the mean, and it fails."""
+    NumPy closeness test says yes: NumPy's own `isclose` and `allclose` are rebound, which the guard sees,
+    so the processes' reports say the machinery was tampered with, and no check counts (0 points), the
+    judges' included. (`mp_rows_patched`, through `course grade`, rebinds only what the guard does not note:
+    there each process's judge decides, and the one check it forged fails.)"""
     from course.engine.runner import grade
 
     exercise = load_course(REPO).get("multi_process")
     result = grade(exercise, ATTACKS / "mp_zeros_patched.py", skip_stub=False)
-    mean = next(c for c in result.checks if c.id == "test_global_mean")
-    assert result.status == "failed" and mean.status == "failed", (result.message, mean.message)
-    assert "holds zeros" in mean.message, mean.message
+    assert (result.status, result.score, result.tampered) == ("failed", 0.0, True), result.message
+    assert re.search(TAMPERED + r".*numpy\.(allclose|isclose)", result.message), result.message
     assert result.checks[0].id == "test_imports" and len(result.checks) == 5  # the grader's order
 
 
 def test_course_grade_judges_the_values_too(tmp_path: Path) -> None:
     """Through `course grade` with the sandbox, as an instructor grades a class: the file that patches
-    NumPy scores the points of the checks it can forge in its own process, never the values check,
-    and its classmate's reference solution scores everything."""
-    course = _course_of(tmp_path, "01_update_with_donate")
-    graded = _graded_class(tmp_path, course, "update_with_donate", {
-        "ada": SOLUTION, "mallory": ATTACKS / "rebind_less_equal.py", "eve": ATTACKS / "hide_recompiles.py"})
-    assert graded["ada"]["score"] == 7.0, graded["ada"]["output"]
-    mallory = graded["mallory"]
+    NumPy scores the points of the checks it can forge in its own process, never the values check, and
+    every attack scores what it deserves (`DESERVED`, `REBINDS`: what removing, emptying or replaying a
+    report, tampering, exiting or rebinding the executor's machinery earns), while its classmate's reference
+    solutions score everything."""
+    course = _course_of(tmp_path, "01_update_with_donate", "17_remat_policy")
+    students: dict[str, Path | dict[str, Path]] = {
+        "ada": {"update_with_donate": SOLUTION, "remat_policy": REMAT},
+        **{attack: {"update_with_donate": ATTACKS / f"{attack}.py"} for attack in DESERVED},
+        **{attack: {"remat_policy": ATTACKS / f"{attack}.py"} for attack in REBINDS}}
+    graded = _graded_class(tmp_path, course, "", students)
+    assert graded["ada"]["score"] == 16.0, graded["ada"]["output"]
+    mallory = graded["rebind_less_equal"]
     values = [t for t in mallory["tests"] if "Returns state + delta" in t["name"]]
     assert len(values) == 1 and values[0]["score"] == 0, mallory["tests"]
-    assert mallory["score"] == 6.0 and mallory["extra_data"]["exercises"]["update_with_donate"]["status"] == "failed"
+    assert mallory["extra_data"]["exercises"]["update_with_donate"]["status"] == "failed"
     # Compiles hidden from the count, in the sandbox too: the programs' texts give them away.
-    lost = [t for t in graded["eve"]["tests"] if t["score"] < t["max_score"]]
+    lost = [t for t in graded["hide_recompiles"]["tests"] if t["score"] < t["max_score"]
+            and t["name"].startswith("update_with_donate: ")]
     assert len(lost) == 1 and lost[0]["name"].endswith("Compiles once per shape, not once per call."), lost
     assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
+    scores = {attack: graded[attack]["score"] for attack in [*DESERVED, *REBINDS]}
+    assert scores == {**{a: d[1] for a, d in DESERVED.items()}, **dict.fromkeys(REBINDS, 0.0)}, scores
+    for attack in [*DESERVED, *REBINDS]:  # every check of the grader is listed, none dropped
+        name = "remat_policy" if attack in REBINDS else "update_with_donate"
+        tests = [t for t in graded[attack]["tests"] if t["name"].startswith(f"{name}: ")]
+        assert sum(t["max_score"] for t in tests) == (9.0 if attack in REBINDS else 7.0), (attack, tests)
 
 
 def test_compiles_hidden_from_the_count_show_in_update_with_donates_programs(

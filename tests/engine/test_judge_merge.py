@@ -220,3 +220,71 @@ def test_a_grading_with_no_check_on_either_side_is_the_courses_problem(mini_cour
     that sends the instructor to `course validate`, never a pass."""
     merged = judge.merge(_exercise(mini_course), _side(), _side())
     assert merged.status == "error" and "defines no checks" in merged.message
+
+
+def _expected(*names: str) -> list[dict]:
+    """What a manifest says of the other side's checks: each worth 1 point."""
+    return [{"id": name, "title": name[5:], "max_score": 1.0, "hidden": False} for name in names]
+
+
+def test_an_executor_that_reported_nothing_has_its_checks_failed_not_dropped(mini_course: Path) -> None:
+    """An executor stopped before its manifest (at a limit) reported no check: the checks the judge's manifest
+    says it runs fail for its reason, and the judge's passes cannot stand for the whole grader."""
+    exercise = _exercise(mini_course)
+    why = "your code used 60 s of CPU time, this exercise's limit"
+    executor = ExerciseResult(name="ex_pass", status="timeout", message=why)
+    judged = _side(_check("test_values"), _check("test_dtype"))
+    judged.elsewhere = _expected("test_donates", "test_compiles")
+    merged = judge.merge(exercise, executor, judged)
+    assert [c.id for c in merged.checks] == ["test_values", "test_donates", "test_dtype", "test_compiles"]
+    assert {c.id: c.message for c in merged.checks}["test_donates"] == why
+    assert (merged.status, merged.score, merged.max_score) == ("timeout", 2.0, 4.0)
+
+
+@pytest.mark.parametrize("side", ["executor", "judge"])
+def test_tampering_on_either_side_voids_every_check(mini_course: Path, side: str) -> None:
+    """A side whose report says the machinery was tampered with, or whose report was removed (so that it says
+    nothing, perhaps hiding that), fails every check of both sides: none counts, the other side's passes
+    included, and every check of the grader is listed even when that side's manifest is gone."""
+    exercise = _exercise(mini_course)
+    why = "the grading's report was removed or changed while your code ran, so no check can be trusted"
+    executor = _side(_check("test_donates"), _check("test_compiles"))
+    judged = _side(_check("test_values"), _check("test_dtype"))
+    executor.elsewhere, judged.elsewhere = _expected("test_values", "test_dtype"), _expected("test_donates",
+                                                                                            "test_compiles")
+    spoiled = executor if side == "executor" else judged
+    spoiled.checks, spoiled.tampered, spoiled.status, spoiled.message = [], True, "failed", why
+    merged = judge.merge(exercise, executor, judged)
+    assert [c.id for c in merged.checks] == ["test_values", "test_donates", "test_dtype", "test_compiles"]
+    assert all(c.status == "failed" and c.score == 0 and c.message == why for c in merged.checks)
+    assert (merged.status, merged.score, merged.max_score, merged.tampered) == ("failed", 0.0, 4.0, True)
+    assert merged.message == why
+
+
+def test_answers_the_executors_report_does_not_vouch_for_void_every_check(mini_course: Path) -> None:
+    """The judge heard more answers than the executor's signed report vouches for: that report was put back
+    to an earlier one (or something answered the judge past the machinery), so no check counts."""
+    exercise = _exercise(mini_course)
+    executor = _side(_check("test_donates"), _check("test_compiles"))
+    judged = _side(_check("test_values"), _check("test_dtype"))
+    executor.served, judged.heard = 3, 4
+    merged = judge.merge(exercise, executor, judged)
+    assert merged.tampered and merged.score == 0 and merged.message == judge.UNVOUCHED
+    executor, judged = _side(_check("test_donates"), _check("test_compiles")), _side(_check("test_values"))
+    executor.served, judged.heard = 4, 4  # the control: every answer vouched for
+    assert judge.merge(exercise, executor, judged).score == 3.0
+
+
+def test_a_judge_that_a_signal_ended_is_the_learners_doing_only_where_their_code_can_reach_it(
+        monkeypatch: pytest.MonkeyPatch, mini_course: Path) -> None:
+    """Without a PID namespace the judge is a process of the learner's own user, which their code can kill:
+    then its end by a signal voids the grading, as the learner's doing (never exit 3); in a namespace it cannot
+    be reached, and the signal is the machine's."""
+    from course.engine import protections
+
+    exercise = _exercise(mini_course)
+    monkeypatch.setattr(protections, "contained", lambda: None)
+    reachable = judge._signalled(exercise, 9)
+    assert (reachable.status, reachable.tampered) == ("failed", True) and "signal 9" in reachable.message
+    monkeypatch.setattr(protections, "contained", lambda: object())
+    assert judge._signalled(exercise, 9).status == "error"

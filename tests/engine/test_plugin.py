@@ -155,3 +155,47 @@ def test_the_output_is_marked_between_checks(pytester: pytest.Pytester) -> None:
     sink.join()
     assert sink.checks() == {0: f"in f {fake}\n", 1: "in g\n"}
     assert "in f" in sink.text() and report.output_marker(b"") not in sink.text().encode()
+
+
+def test_a_first_report_is_written_before_any_check(pytester: pytest.Pytester) -> None:
+    """A process that ends at the import of the learner's file still leaves a signed report, with no check in
+    it: from the manifest on, a report that is missing or empty was removed or emptied, never not yet written."""
+    _, final = _run(pytester, "import os\nos._exit(0)\n")
+    assert final["complete"] == 0 and final["checks"] == [] and final["served"] == 0
+
+
+def _lazy_course_imports(module: str) -> set[str]:
+    """The `course` modules that `module` imports inside its functions."""
+    import ast
+    import importlib
+    import types
+
+    path = Path(str(importlib.import_module(module).__file__))
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(node) for node in tree.body}
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and id(node) not in top and (node.module or "").startswith("course."):
+            # `from course.engine import wire` imports the module course.engine.wire
+            package = importlib.import_module(str(node.module))
+            found |= {f"{node.module}.{a.name}" for a in node.names
+                      if isinstance(getattr(package, a.name, None), types.ModuleType)} or {str(node.module)}
+    return found
+
+
+def test_answering_the_judge_imports_nothing_after_the_snapshot() -> None:
+    """Every `course` module that answering the judge imports as it goes (in `serve`, `asks` and the modules
+    they reach that way) is loaded by `serve.preload`, which an executor calls before the guard's snapshot:
+    one imported later would be outside the guard, and the learner's file could rebind its functions unseen."""
+    import subprocess
+
+    seen, todo = set(), ["course.engine.serve", "course.engine.asks"]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += sorted(_lazy_course_imports(module))
+    code = "import sys\nfrom course.engine import serve\nserve.preload()\nprint(' '.join(sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            check=True).stdout.split()
+    assert len(seen) > 10 and seen <= set(loaded), seen - set(loaded)

@@ -40,7 +40,8 @@ def _class(root: Path) -> tuple[Path, Path]:
 
 def _argv(course: Path, subs: Path, out: Path) -> list[str]:
     """`course grade` of the class into `out`, with the course's own seed (no `--seed`)."""
-    return [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--jobs", "2", "--json"]
+    return [str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--jobs", "2", "--json",
+            "--trust-submissions"]
 
 
 def _env(scratch: Path) -> dict[str, str]:

@@ -46,6 +46,7 @@ WARM_MODULES = (
     "jax.experimental.pallas",
     "jax.experimental.pallas.tpu",
     "course.engine.plugin",
+    "course.engine.serve",  # an executor loads it, and what answering the judge imports, before its snapshot
     "course.grading",
     # Loaded by JAX on a grading's first lowering, by pytest's default plugins and config: 60 ms a
     # grading when each child loads them itself.

@@ -104,6 +104,17 @@ def _cells(value: Any) -> tuple[Any, ...]:
 
 
 _MISSING = object()
+ANSWERING = ("course", "jax._src.array.", "jax._src.stages.")
+"""The labels of what answers a judge (the platform, and the JAX classes whose methods it reads): compared before
+each answer leaves an executor; the whole snapshot is compared at each verdict and each turn of the judge's."""
+
+
+def answering(snap: Snapshot) -> Snapshot:
+    """The part of `snap` that answers a judge's requests, with the compile listeners (call it before learner code
+    runs: it reads only the snapshot's own labels)."""
+    spaces, listeners = snap
+    return tuple(s for s in spaces if s[0].startswith(ANSWERING)), listeners
+
 
 
 def changes(snap: Snapshot, *, _len: Any = len, _zip: Any = zip, _any: Any = any, _all: Any = all,

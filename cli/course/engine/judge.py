@@ -26,10 +26,15 @@ from course import files, pyast
 from course.engine import invocation, isolation, limits, protections, remote, report
 from course.engine.gate import Gate
 from course.engine.limits import Budget
-from course.engine.verdict import NOT_RUN, CheckResult, ExerciseResult, summarize, verdict
+from course.engine.verdict import NOT_RUN, UNREPORTED, CheckResult, ExerciseResult, missing_check, summarize, verdict
 from course.registry import Exercise
 
 _MARKED = re.compile(r"\bmark\.judge\b")
+UNVOUCHED = ("the report of the process running your code does not vouch for every answer the judge received: it "
+             "was changed after it was written, or your code answered the judge itself. No check can be trusted, "
+             "so none counts")
+CHANGED = ("the judge's report was removed or changed while your code ran, so no check can be trusted, and none "
+           "counts; does your code (or a process it starts) delete or write files outside its own folder?")
 WALL_MARGIN_S = 30.0
 """The judge may outlive the executor's wall limit by this much: it waits on the executor, which ends first."""
 
@@ -108,14 +113,16 @@ def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: 
             ours = outcome.cancelled or outcome.timed_out or bool(outcome.killed_for)
             if (code or 0) < 0 and not ours and not _complete(report_path, key):
                 # The judge runs no learner code: a signal ends it only when memory ran out (the learner's
-                # code may have used it all), or when something is wrong with the machine.
+                # code may have used it all), when the learner's code could reach it (no PID namespace keeps
+                # them apart), or when something is wrong with the machine.
                 outcome.killed_for = limits.memory_kill(code, oom_before)
                 if not outcome.killed_for:
-                    run.result = ExerciseResult(name=exercise.name, status="error", message=(
-                        f"the judge process was ended by signal {-(code or 0)}; this is a problem with the "
-                        "machine or the course, not your code"))
+                    run.result = _signalled(exercise, -(code or 0))
                     return
             run.result = verdict(exercise, report_path, key, outcome, graded)
+            if code == 0 and not ours and run.result.stopped:
+                # A judge that ended on its own wrote a whole report: an unfinished one was changed since.
+                run.result.tampered, run.result.message = True, CHANGED
         except BaseException as exc:  # noqa: BLE001 - said as the platform's failure, never the learner's
             run.error = exc
         finally:
@@ -125,6 +132,18 @@ def start(exercise: Exercise, graded: Path, *, seed: int, hidden: bool, budget: 
     run.thread = threading.Thread(target=judge, name=f"judge-{exercise.name}", daemon=True)
     run.thread.start()
     return run
+
+
+def _signalled(exercise: Exercise, signum: int) -> ExerciseResult:
+    """The verdict of a judge that a signal ended: the learner's doing where their code can reach it (no PID
+    namespace on this machine: it is a process of their own user), else the machine's."""
+    if protections.contained() is None:
+        return ExerciseResult(name=exercise.name, status="failed", tampered=True, message=(
+            f"the judge process was ended by signal {signum}, which your code can send it here; "
+            "no check can be trusted, so none counts"))
+    return ExerciseResult(name=exercise.name, status="error", message=(
+        f"the judge process was ended by signal {signum}; this is a problem with the machine or the course, "
+        "not your code"))
 
 
 def _complete(report_path: Path, key: bytes) -> bool:
@@ -138,29 +157,30 @@ def _complete(report_path: Path, key: bytes) -> bool:
 def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -> ExerciseResult:
     """One verdict from both sides', its checks in the grader's order.
 
-    A judge check whose executor went away takes the executor's reason (a limit, a crash) and the
-    executor's checks, which never started, are not run."""
-    for side in (judge, executor):
-        if side.status in (isolation.CANCELLED, "error") and not side.checks:
-            return side if side is judge or side.status == isolation.CANCELLED else executor
+    Nothing a side failed to report is dropped: a check the other side's manifest names and this side
+    did not report fails with this side's reason. Tampering on either side, a report removed or changed,
+    or answers to the judge that the executor's report does not vouch for, void every check. A judge
+    check whose executor went away takes the executor's reason (a limit, a crash) and the executor's
+    checks, which never started, are not run."""
     order = _order(exercise)
 
     def position(check: CheckResult) -> int:
         return order.get(check.id.split("[")[0], len(order))
 
-    gone = [c for c in judge.checks if c.message == remote.GONE]
-    reason = executor.stopped if gone else ""
-    where = gone[0] if gone else None
-    if reason:
-        where = _stopped_in(executor, gone[0], reason, position)
-        if where is gone[0]:
-            gone[0].message = reason
-        why = f'not run: the grading stopped during "{where.title}", before this check'
-        later = [c for c in (*gone, *executor.checks) if position(c) > position(where) and c.status != "passed"]
-        for check in later:
-            check.status, check.score, check.message = NOT_RUN, 0.0, why
+    if judge.heard > executor.served and not executor.tampered:
+        executor.tampered, executor.message = True, UNVOUCHED
+    spoiled = next((side for side in (executor, judge) if side.tampered), None)
+    if spoiled is None:
+        for side in (judge, executor):
+            if side.status in (isolation.CANCELLED, "error") and not side.checks:
+                return side if side is judge or side.status == isolation.CANCELLED else executor
+    for side, other in ((executor, judge), (judge, executor)):
+        side.checks += _unreported(side, other)
+    if spoiled is not None:
+        return _voided(executor, judge, spoiled.message, position)
+    where, reason = _stop(executor, judge, position)
     merged = ExerciseResult(name=executor.name, status="failed", output=executor.output, seed=executor.seed,
-                            tampered=executor.tampered, ended_by=executor.ended_by)
+                            ended_by=executor.ended_by)
     merged.checks = sorted([*executor.checks, *judge.checks], key=position)
     summarize(merged)
     if not merged.checks and merged.status != "error":  # an executor may have no checks, but not both sides
@@ -173,8 +193,45 @@ def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -
             merged.message = f'{reason.splitlines()[0]} (during "{where.title}")'
         else:
             merged.message = executor.message
-    elif executor.tampered:
-        merged.status, merged.message = executor.status, executor.message
+    return merged
+
+
+def _stop(executor: ExerciseResult, judge: ExerciseResult,
+          position: Callable[[CheckResult], int]) -> tuple[CheckResult | None, str]:
+    """Where the executor stopped, if a judge's check found it gone, and why: that check takes the reason, and
+    every check after it that did not pass was not run."""
+    gone = [c for c in judge.checks if c.message == remote.GONE]
+    reason = executor.stopped if gone else ""
+    if not reason:
+        return (gone[0] if gone else None), ""
+    where = _stopped_in(executor, gone[0], reason, position)
+    if where is gone[0]:
+        gone[0].message = reason
+    why = f'not run: the grading stopped during "{where.title}", before this check'
+    for check in (*gone, *executor.checks):
+        if position(check) > position(where) and check.status != "passed":
+            check.status, check.score, check.message = NOT_RUN, 0.0, why
+    return where, reason
+
+
+def _unreported(side: ExerciseResult, other: ExerciseResult) -> list[CheckResult]:
+    """The checks `other`'s manifest says `side` runs that `side` did not report (its manifest or report went
+    missing, or it stopped before its manifest): failed for `side`'s reason, never left out."""
+    have = {c.id for c in side.checks}
+    reason = side.message if side.status != "passed" and side.message else UNREPORTED
+    return [missing_check(c, reason) for c in other.elsewhere if isinstance(c.get("id"), str) and c["id"] not in have]
+
+
+def _voided(executor: ExerciseResult, judge: ExerciseResult, reason: str,
+            position: Callable[[CheckResult], int]) -> ExerciseResult:
+    """Every check of both sides fails for one reason: the machinery, or what it wrote, was tampered with."""
+    merged = ExerciseResult(name=executor.name, status="failed", output=executor.output, seed=executor.seed,
+                            tampered=True, ended_by=executor.ended_by)
+    for check in sorted([*executor.checks, *judge.checks], key=position):
+        check.status, check.score, check.message = "failed", 0.0, reason
+        merged.checks.append(check)
+    summarize(merged)
+    merged.status, merged.message = "failed", reason
     return merged
 
 

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from course.engine import wire
+from course.engine import notary, wire
 from course.engine.submission import PlatformFailure, SubmissionError
 
 GONE = ("the process running your code ended during this check, before answering (it was stopped at a limit, "
@@ -64,6 +64,7 @@ class Link:
         if answer is None or not isinstance(answer[0].get("ok"), bool):
             self.gone = True
             raise ExecutorGone(GONE)
+        notary.notify("course.heard")  # counted in this judge's report: the executor's must vouch for as many
         if isinstance(answer[0].get("printed"), str):  # the check's output, as if printed here
             sys.stdout.write(answer[0]["printed"])
             sys.stdout.flush()

@@ -42,7 +42,8 @@ from typing import Any
 
 from course.engine import barrier, guard
 
-EVENTS = frozenset({"course.manifest", "course.verdict", "course.tamper", "course.finish"})
+EVENTS = frozenset({"course.manifest", "course.verdict", "course.tamper", "course.finish", "course.answer",
+                    "course.turn", "course.heard"})
 PHASES = ("setup", "call", "teardown")
 UNFINISHED = (
     "this check did not run to the end: the grading session stopped before it finished "
@@ -90,14 +91,15 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
     os_pwrite, os_ftruncate = os.pwrite, os.ftruncate
     create, events, phases, unfinished = os.O_WRONLY | os.O_CREAT | os.O_TRUNC, EVENTS, PHASES, UNFINISHED
     statuses, notify_code = ("passed", "failed", "error", "skipped"), notify.__code__
-    changes, arm = guard.changes, barrier.arm
+    changes, answering, arm = guard.changes, guard.answering, barrier.arm
     # Written into the output between checks (`course.engine.output`); from the key, so only we can make it.
     mark = b"\x1e" + digest(key, b"course.output", "sha256").hex()[:24].encode() + b":"
     own: set[types.CodeType] = set()  # the notary's own functions, filled in below
     # Opened now, while nothing refuses it: once armed, the report's folder is closed to everyone.
     report_fd = os_open(report, create, 0o600)
     state: dict[str, Any] = {"armed": False, "sealed": False, "checks": [], "items": {}, "phases": {}, "at": 0,
-                             "tampered": [], "errors": [], "seed": 0, "snapshot": ((), ())}
+                             "tampered": [], "errors": [], "seed": 0, "snapshot": ((), ()), "answering": ((), ()),
+                             "served": 0, "heard": 0}
 
     def text(value: Any) -> str:
         """A JSON literal of a plain value."""
@@ -136,11 +138,13 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
         """Write the report into the file opened at the start, from its first byte, and nothing after.
 
         Until the end it holds the checks that have finished (`complete` 0); each rewrite is at
-        least as long as the one before, so one cut short by a kill leaves no stale tail.
+        least as long as the one before, so one cut short by a kill leaves no stale tail. It says how
+        many answers to a judge this process vouched for (`served`), and how many a judge heard.
         """
         done = _len(state["checks"]) if complete else state["at"]
         data = signed({"seed": state["seed"], "checks": combined(done), "collect_errors": state["errors"],
-                       "tampered": state["tampered"], "complete": 1 if complete else 0})
+                       "tampered": state["tampered"], "complete": 1 if complete else 0,
+                       "served": state["served"], "heard": state["heard"]})
         os_pwrite(report_fd, data, 0)
         os_ftruncate(report_fd, _len(data))
         if complete:
@@ -173,9 +177,9 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
             frame = frame.f_back
         return frame is not None
 
-    def intact() -> bool:
-        """Compare the machinery with the snapshot; record what changed as tampering."""
-        changed = changes(state["snapshot"])
+    def intact(snapshot: Any = None) -> bool:
+        """Compare the machinery with the snapshot (or a part of it); record what changed as tampering."""
+        changed = changes(state["snapshot"] if snapshot is None else snapshot)
         if changed:
             tamper("your code replaced part of the grading machinery (" + ", ".join(changed[:5]) + ")")
         return not changed
@@ -207,15 +211,23 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
         return out
 
     def on_manifest(args: tuple) -> None:
-        """Record the expected checks and the machinery's snapshot, sign the manifest, and arm."""
-        if state["armed"] or _len(args) != 5 or not trusted_stack(callers["course.manifest"]):
+        """Record the expected checks and the machinery's snapshot, sign the manifest, and arm.
+
+        A first report, with no check in it, is written before the manifest: from then on a report
+        that is missing or empty was removed or emptied, never not yet written. The manifest names
+        the checks the other side of a split grading runs too (`elsewhere`), so that a report of
+        theirs that went missing still has its checks counted."""
+        if state["armed"] or _len(args) != 6 or not trusted_stack(callers["course.manifest"]):
             tamper("a second manifest, or one from outside the grading machinery")
             return
-        checks, errors, items, seed, snap = args
+        checks, errors, items, seed, snap, elsewhere = args
         state["checks"] = [_dict(c) for c in checks]
         state["items"] = {c["id"]: i for c, i in _zip(state["checks"], items)}
         state["errors"], state["seed"], state["snapshot"] = [_str(e) for e in errors], seed, snap
-        write_manifest({"checks": state["checks"], "collect_errors": state["errors"]})
+        state["answering"] = answering(snap)
+        write_report(False)
+        write_manifest({"checks": state["checks"], "collect_errors": state["errors"],
+                        "elsewhere": [_dict(c) for c in elsewhere]})
         state["armed"] = True
         arm(report.rsplit("/", 1)[0], guarded, trusted, notify)
         write_mark(0)
@@ -241,6 +253,23 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
                 write_report(False)
                 write_mark(state["at"])
 
+    def on_answer() -> None:
+        """Vouch for one answer to the judge, about to be sent: the machinery that answers is compared first,
+        and the report that counts the answer is written before it leaves, so a judge holds no answer that
+        this process's report does not vouch for, unless that report was changed since."""
+        if not trusted_stack(callers["course.answer"]):
+            tamper("an answer to the judge came from outside the grading machinery")
+        elif intact(state["answering"]):
+            state["served"] += 1
+            write_report(False)
+
+    def on_turn() -> None:
+        """The judge has moved on to its next check, or is done: compare the whole machinery, as at a verdict."""
+        if not trusted_stack(callers["course.turn"]):
+            tamper("the judge's turn was announced from outside the grading machinery")
+        else:
+            intact()
+
     def tamper(what: Any) -> None:
         """Record tampering; the first time, write a report that says so, and accept nothing more."""
         state["tampered"].append(what[:300] if _type(what) is _str else "the grading machinery")
@@ -262,6 +291,12 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
             on_manifest(args)
         elif event == "course.verdict" and state["armed"]:
             on_verdict(args)
+        elif event == "course.answer" and state["armed"]:
+            on_answer()
+        elif event == "course.turn" and state["armed"]:
+            on_turn()
+        elif event == "course.heard":  # a judge's count of the answers it received; nothing else reads it
+            state["heard"] += 1
         elif event == "course.finish" and state["armed"]:
             if not trusted_stack(callers["course.finish"]):
                 tamper("the end of grading was announced from outside the grading machinery")
@@ -282,9 +317,9 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
             if collecting:
                 gc_enable()
 
-    own.update(f.__code__ for f in (hook, handle, on_manifest, on_verdict, tamper, finish, trusted_stack,
-                                    write_report, write_manifest, write_mark, signed, text, intact, next_phase,
-                                    combined))
+    own.update(f.__code__ for f in (hook, handle, on_manifest, on_verdict, on_answer, on_turn, tamper, finish,
+                                    trusted_stack, write_report, write_manifest, write_mark, signed, text, intact,
+                                    next_phase, combined))
     return hook
 
 

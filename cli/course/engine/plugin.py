@@ -61,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     sub_path = Path(sub) if sub else None
     system.not_dumpable()  # before the key arrives: no process of the learner's may read this one's memory
     _preload()
+    answers, turns = _serving() if config.getoption("--course-role") == roles.EXECUTOR else ((), ())
     stack = streams.stack_on_request(stack_path(Path(path)))
     notary.install(
         key=_read_key(config.getoption("--course-key-fd")),
@@ -70,6 +71,8 @@ def pytest_configure(config: pytest.Config) -> None:
             "course.manifest": (Grading.pytest_collection_finish.__code__,),
             "course.verdict": (_verdict.__code__,),
             "course.finish": (Grading.pytest_sessionfinish.__code__,),
+            "course.answer": answers,
+            "course.turn": turns,
         },
         guarded_files=(_package_dir("course"), _package_dir("_pytest"), _package_dir("pluggy"),
                        *(os.path.dirname(os.path.abspath(a)) + os.sep for a in config.args)),
@@ -120,6 +123,17 @@ def _preload() -> None:
 
     compile_cache.in_grading()  # before any compile: whole writes and touched hits
     compiles.install_listener()
+
+
+def _serving() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Load an executor's request machinery now, before the guard's snapshot and the notary's list of trusted
+    code: the functions that answer the judge are the grading machinery, and learner code must find them
+    already noted. Returns the code allowed to vouch for an answer (`course.answer`) and to say that the
+    judge's turn moved on (`course.turn`)."""
+    from course.engine import serve
+
+    serve.preload()
+    return (serve.Executor.answer.__code__,), (serve.Executor.serve.__code__,)
 
 
 def _start_backend() -> None:
@@ -230,13 +244,17 @@ class Grading:
                                            item.path.parent.name == HIDDEN_DIR, id(item))
         listed = tuple({"id": c.id, "title": c.title, "max_score": c.max_score, "hidden": c.hidden}
                        for c in self.checks.values())
+        # The other side's checks (a split grading), so a report of theirs that goes missing still counts them.
+        elsewhere = tuple({"id": i.name, "title": _title(i), "max_score": _points(i),
+                           "hidden": i.path.parent.name == HIDDEN_DIR} for i in (self.split.elsewhere if self.split
+                                                                                else ()))
         # A judge runs no learner code, so nothing there can rebind the machinery: it checks nothing.
         judge = self.split is not None and self.split.role == roles.JUDGE
         snap = ((), ()) if judge else guard.snapshot(getattr(i, "module", None) for i in session.items)
         self.stdio = streams.save_stdio()
         self.flush_output()
         notary.notify("course.manifest", listed, tuple(self.collect_errors),
-                      tuple(c.item for c in self.checks.values()), self.seed, snap)
+                      tuple(c.item for c in self.checks.values()), self.seed, snap, elsewhere)
         self._let_go(session.config)
         self._emit({"checks": "begin"})  # no learner code has run before this line
 

@@ -184,6 +184,24 @@ def available() -> Protections:
                        seccomp="seccomp" in words, user=user if "user" in words else None)
 
 
+def own_rights() -> str:
+    """One line for a learner's grading command where nothing stands between their code and what their user can
+    reach beyond the grading's own limits: run as root, or on a machine with no PID namespace; '' elsewhere."""
+    if os.geteuid() == 0:
+        return ("your code runs as root here, with root's rights: `course check` does not confine it, so it can "
+                "read and change any file on this machine (docs/security.md)")
+    if available().pid_namespace:
+        return ""
+    return ("your code runs with your own rights here: this machine gives `course check` no namespace to confine "
+            "it in, so it can reach whatever you can (docs/security.md)")
+
+
+def grades_as_root(found: Protections) -> bool:
+    """Whether `course grade` would run submitted code as root: it runs as root, and no unprivileged user (one
+    that can run this Python) is there to grade as."""
+    return os.geteuid() == 0 and found.user is None
+
+
 def unprivileged_user() -> tuple[int, int]:
     """The uid and gid a root `course` grades as: the `course-grader` user where the machine has one
     (the autograder bundles make it), else `nobody`."""

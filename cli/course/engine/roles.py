@@ -38,6 +38,8 @@ class Split:
         """The executor's answers to the judge (`course.engine.serve.Executor`), once it has served."""
         self.public_failed = False
         """A public check of this side failed (a hidden one comes after every public check)."""
+        self.elsewhere: list[pytest.Item] = []
+        """The checks the other side runs, as collected here (the manifest names them)."""
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """Keep the checks this side runs; the other side runs the rest. Both note each public check's
@@ -46,6 +48,7 @@ class Split:
         self.order = {item.nodeid: n for n, item in enumerate(public)}
         keep = [i for i in items if in_judge(i) == (self.role == JUDGE)]
         gone = [i for i in items if i not in keep]
+        self.elsewhere = gone
         if gone:
             config.hook.pytest_deselected(items=gone)
         items[:] = keep

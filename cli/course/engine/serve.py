@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from course.engine import asks, consistency, peers, submission, wire
+from course.engine import asks, consistency, notary, peers, submission, wire
 from course.engine.held import Held, behaves
 from course.engine.placement import array_from, array_leaf, describe_mesh, mesh_from
 from course.engine.streams import printed
@@ -27,6 +27,26 @@ from course.grading.feedback import PlatformFailure
 from course.grading.judge.source import learner_frames, raised_in
 
 MAX_TEXT = 4000
+MACHINERY = (
+    "course.engine.jaxprs", "course.grading.feedback", "course.grading.observe.calls.there",
+    "course.grading.observe.calls.donation", "course.grading.observe.calls.programs",
+    "course.grading.observe.calls.strict_runs", "course.grading.observe.calls.tpu",
+    "course.grading.observe.calls.warmup", "course.grading.observe.kernels.aliasing",
+    "course.grading.observe.kernels.kernels", "course.grading.observe.traces.jaxprs",
+    "course.grading.observe.traces.sharding", "course.grading.judge.donors",
+    "course.grading.observe.calls.executions", "course.grading.judge.fingerprint",
+)
+"""What answering the judge imports as it goes (here and in `course.engine.asks`): loaded by `preload`."""
+
+
+def preload() -> None:
+    """Import the modules that answering the judge uses, so that they are in the guard's snapshot before any
+    learner code runs: a function of theirs rebound by the learner's file is then tampering, as any other
+    part of the machinery is."""
+    import importlib
+
+    for name in MACHINERY:
+        importlib.import_module(name)
 
 
 class _Unsendable(Exception):
@@ -72,6 +92,8 @@ class Executor:
         try:
             while (message := wire.receive(self.link)) is not None:
                 header, buffers = message
+                if header.get("op") in ("done", "at"):  # the judge's turn moved on: the machinery is compared whole
+                    notary.notify("course.turn")
                 if header.get("op") == "done":
                     self.stopped = header.get("stopped") is True
                     break
@@ -105,6 +127,7 @@ class Executor:
             reply, out = self._answer(header, buffers)
         if text:
             reply["printed"] = text[-1]
+        notary.notify("course.answer")  # the machinery is compared, and the answer counted, before it leaves
         return reply, out
 
     def _answer(self, header: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:

@@ -90,6 +90,12 @@ class ExerciseResult:
     ended_by: int = 0
     """The signal that ended the grading process when no limit of the grading stopped it (0 otherwise):
     the learner's code, or the platform stopping the job, whose grading is no verdict."""
+    elsewhere: list[dict] = field(default_factory=list)
+    """One side of a split grading: the checks its manifest says the other side runs (id, title, max_score)."""
+    served: int = 0
+    """An executor: how many answers to its judge its last signed report vouches for."""
+    heard: int = 0
+    """A judge: how many answers from its executor its last signed report says it received."""
 
     @property
     def passed(self) -> bool:
@@ -132,18 +138,19 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome,
     base = ExerciseResult(name=exercise.name, status="failed", output=outcome.output)
     manifest, problem = _read(report.manifest_path(report_path), key)
     stopped = outcome.timed_out or bool(outcome.killed_for)
+    if manifest is None and problem != "missing":
+        return _tampered(base, None, _report_message(problem, outcome))
+    if manifest is None and (outcome.checks_began or report_path.exists() and report_path.stat().st_size):
+        # The manifest was written before any learner code ran, and is gone now: the learner's code
+        # (or a process it started) removed what the grading writes.
+        return _tampered(base, None, _removed_message())
     if manifest is None and stopped:
         status = "timeout" if outcome.timed_out else "failed"
         return _all_failed(base, None, _stop_reason(exercise, outcome, []), status)
-    if manifest is None and problem != "missing":
-        return _all_failed(base, None, _report_message(problem, outcome), "failed")
-    if manifest is None and (outcome.checks_began or report_path.exists() and report_path.stat().st_size):
-        # The manifest was written before any learner code ran, and is gone or damaged now: the
-        # learner's code (or a process it started) removed or changed what the grading writes.
-        return _all_failed(base, None, _removed_message(), "failed")
     if manifest is None:
         base.status, base.message = "error", _no_start_message(outcome)
         return base
+    base.elsewhere = [c for c in manifest.get("elsewhere", []) if isinstance(c, dict)]
     if manifest["collect_errors"] or not (manifest["checks"] or split):
         base.status = "error"
         base.message = (
@@ -153,17 +160,28 @@ def verdict(exercise: Exercise, report_path: Path, key: bytes, outcome: Outcome,
         )
         return base
     final, problem = _read(report_path, key)
+    if final is not None:
+        base.served, base.heard = _count(final, "served"), _count(final, "heard")
     if final is not None and final.get("tampered"):
-        base.tampered = True
-        return _all_failed(base, manifest, tampered_message(final["tampered"]), "failed")
+        return _tampered(base, manifest, tampered_message(final["tampered"]))
     if final is not None and final.get("complete"):
         return _from_report(base, manifest, final, outcome)
+    if problem == "missing":
+        # A first report is written before the manifest: one that is gone or empty now was removed or
+        # emptied while the learner's code ran, and may have said that the machinery was tampered with.
+        return _tampered(base, manifest, _removed_message())
     if stopped:  # an unreadable report here may be one the kill cut short: it earns nothing either way
         frames = limits.learner_frames(_stack(report_path), submission, source)
         return _unfinished(base, manifest, final, outcome, _stop_reason(exercise, outcome, frames))
-    if problem in ("missing", "") or final is not None:
+    if final is not None:
         return _unfinished(base, manifest, final, outcome, _report_message("missing", outcome))
-    return _all_failed(base, manifest, _report_message(problem, outcome), "failed")
+    return _tampered(base, manifest, _report_message(problem, outcome))
+
+
+def _count(final: dict, name: str) -> int:
+    """A count the signed report holds (0 when it holds none)."""
+    value = final.get(name, 0)
+    return value if type(value) is int and value >= 0 else 0
 
 
 def _read(path: Path, key: bytes) -> tuple[dict | None, str]:
@@ -252,6 +270,17 @@ def _all_failed(base: ExerciseResult, manifest: dict | None, reason: str, status
     base.max_score = sum(c.max_score for c in base.checks)
     base.status, base.message = status, reason
     return base
+
+
+def _tampered(base: ExerciseResult, manifest: dict | None, reason: str) -> ExerciseResult:
+    """Every expected check fails: the machinery, or what it wrote, was tampered with (no check counts)."""
+    base.tampered = True
+    return _all_failed(base, manifest, reason, "failed")
+
+
+def missing_check(expected: dict, reason: str, status: str = "failed") -> CheckResult:
+    """A check named in a manifest that has no verdict of its own: failed (or not run) for `reason`."""
+    return _failed_check(expected, reason, status=status)
 
 
 def _stop_reason(exercise: Exercise, outcome: Outcome, frames: list[limits.Frame]) -> str:

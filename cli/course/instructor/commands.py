@@ -188,19 +188,31 @@ def grade(
         int | None, typer.Option("--seed", help="The class's inputs (default: kept from the last run).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object on stdout.")] = False,
+    trust: Annotated[
+        bool, typer.Option("--trust-submissions", envvar="COURSE_TRUST_SUBMISSIONS",
+                           help="Grade even where submitted code would run as root (no unprivileged user to grade "
+                                "as): only for submissions you trust.")
+    ] = False,
     course: CourseOpt = None,
 ) -> None:
     """Grade a class: results.json per student (Gradescope's format), gradebook.csv, summary.json, report.html.
 
     Exit code 0 when every entry was graded, whatever the scores; 2 when some entry could not be
-    (named in the gradebook and the summary, after everyone else is graded); 3 when the platform
-    failed for some student (their results say so).
+    (named in the gradebook and the summary, after everyone else is graded), or when submitted code
+    would run as root and --trust-submissions was not given; 3 when the platform failed for some
+    student (their results say so).
     """
     from course import workspace
+    from course.engine import protections
     from course.instructor import capacity, gradebook
     from course.instructor import grade as grading
     from course.ui import instructor
 
+    if not trust and protections.grades_as_root(protections.available()):
+        raise UsageError("submitted code would run as root here (no user `course-grader` or `nobody` can run this "
+                         "Python), so any submission could rewrite its own and its classmates' results; run "
+                         "`course grade` as an ordinary user, or in a container per submission, or give "
+                         "--trust-submissions if you trust every file.")
     found = workspace.resolve(course).course
     names = [n.strip() for item in only or [] for n in item.split(",") if n.strip()]
     plan = grading.prepare(found, submissions, out, only=names, regrade=regrade, seed=seed, roster=roster,
