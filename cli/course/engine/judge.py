@@ -139,7 +139,7 @@ def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -
     """One verdict from both sides', its checks in the grader's order.
 
     A judge check whose executor went away takes the executor's reason (a limit, a crash) and the
-    executor's checks, which never started, are not run."""
+    checks after it, which never started or could not be answered, are not run."""
     for side in (judge, executor):
         if side.status in (isolation.CANCELLED, "error") and not side.checks:
             return side if side is judge or side.status == isolation.CANCELLED else executor
@@ -148,7 +148,8 @@ def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -
     def position(check: CheckResult) -> int:
         return order.get(check.id.split("[")[0], len(order))
 
-    gone = [c for c in judge.checks if c.message == remote.GONE]
+    # A grader may catch the executor's absence and say it in its own words: its text still carries GONE's.
+    gone = [c for c in judge.checks if c.status != "passed" and remote.GONE in c.message]
     reason = executor.stopped if gone else ""
     where = gone[0] if gone else None
     if reason:
