@@ -25,7 +25,7 @@ RUNNING = "running"
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-    from course.engine.verdict import CheckEvent, ExerciseResult
+    from course.engine.verdict import CheckEvent, CheckResult, ExerciseResult
     from course.registry import Exercise
     from course.session import Session
 
@@ -87,11 +87,25 @@ def result_block(result: ExerciseResult, file_hint: str, *, verbose: bool = True
     if not verbose and len(failing) > 1:
         ui.block(f"{len(failing) - 1} more failing: `course check {result.name}` shows every check.", indent=2,
                  style="dim")
-    elif result.status != "passed" and not shared:
+    elif result.status != "passed" and not shared and not _said(result.message, shown):
         ui.block(result.message, indent=2, style=ui.STYLES.get(result.status, ""))
-    if verbose and result.checks and result.status in ("failed", "timeout"):
+    if verbose and result.checks and result.status in ("failed", "timeout") and not _one_cause(result):
         ui.block(f"your file: {file_hint} · seed {result.seed} (`--seed {result.seed}` repeats these inputs)",
                  indent=2, style="dim")
+
+
+def _said(message: str, shown: list[CheckResult]) -> bool:
+    """Whether `message` (a stopped run's reason, with the check it stopped in) is already said under a check
+    shown: the reason is printed once, where it happened."""
+    first = message.split(" (during ", 1)[0]
+    return bool(first) and any(c.message.split("\n", 1)[0] == first for c in shown if c.status not in QUIET)
+
+
+def _one_cause(result: ExerciseResult) -> bool:
+    """Whether every check failed for one reason, none having run on its own (a file that does not compile, or
+    whose import raised): no inputs were drawn, so the seed repeats nothing."""
+    checks = result.checks
+    return len(checks) > 1 and len({c.message for c in checks}) == 1 and all(c.status == "failed" for c in checks)
 
 
 def learner_output(text: str, indent: int) -> None:
