@@ -114,7 +114,10 @@ def _shrunk(parts: list[tuple[Text | None, list[tuple[ExerciseRow, Text]]]], cur
             shown += ([title] if title else []) + [text for _, text in members]
         else:
             done = sum(row.status == "passed" for row, _ in members)
-            shown.append(Text.assemble((f"{done}/{len(members)} passed  ", "dim"), title))
+            folded = Text.assemble((f"{done}/{len(members)} passed  ", "dim"), title)
+            if width is not None:  # a folded part is one line: its title is cut to fit rather than wrapped
+                folded.truncate(width, overflow="ellipsis")
+            shown.append(folded)
     if tall(shown, width) <= height:
         return shown
     at = next((i for i, t in enumerate(shown) if t.plain.startswith("→")), 0)
