@@ -173,6 +173,23 @@ def test_a_save_runs_the_grading_started_ahead_of_it(background: tuple[Watcher, 
     assert watcher.armed is not None and watcher.armed is not ahead
 
 
+def test_the_duration_shown_is_the_time_since_the_save(
+    background: tuple[Watcher, queue.Queue[tuple[str, Any]]]
+) -> None:
+    """The grading started ahead waits for the save; the duration its verdict shows counts from the save on,
+    not the seconds it waited before it."""
+    watcher, events = background
+    ahead = watcher.armed
+    assert ahead is not None
+    time.sleep(3)  # the learner reads the verdict and edits: the grading ahead waits at its gate
+    watcher.path.write_text("def double(x):\n    return x + x\n")
+    saved = time.monotonic()
+    assert watcher.on_save(watcher.path)
+    _pump(watcher, events, lambda: watcher.n_graded == 2)
+    assert watcher.grading is None and watcher.result is not None and watcher.result.passed
+    assert 0 < watcher.result.duration_s <= time.monotonic() - saved
+
+
 def test_a_save_during_a_check_is_graded_by_a_grading_started_beside_it(
     background: tuple[Watcher, queue.Queue[tuple[str, Any]]]
 ) -> None:
