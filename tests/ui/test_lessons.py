@@ -163,6 +163,21 @@ def test_task_only() -> None:
     assert done.stdout.rstrip().endswith("Edit: exercises/01_update_with_donate/update_with_donate.py")
 
 
+def test_every_task_is_headed_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lessons head their task "The task" or "Your task"; the learner reads "Your task" in every one, alone
+    (`--task`, watch's `t`) or in the whole lesson."""
+    for lesson in _lessons():
+        text = lesson.read_text(encoding="utf-8")
+        for shown in (lessons.task(text) or "", text):
+            buffer = io.StringIO()
+            monkeypatch.setattr(ui, "out", Console(file=buffer, width=80, color_system=None))
+            lessons.render(shown)
+            lines = [line.strip() for line in buffer.getvalue().splitlines()]
+            assert "Your task" in lines and "The task" not in lines, lesson
+            if shown is not text:
+                assert next(line for line in lines if line) == "Your task", lesson
+
+
 def test_pieces_keep_indented_fences_and_survive_an_unclosed_one() -> None:
     """A fence inside a list item is dedented to its own indent; a fence never closed runs to the end."""
     markdown = "Intro.\n\n- item\n\n  ```python\n  x = 1\n      y = 2\n  ```\n\nAfter.\n\n```\nopen\n"
