@@ -54,7 +54,8 @@ def exit_code_for(exc: BaseException) -> int | None:
         ui.error(str(exc))
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
-        ui.error("interrupted.")
+        kept = " ".join(getattr(exc, "__notes__", []))  # what the command kept, added where it was stopped
+        ui.error(f"interrupted: {kept}" if kept else "interrupted.")
         return 128 + (exc.signum if isinstance(exc, Stopped) else 2)  # 2 is SIGINT: Ctrl-C
     if isinstance(exc, Exception) and not debug:
         ui.error(f"course itself failed ({type(exc).__name__}: {exc}); rerun with COURSE_DEBUG=1 for the traceback.")

@@ -150,6 +150,18 @@ def test_a_file_that_never_ran_prints_no_seed(monkeypatch: pytest.MonkeyPatch) -
     assert "seed 7" in lines[-1]
 
 
+def test_an_interrupted_check_says_what_it_kept() -> None:
+    """After Ctrl-C: nothing finished (the course's own failure is no verdict), one verdict of several, every
+    verdict; with `--json` nothing is shown above the sentence."""
+    passed = ExerciseResult("a", "passed")
+    assert verdicts.kept([], 1) == "no verdict had been reached, so nothing was recorded."
+    assert verdicts.kept([ExerciseResult("a", "error")], 3) == "no verdict had been reached, so nothing was recorded."
+    assert verdicts.kept([passed], 3) == ("the verdict above is recorded; the other 2 exercises were not graded "
+                                          "(run the same `course check` again for them).")
+    assert verdicts.kept([passed, ExerciseResult("c", "failed")], 2) == "the 2 verdicts above are recorded."
+    assert verdicts.kept([passed], 2, shown=False).startswith("1 verdict is recorded; the other exercise was not")
+
+
 def test_several_exercises_show_the_first_failure_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without verbose, a failing exercise shows its first failing check and how many more there are."""
     checks = [_check("a", "passed"), _check("b", "failed", "first reason"), _check("c", "failed", "second reason")]

@@ -21,6 +21,10 @@ from course.ui import views
 
 RUNNING = "running"
 """A check event's status while the check runs (`course.engine.report.RUNNING`; the UI imports no engine)."""
+CANCELLED = "cancelled"
+"""A grading called off (Ctrl-C, a newer save): no verdict (`course.engine.isolation.CANCELLED`)."""
+UNRECORDED = ("error", CANCELLED)
+"""Results never recorded as progress (`course.session.UNRECORDED`)."""
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -139,6 +143,23 @@ def results(session: Session, graded: list[ExerciseResult], *, verbose: bool = F
     views.next_step(session, graded)
 
 
+def kept(finished: list[ExerciseResult], total: int, *, shown: bool = True) -> str:
+    """What a `course check` stopped by Ctrl-C kept, in one sentence: the verdicts reached before it (`shown`
+    above it), each recorded as it came, and how many exercises were left ungraded."""
+    recorded = sum(r.status not in UNRECORDED for r in finished)
+    if not recorded:
+        return "no verdict had been reached, so nothing was recorded."
+    if shown:
+        said = "the verdict above is recorded" if recorded == 1 else f"the {recorded} verdicts above are recorded"
+    else:
+        said = "1 verdict is recorded" if recorded == 1 else f"{recorded} verdicts are recorded"
+    left = total - len(finished)
+    if not left:
+        return f"{said}."
+    rest = f"the other {left} exercises were not graded" if left > 1 else "the other exercise was not graded"
+    return f"{said}; {rest} (run the same `course check` again for {'them' if left > 1 else 'it'})."
+
+
 def summary_table(session: Session, graded: list[ExerciseResult]) -> None:
     """One aligned row per graded exercise: number, name, status, points."""
     header = [Text(h, style="dim") for h in ("   #", "exercise", "status", "points")]
@@ -179,6 +200,12 @@ class LiveCheck:
         """An exercise has its verdict."""
         with self._lock:
             self.done[result.name] = result
+
+    def finished(self) -> list[ExerciseResult]:
+        """The verdicts reached so far, in the order the exercises were given (a grading called off is none)."""
+        with self._lock:
+            return [self.done[e.name] for e in self.exercises
+                    if e.name in self.done and self.done[e.name].status != CANCELLED]
 
     def lines(self, now: float | None = None) -> list[Text]:
         """What to draw now."""
