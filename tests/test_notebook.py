@@ -166,3 +166,21 @@ def test_check_in_a_script_shows_its_verdict(mini_course: Path) -> None:
     done = subprocess.run([sys.executable, "-c", "import course\ncourse.check('ex_fail')\n"], capture_output=True,
                           text=True, cwd=mini_course, env={**env, "COURSE_ROOT": str(mini_course)}, timeout=300)
     assert "ex_fail  ✗ failed" in done.stdout and "should be" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_misspelt_name_is_one_sentence_not_a_traceback(shell: object, mini_course: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`course.check('ex_pas')` in a cell shows the command line's one sentence with its guess, not the frames
+    of `course` that led to it; at a Python prompt the traceback is the learner's call and that sentence."""
+    shell.run_cell("import course\ncourse.check('ex_pas')")  # type: ignore[attr-defined]
+    shown = capsys.readouterr().out.strip().splitlines()
+    assert shown == ["error: There is no exercise named `ex_pas`; did you mean `ex_pass` or `ex_loop` or `ex_fail`? "
+                     "(`course list` shows the names)"], shown
+    shell.run_cell("course.inspect('ex_pas')")  # type: ignore[attr-defined]
+    assert capsys.readouterr().out.strip().startswith("error: There is no exercise named `ex_pas`")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("COURSE_")}
+    done = subprocess.run([sys.executable, "-c", "import course\ncourse.check('ex_pas')\n"], capture_output=True,
+                          text=True, cwd=mini_course, env={**env, "COURSE_ROOT": str(mini_course)}, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) <= 6 and "did you mean `ex_pass`" in lines[-1], done.stderr
+

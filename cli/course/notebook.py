@@ -160,8 +160,13 @@ def _session(course: str | Path | None, workspace: str | Path | None) -> Session
 def check(name: str | None = None, *, course: str | Path | None = None, workspace: str | Path | None = None,
           seed: int | None = None) -> CheckReport:
     """Grade an exercise (default: the current one) as `course check` does, and record the result."""
-    session = _session(course, workspace)
-    exercises = session.select([name] if name else [])
+    from course.errors import CourseError
+
+    try:
+        session = _session(course, workspace)
+        exercises = session.select([name] if name else [])
+    except CourseError as exc:
+        raise _plain(exc) from None
     report = CheckReport(session, session.check(exercises, seed=seed))
     if not _shown_by_the_shell():
         report._draw()  # a script discards the value of `course.check(...)`: show the verdict as it returns
@@ -181,10 +186,23 @@ def inspect(name: str | None = None, *, course: str | Path | None = None,
             workspace: str | Path | None = None) -> InspectReport:
     """What the learner's code for an exercise does (default: the current one), as `course inspect` shows it."""
     from course import inspection
+    from course.errors import CourseError
 
-    session = _session(course, workspace)
-    exercise = inspection.choose(session, name)
+    try:
+        session = _session(course, workspace)
+        exercise = inspection.choose(session, name)
+    except CourseError as exc:
+        raise _plain(exc) from None
     return InspectReport(session, exercise, inspection.run(session, exercise))
+
+
+def _plain(exc: BaseException) -> BaseException:
+    """A learner's mistake (a misspelt name, no course here) without the frames of `course` that led to it: at
+    a Python prompt the traceback is their call and the sentence (IPython shows the sentence alone); with
+    `COURSE_DEBUG=1`, every frame."""
+    import os
+
+    return exc if os.environ.get("COURSE_DEBUG") == "1" else exc.with_traceback(None)
 
 
 def save_cell(session: Session, exercise: Exercise, text: str) -> Path | None:
