@@ -184,3 +184,17 @@ def test_a_misspelt_name_is_one_sentence_not_a_traceback(shell: object, mini_cou
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) <= 6 and "did you mean `ex_pass`" in lines[-1], done.stderr
 
+
+@pytest.mark.slow
+def test_after_a_cell_the_next_step_is_the_cell(shell: object) -> None:
+    """A `%%course NAME` cell is the learner's file: after it, the next step is to fix the cell and run it again
+    (or, once it passes, a cell for the next exercise), not `course check` at a terminal."""
+    report = shell.run_cell_magic("course", "ex_fail", "def double(x):\n    return x + 1\n")  # type: ignore[attr-defined]
+    assert isinstance(report, notebook.CheckReport) and not report.passed
+    said = " ".join(repr(report).split())
+    assert "Next: fix the cell and run it again. Stuck? `%course hint ex_fail`." in said and "course check" not in said
+    report = shell.run_cell_magic("course", "ex_pass", GOOD)  # type: ignore[attr-defined]
+    assert isinstance(report, notebook.CheckReport) and report.passed
+    said = " ".join(repr(report).split())
+    assert "Next: `%course show ex_fail` for the next lesson, then a cell that starts with `%%course ex_fail`." in said
+    assert "course check" not in said

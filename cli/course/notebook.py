@@ -89,8 +89,10 @@ _HTML = ('<pre style="font-family:Menlo,\'DejaVu Sans Mono\',monospace;font-size
 class CheckReport(_Report):
     """What `course.check` graded: one `ExerciseResult` per exercise, in `results`."""
 
-    def __init__(self, session: Session, results: list[ExerciseResult]) -> None:
+    def __init__(self, session: Session, results: list[ExerciseResult], *, cell: bool = False) -> None:
         self.session, self.results = session, results
+        self.cell = cell
+        """Graded from a `%%course NAME` cell: the next step is to run the cell again, not `course check`."""
 
     @property
     def passed(self) -> bool:
@@ -114,7 +116,7 @@ class CheckReport(_Report):
         """The verdicts, as `course check` prints them."""
         from course.ui import verdicts
 
-        verdicts.results(self.session, self.results)
+        verdicts.results(self.session, self.results, cell=self.cell)
 
     def _title(self) -> str:
         """`course check NAME: passed`."""
@@ -279,7 +281,10 @@ def _cell(line: str, cell: str) -> CheckReport | None:
         backup = save_cell(session, exercise, cell)
         ui.line(f"Saved the cell as {session.submission(exercise)}" +
                 (f"; your previous version is kept at {backup}." if backup else "."), style="dim")
-        return check(exercise.name)
+        report = check(exercise.name)
+        if isinstance(report, CheckReport):
+            report.cell = True  # its next step is to run the cell again
+        return report
     except Exception as exc:  # noqa: BLE001 - the same one sentence as the command line
         if exit_code_for(exc) is None:
             raise

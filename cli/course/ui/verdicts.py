@@ -126,9 +126,9 @@ def learner_output(text: str, indent: int) -> None:
 
 
 def results(session: Session, graded: list[ExerciseResult], *, verbose: bool = False,
-            show_output: bool = False) -> None:
+            show_output: bool = False, cell: bool = False) -> None:
     """The verdict of a `course check`: in full for one exercise; for several, the first failure of
-    each and a summary table; then the points and the next step."""
+    each and a summary table; then the points and the next step (after a `%%course` cell, with `cell`)."""
     several = len(graded) > 1
     for result in graded:
         exercise = session.exercise(result.name)
@@ -140,7 +140,7 @@ def results(session: Session, graded: list[ExerciseResult], *, verbose: bool = F
     if several:
         summary_table(session, graded)
         ui.line()
-    views.next_step(session, graded)
+    views.next_step(session, graded, cell=cell)
 
 
 def kept(finished: list[ExerciseResult], total: int, *, shown: bool = True) -> str:
