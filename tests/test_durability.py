@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -171,7 +172,8 @@ def test_reset_asks_before_replacing(mini_course: Path, workspace: Path) -> None
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_check_all_stopped_keeps_every_finished_verdict(mini_course: Path, workspace: Path, jobs: str) -> None:
     """Ctrl-C during `course check --all` keeps each verdict reached before it: every exercise is recorded
-    as its grading ends, not when the whole run does; the grading it kills in flight is no verdict."""
+    as its grading ends, not when the whole run does; the grading it kills in flight is no verdict. What was
+    kept is shown (the verdicts and their table) and said, and the exit code is a Ctrl-C's."""
     import signal
     import time
 
@@ -193,11 +195,17 @@ def test_check_all_stopped_keeps_every_finished_verdict(mini_course: Path, works
                 progress.read_text() or "{}").get("exercises", {}))):
             assert time.monotonic() < deadline and term.proc.poll() is None, term.text()[-2000:]
             time.sleep(0.05)
+        term.expect("3/4 done")  # the display has them too: the Ctrl-C comes after, as a learner's would
         assert term.proc.poll() is None  # still grading ex_loop, which never ends on its own
         os.killpg(term.proc.pid, signal.SIGINT)
-        ended(term.proc, 120)
+        assert ended(term.proc, 120) == 130
     finally:
         term.close()
     stored = ProgressStore(WorkspacePaths(workspace)).load().exercises
     assert {name: e.status for name, e in stored.items()} == {
         "ex_pass": "passed", "ex_fail": "failed", "ex_syntax": "failed"}
+    after = term.text().rsplit("now ", 1)[-1]  # what is printed once the live display is gone
+    rows = [line.split()[:3] for line in after.splitlines() if re.match(r" +\d+  ex_", line)]
+    assert rows == [["1", "ex_pass", "✓"], ["2", "ex_fail", "✗"], ["3", "ex_syntax", "✗"]], after
+    assert ("error: interrupted: the 3 verdicts above are recorded; the other exercise was not graded (run the "
+            "same `course check` again for it).") in " ".join(after.split()), after

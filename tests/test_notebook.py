@@ -179,3 +179,35 @@ def test_check_in_a_script_shows_its_verdict(mini_course: Path) -> None:
     done = subprocess.run([sys.executable, "-c", "import course\ncourse.check('ex_fail')\n"], capture_output=True,
                           text=True, cwd=mini_course, env={**env, "COURSE_ROOT": str(mini_course)}, timeout=300)
     assert "ex_fail  ✗ failed" in done.stdout and "should be" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_misspelt_name_is_one_sentence_not_a_traceback(shell: object, mini_course: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`course.check('ex_pas')` in a cell shows the command line's one sentence with its guess, not the frames
+    of `course` that led to it; at a Python prompt the traceback is the learner's call and that sentence."""
+    shell.run_cell("import course\ncourse.check('ex_pas')")  # type: ignore[attr-defined]
+    shown = capsys.readouterr().out.strip().splitlines()
+    assert shown == ["error: There is no exercise named `ex_pas`; did you mean `ex_pass` or `ex_loop` or `ex_fail`? "
+                     "(`course list` shows the names)"], shown
+    shell.run_cell("course.inspect('ex_pas')")  # type: ignore[attr-defined]
+    assert capsys.readouterr().out.strip().startswith("error: There is no exercise named `ex_pas`")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("COURSE_")}
+    done = subprocess.run([sys.executable, "-c", "import course\ncourse.check('ex_pas')\n"], capture_output=True,
+                          text=True, cwd=mini_course, env={**env, "COURSE_ROOT": str(mini_course)}, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) <= 6 and "did you mean `ex_pass`" in lines[-1], done.stderr
+
+
+@pytest.mark.slow
+def test_after_a_cell_the_next_step_is_the_cell(shell: object) -> None:
+    """A `%%course NAME` cell is the learner's file: after it, the next step is to fix the cell and run it again
+    (or, once it passes, a cell for the next exercise), not `course check` at a terminal."""
+    report = shell.run_cell_magic("course", "ex_fail", "def double(x):\n    return x + 1\n")  # type: ignore[attr-defined]
+    assert isinstance(report, notebook.CheckReport) and not report.passed
+    said = " ".join(repr(report).split())
+    assert "Next: fix the cell and run it again. Stuck? `%course hint ex_fail`." in said and "course check" not in said
+    report = shell.run_cell_magic("course", "ex_pass", GOOD)  # type: ignore[attr-defined]
+    assert isinstance(report, notebook.CheckReport) and report.passed
+    said = " ".join(repr(report).split())
+    assert "Next: `%course show ex_fail` for the next lesson, then a cell that starts with `%%course ex_fail`." in said
+    assert "course check" not in said

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -173,6 +174,23 @@ def test_a_save_runs_the_grading_started_ahead_of_it(background: tuple[Watcher, 
     assert watcher.armed is not None and watcher.armed is not ahead
 
 
+def test_the_duration_shown_is_the_time_since_the_save(
+    background: tuple[Watcher, queue.Queue[tuple[str, Any]]]
+) -> None:
+    """The grading started ahead waits for the save; the duration its verdict shows counts from the save on,
+    not the seconds it waited before it."""
+    watcher, events = background
+    ahead = watcher.armed
+    assert ahead is not None
+    time.sleep(3)  # the learner reads the verdict and edits: the grading ahead waits at its gate
+    watcher.path.write_text("def double(x):\n    return x + x\n")
+    saved = time.monotonic()
+    assert watcher.on_save(watcher.path)
+    _pump(watcher, events, lambda: watcher.n_graded == 2)
+    assert watcher.grading is None and watcher.result is not None and watcher.result.passed
+    assert 0 < watcher.result.duration_s <= time.monotonic() - saved
+
+
 def test_a_save_during_a_check_is_graded_by_a_grading_started_beside_it(
     background: tuple[Watcher, queue.Queue[tuple[str, Any]]]
 ) -> None:
@@ -229,17 +247,36 @@ def test_other_files_are_ignored(watcher: Watcher) -> None:
     assert watcher.tick() is None
 
 
-def test_no_auto_advance_and_n_only_once_passed(watcher: Watcher, capsys: pytest.CaptureFixture[str]) -> None:
-    """A pass never moves on by itself; `n` on a failing exercise stays and says why."""
+def test_no_auto_advance_and_n_only_once_passed(course_dir: Path, watcher: Watcher,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A pass never moves on by itself; `n` on an exercise not started stays and says where to start, and on
+    a failing one, that it does not pass yet."""
+    from course import stubs
+
+    stub = 'def double(x):\n    """Twice x."""\n    raise NotImplementedError("double is not written yet")\n'
+    lock = course_dir / "exercises/stubs.lock"  # ex_fail's stub becomes one that leaves the work to the learner
+    recorded = f'ex_fail = "{stubs.fingerprint(stub.encode())}"'
+    lock.write_text(re.sub(r'(?m)^ex_fail = ".*"$', recorded, lock.read_text()))
+    for path in (course_dir / "exercises/02_ex_fail/ex_fail.py", watcher.path.parent.parent / "02_ex_fail/ex_fail.py"):
+        path.write_text(stub)
     watcher.on_save(watcher.path)
     watcher.clock.now += 1  # type: ignore[attr-defined]
     assert watcher.tick() is not None and watcher.name == "ex_pass"
     watcher.on_key("n")
-    assert watcher.name == "ex_fail"
+    assert watcher.name == "ex_fail" and watcher.result is not None and watcher.result.not_tried
     capsys.readouterr()
     watcher.on_key("n")
-    assert watcher.name == "ex_fail"
-    assert "does not pass yet" in capsys.readouterr().out
+    said = " ".join(capsys.readouterr().out.split())
+    assert watcher.name == "ex_fail" and "does not pass yet" not in said and "fix it" not in said
+    assert "ex_fail passes, and it is not started yet: press t for its task, then edit" in said
+    assert "ex_fail.py and save it" in said
+    watcher.path.write_text(watcher.path.read_text() + "# mine\n")
+    watcher.on_save(watcher.path)
+    watcher.clock.now += 1  # type: ignore[attr-defined]
+    assert watcher.tick() is not None and not watcher.result.passed  # type: ignore[union-attr]
+    capsys.readouterr()
+    watcher.on_key("n")
+    assert watcher.name == "ex_fail" and "ex_fail does not pass yet; fix it and save" in capsys.readouterr().out
 
 
 def test_n_during_a_check_says_why_unless_what_runs_has_passed(watcher: Watcher,

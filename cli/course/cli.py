@@ -134,8 +134,15 @@ def check(
     say_where_grading_runs(session)
     jobs = jobs or os.cpu_count() or 1
     live = verdicts.LiveCheck(selected, len(session.course.exercises), jobs)
-    with ui.live(live, enabled=not as_json):
-        graded = session.check(selected, jobs=jobs, seed=seed, on_result=live.result, on_event=live.event)
+    try:
+        with ui.live(live, enabled=not as_json):
+            graded = session.check(selected, jobs=jobs, seed=seed, on_result=live.result, on_event=live.event)
+    except KeyboardInterrupt as stopped:  # Ctrl-C: what had finished is recorded; show it, and say so
+        finished = live.finished()
+        if finished and not as_json:
+            verdicts.results(session, finished, verbose=verbose, show_output=show_output)
+        stopped.add_note(verdicts.kept(finished, len(selected), shown=not as_json))
+        raise
     on_chip: dict = {}
 
     def chip_words() -> None:

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class CourseError(Exception):
     """A problem the learner or instructor can fix; its message is one sentence saying what to do."""
 
     exit_code = 2
+
+    @property
+    def _render_traceback_(self) -> Callable[[], list[str]]:
+        """How IPython and Jupyter show this error when a call of `course` raises it in a cell: its one sentence,
+        as the command line says it, without the frames that led there (`COURSE_DEBUG=1` keeps them)."""
+        import os
+
+        if os.environ.get("COURSE_DEBUG") == "1":  # no such attribute: IPython then shows its own traceback
+            raise AttributeError("_render_traceback_")
+        return lambda: [f"error: {self}"]
 
 
 class UsageError(CourseError):
@@ -54,7 +66,8 @@ def exit_code_for(exc: BaseException) -> int | None:
         ui.error(str(exc))
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
-        ui.error("interrupted.")
+        kept = " ".join(getattr(exc, "__notes__", []))  # what the command kept, added where it was stopped
+        ui.error(f"interrupted: {kept}" if kept else "interrupted.")
         return 128 + (exc.signum if isinstance(exc, Stopped) else 2)  # 2 is SIGINT: Ctrl-C
     if isinstance(exc, Exception) and not debug:
         ui.error(f"course itself failed ({type(exc).__name__}: {exc}); rerun with COURSE_DEBUG=1 for the traceback.")

@@ -95,9 +95,11 @@ _HTML = ('<pre style="font-family:Menlo,\'DejaVu Sans Mono\',monospace;font-size
 class CheckReport(_Report):
     """What `course.check` graded: one `ExerciseResult` per exercise, in `results`."""
 
-    def __init__(self, session: Session, results: list[ExerciseResult],
+    def __init__(self, session: Session, results: list[ExerciseResult], *, cell: bool = False,
                  chip: dict[str, ChipReport] | None = None) -> None:
         self.session, self.results = session, results
+        self.cell = cell
+        """Graded from a `%%course NAME` cell: the next step is to run the cell again, not `course check`."""
         self.chip = chip or {}
         """What the chip said of each exercise's kernels, on a machine with a TPU."""
 
@@ -129,7 +131,7 @@ class CheckReport(_Report):
                 chip.check_section(report)
                 ui.line()
 
-        verdicts.results(self.session, self.results, then=chip_words)
+        verdicts.results(self.session, self.results, cell=self.cell, then=chip_words)
 
     def _title(self) -> str:
         """`course check NAME: passed`."""
@@ -233,11 +235,15 @@ def check(name: str | None = None, *, course: str | Path | None = None, workspac
           seed: int | None = None) -> CheckReport:
     """Grade an exercise (default: the current one) as `course check` does, and record the result."""
     from course.chip import runs
+    from course.errors import CourseError
 
-    session = _session(course, workspace)
-    exercises = session.select([name] if name else [])
+    try:
+        session = _session(course, workspace)
+        exercises = session.select([name] if name else [])
+    except CourseError as exc:
+        raise _plain(exc) from None
     results = session.check(exercises, seed=seed)
-    report = CheckReport(session, results, runs.after_check(session, results, here=_holds_tpu()))
+    report = CheckReport(session, results, chip=runs.after_check(session, results, here=_holds_tpu()))
     if not _shown_by_the_shell():
         report._draw()  # a script discards the value of `course.check(...)`: show the verdict as it returns
     return report
@@ -256,10 +262,23 @@ def inspect(name: str | None = None, *, course: str | Path | None = None,
             workspace: str | Path | None = None) -> InspectReport:
     """What the learner's code for an exercise does (default: the current one), as `course inspect` shows it."""
     from course import inspection
+    from course.errors import CourseError
 
-    session = _session(course, workspace)
-    exercise = inspection.choose(session, name)
+    try:
+        session = _session(course, workspace)
+        exercise = inspection.choose(session, name)
+    except CourseError as exc:
+        raise _plain(exc) from None
     return InspectReport(session, exercise, inspection.run(session, exercise))
+
+
+def _plain(exc: BaseException) -> BaseException:
+    """A learner's mistake (a misspelt name, no course here) without the frames of `course` that led to it: at
+    a Python prompt the traceback is their call and the sentence (IPython shows the sentence alone); with
+    `COURSE_DEBUG=1`, every frame."""
+    import os
+
+    return exc if os.environ.get("COURSE_DEBUG") == "1" else exc.with_traceback(None)
 
 
 def save_cell(session: Session, exercise: Exercise, text: str) -> Path | None:
@@ -338,7 +357,10 @@ def _cell(line: str, cell: str) -> CheckReport | None:
         backup = save_cell(session, exercise, cell)
         ui.line(f"Saved the cell as {session.submission(exercise)}" +
                 (f"; your previous version is kept at {backup}." if backup else "."), style="dim")
-        return check(exercise.name)
+        report = check(exercise.name)
+        if isinstance(report, CheckReport):
+            report.cell = True  # its next step is to run the cell again
+        return report
     except Exception as exc:  # noqa: BLE001 - the same one sentence as the command line
         if exit_code_for(exc) is None:
             raise

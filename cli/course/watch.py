@@ -354,6 +354,10 @@ class Watcher:
             if self.grading is not None:
                 self.grading.cancel.set()
             self._first_save = None
+        elif self.result is not None and self.result.not_tried:  # nothing to fix yet: say where to start
+            ui.line(f"n moves on once {self.name} passes, and it is not started yet: press t for its task, then "
+                    f"edit {ui.shown_path(self.path)} and save it.")
+            return
         elif self.result is None or not self.result.passed:
             ui.line(f"{self.name} does not pass yet; fix it and save (h for a hint).")
             return

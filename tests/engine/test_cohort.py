@@ -130,6 +130,34 @@ def test_sandboxed_processes_reach_each_other_and_nothing_else(tmp_path: Path) -
     assert result.status == "passed", [c.message for c in result.checks]
 
 
+LOOPS = """import jax
+
+
+def total(value):
+    '''Never returns, in every process.'''
+    while True: pass  # noqa: E701
+"""
+
+
+def test_a_loop_in_every_process_is_stopped_at_its_checks_own_cpu_limit(tmp_path: Path) -> None:
+    """Each process of a cohort holds its checks to `check_timeout_s`, as one grading does: an endless loop is
+    named at that limit, in the check it was in, not at the grading's whole CPU limit or its wall-clock cap."""
+    import shutil
+
+    root = tmp_path / "course"
+    shutil.copytree(FIXTURES / "multi_course", root, ignore=shutil.ignore_patterns("__pycache__"))
+    meta = root / "exercises/01_mp_pass/exercise.toml"
+    meta.write_text(meta.read_text().replace("timeout_s = 20", "timeout_s = 600\ncheck_timeout_s = 2")
+                    .replace("wall_timeout_s = 60", "wall_timeout_s = 120"))
+    exercise = next(e for e in load_course(root).exercises if e.name == "mp_pass")
+    (tmp_path / "mp_pass.py").write_text(LOOPS)
+    result = runner.grade(exercise, tmp_path / "mp_pass.py", skip_stub=False)
+    assert result.status == "timeout" and [c.status for c in result.checks] == ["passed", "failed", "not_run"]
+    stopped = result.checks[1].message
+    assert "used 2 s of CPU time in this check, the limit of one check" in stopped, stopped
+    assert "mp_pass.py line 6, in total: `while True: pass" in stopped
+
+
 FORGER = r'''
 
 def total(value):

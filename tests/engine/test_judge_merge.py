@@ -114,6 +114,21 @@ def test_a_stop_in_an_executor_check_is_said_there(mini_course: Path) -> None:
     assert merged.message == f'{why} (during "donates")'
 
 
+def test_a_judge_check_that_words_the_executors_absence_itself_is_not_run_after_a_stop(mini_course: Path) -> None:
+    """A grader that catches the executor's absence and words it in a sentence of its own (its text still
+    carries GONE's) makes no second failure after a stop: the check is not run, and the reason is said once."""
+    exercise = _exercise(mini_course)
+    why = "your code used 8 s of CPU time in this check"
+    executor = _side(_check("test_donates"), _check("test_compiles", NOT_RUN, "not run"), stopped=why)
+    wrapped = f"`f` could not be traced: it raised ExecutorGone: {remote.GONE}. Keep it traceable."
+    judged = _side(_check("test_values", "failed", remote.GONE), _check("test_dtype", "failed", wrapped))
+    merged = judge.merge(exercise, executor, judged)
+    by_id = {c.id: c for c in merged.checks}
+    assert by_id["test_values"].message == why
+    assert by_id["test_dtype"].status == NOT_RUN and 'during "values"' in by_id["test_dtype"].message
+    assert [c.id for c in merged.checks if c.status == "failed"] == ["test_values"]
+
+
 def test_a_stop_after_the_executors_last_check(mini_course: Path) -> None:
     """The executor stopped while it answered the judge's last check, all its own checks done: that check
     takes the reason."""

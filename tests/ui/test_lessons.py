@@ -28,7 +28,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
 def _words(text: str) -> set[str]:
-    """The words of a text: runs of letters, digits and underscores (a code fence's language is no word)."""
+    """The words of a text: runs of letters, digits and underscores (a code fence's language is no word, and an
+    HTML comment, a note for the lesson's authors such as where its table of chip figures begins, is no text)."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
     return set(re.findall(r"[A-Za-z0-9_]+", re.sub(r"(?m)^(\s*)```\S*", r"\1", text)))
 
 
@@ -161,6 +163,21 @@ def test_task_only() -> None:
     assert done.stdout.lstrip().startswith("Your task")
     assert "Donation is permission" not in done.stdout and "update_with_donate(state, delta)" in done.stdout
     assert done.stdout.rstrip().endswith("Edit: exercises/01_update_with_donate/update_with_donate.py")
+
+
+def test_every_task_is_headed_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lessons head their task "The task" or "Your task"; the learner reads "Your task" in every one, alone
+    (`--task`, watch's `t`) or in the whole lesson."""
+    for lesson in _lessons():
+        text = lesson.read_text(encoding="utf-8")
+        for shown in (lessons.task(text) or "", text):
+            buffer = io.StringIO()
+            monkeypatch.setattr(ui, "out", Console(file=buffer, width=80, color_system=None))
+            lessons.render(shown)
+            lines = [line.strip() for line in buffer.getvalue().splitlines()]
+            assert "Your task" in lines and "The task" not in lines, lesson
+            if shown is not text:
+                assert next(line for line in lines if line) == "Your task", lesson
 
 
 def test_pieces_keep_indented_fences_and_survive_an_unclosed_one() -> None:

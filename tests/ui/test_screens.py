@@ -5,7 +5,9 @@ way out) never scrolled away or left out."""
 from __future__ import annotations
 
 import io
+import re
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -82,6 +84,31 @@ def test_list_in_a_real_terminal_keeps_its_header_and_the_current_row(workspace:
 
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
+def test_folded_parts_are_one_line_each(tmp_path: Path, width: int, height: int) -> None:
+    """`course` in a fresh workspace at 30 rows folds the parts after the first to a line each, its count then
+    its title: a title too long for the width is cut there, never wrapped onto a line of its own."""
+    target = tmp_path / "ws"
+    init_workspace(REPO, target)
+    term = Terminal(["--course", str(REPO), "--workspace", str(target)], cwd=target, cols=width, rows=height)
+    try:
+        term.expect(f"of {TOTAL:g} points")
+        assert term.proc.wait(timeout=60) == 0
+    finally:
+        term.close()
+    lines = term.text().rstrip("\n").split("\n")
+    _fits(lines, width)
+    titles = [p["title"] for p in tomllib.loads((REPO / "course.toml").read_text())["parts"]]
+    folded = [line for line in lines if re.match(r"\d+/\d+ passed  Part \d", line)]
+    assert len(folded) == len(titles) - 1, lines
+    for line, title in zip(folded, titles[1:], strict=True):
+        shown = line.split("passed  ", 1)[1]
+        assert title == shown or (shown.endswith("…") and title.startswith(shown[:-1])), (shown, title)
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "exercise"])
+    table = lines[start + 1:lines.index("", start)]
+    assert all(line[:1] in " →" or line.startswith("Part ") or line in folded for line in table), table
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
 def test_watch_list_key_keeps_the_header_current_row_and_keys(workspace: Path, width: int, height: int,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Watch's `l`: the table, the keys under it and the progress line fit in the terminal."""
@@ -143,6 +170,23 @@ def test_watch_progress_line_is_never_cut(workspace: Path, width: int) -> None:
     assert "checking 3 s" in line and line.endswith("q quit") and "…" not in line
     roomy = footer.line(width=200).plain
     assert "12 s of 30 s CPU" in roomy and "h hint" in roomy
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_watch_progress_bar_keeps_its_width_as_the_state_changes(workspace: Path, width: int) -> None:
+    """Waiting, checking (a check running for a long while), passing, not yet: the bar at the line's start has
+    one width throughout, so the line does not jump as watch works; the line always fits."""
+    footer = watching.Footer(Session.open(REPO, workspace), name="sharded_donated_step")
+    running = CheckEvent("sharded_donated_step", "test_x", "Donates the state", "running", cpu_s=4, budget_s=8)
+    now = time.monotonic()
+    widths = set()
+    for state, since, check in (("", None, None), ("checking", now - 3, None), ("checking", now - 125, running),
+                                ("passes", None, None), ("not yet", None, None)):
+        footer.state, footer.since, footer.running = state, since, check
+        line = footer.line(now=now, width=width).plain
+        assert len(line) <= width and line.endswith("q quit"), line
+        widths.add(len(line) - len(line.lstrip("█░")))
+    assert len(widths) == 1, widths
 
 
 @pytest.mark.parametrize("width", [80, 60])

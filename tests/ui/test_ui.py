@@ -124,6 +124,44 @@ def test_a_stopped_grading_marks_the_checks_not_run(monkeypatch: pytest.MonkeyPa
     assert text.count("still running") == 1
 
 
+def test_a_stopped_runs_reason_is_said_once_where_it_happened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop stopped at a limit: its reason is under the check it was in, and not said again at the end (the
+    result's message, the same reason with the check's title, is for `--json`); the seed line follows."""
+    why = ("your code used 8 s of CPU time in this check, the limit of one check, and was stopped at ex.py line 3, "
+           "in double; is there a loop that never ends?\nwhere your code was (most recent call last):\n"
+           "  ex.py line 3, in double: `while True:`")
+    checks = [_check("a", "passed"), _check("b", "failed", why), _check("c", "not_run"), _check("d", "failed", "other")]
+    message = f'{why.splitlines()[0]} (during "title b")'
+    lines = _render(ExerciseResult("ex", "timeout", checks=checks, message=message, seed=7), monkeypatch)
+    text = "\n".join(lines)
+    assert text.count("is there a loop that never ends?") == 1 and "(during" not in text
+    assert "seed 7" in lines[-1]
+
+
+def test_a_file_that_never_ran_prints_no_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that does not compile (or whose import raised) failed every check for that one reason before any
+    input was drawn: no seed line, which would offer to repeat inputs there never were."""
+    why = "your file has a syntax error, so no check can run"
+    lines = _render(ExerciseResult("ex", "failed", checks=[_check("a", "failed", why), _check("b", "failed", why)],
+                                   message="0 of 2 checks passed", seed=7), monkeypatch)
+    assert not any("seed" in line for line in lines), lines
+    ran = [_check("a", "failed", "2 != 4 for x = 2"), _check("b", "failed", "2 != 6 for x = 3")]
+    lines = _render(ExerciseResult("ex", "failed", checks=ran, message="0 of 2 checks passed", seed=7), monkeypatch)
+    assert "seed 7" in lines[-1]
+
+
+def test_an_interrupted_check_says_what_it_kept() -> None:
+    """After Ctrl-C: nothing finished (the course's own failure is no verdict), one verdict of several, every
+    verdict; with `--json` nothing is shown above the sentence."""
+    passed = ExerciseResult("a", "passed")
+    assert verdicts.kept([], 1) == "no verdict had been reached, so nothing was recorded."
+    assert verdicts.kept([ExerciseResult("a", "error")], 3) == "no verdict had been reached, so nothing was recorded."
+    assert verdicts.kept([passed], 3) == ("the verdict above is recorded; the other 2 exercises were not graded "
+                                          "(run the same `course check` again for them).")
+    assert verdicts.kept([passed, ExerciseResult("c", "failed")], 2) == "the 2 verdicts above are recorded."
+    assert verdicts.kept([passed], 2, shown=False).startswith("1 verdict is recorded; the other exercise was not")
+
+
 def test_several_exercises_show_the_first_failure_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without verbose, a failing exercise shows its first failing check and how many more there are."""
     checks = [_check("a", "passed"), _check("b", "failed", "first reason"), _check("c", "failed", "second reason")]

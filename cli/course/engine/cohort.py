@@ -33,6 +33,7 @@ from course.engine.isolation import Launcher, Outcome
 from course.engine.lockstep import RANK, Watch
 from course.engine.protections import Confinement
 from course.engine.sandbox import SandboxError
+from course.engine.stopwatch import Stopwatch
 from course.engine.verdict import CheckEvent, CheckResult, ExerciseResult, summarize, verdict
 from course.registry import Exercise
 
@@ -143,13 +144,15 @@ def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, addres
     command = invocation.command(exercise, graded, proc.workdir, proc.report_path, seed,
                                  hidden and judges is None, folder)
     budget = limits.budget(exercise.meta)
+    checks = Stopwatch(exercise.name, budget)  # one check's own CPU limit, in each process as in one grading
     env = invocation.environment(exercise, cache_dir, read_only_cache)
     link = None
     if judges is not None:
         theirs, link = judge.links()
         i = proc.index
         proc.judged = judge.start(exercise, graded.resolve(), seed=seed, hidden=hidden, budget=budget, link=theirs,
-                                  env=env, worker=worker, on_event=lambda raw: judges.event(i, raw), cancel=cancel,
+                                  env=env, worker=worker, on_event=lambda raw: _both(checks, judges.event, i, raw),
+                                  cancel=cancel,
                                   place=f"{i}/{watch.count}@{judges.address}", watch=lambda pid: judges(i, pid),
                                   on_end=lambda code: judges.end(i, code))
         command = judge.role(command, "executor")
@@ -159,20 +162,28 @@ def _run(proc: _Process, exercise: Exercise, submission: Path, seed: int, addres
             [*command, "--course-process", f"{proc.index}/{watch.count}@{address}"],
             key=proc.key, cwd=proc.workdir, env=env, link=link.detach() if link is not None else None,
             timeout_s=budget.cpu_s, wall_s=budget.wall_s, memory_mb=exercise.meta.memory_mb, launcher=worker,
-            on_event=lambda raw: watch.event(proc.index, raw),
+            on_event=lambda raw: _both(checks, watch.event, proc.index, raw),
             sandbox=policy.on_loopback(holder) if policy is not None else None,
             stack_path=report.stack_path(proc.report_path), marker=report.output_marker(proc.key),
             cancel=cancel,
             watch=lambda pid: (deadline.watch(pid) if deadline else "") or _partner(judges, proc.index, pid)
-            or watch(proc.index, pid),
+            or checks.watch(pid) or watch(proc.index, pid),
         )
         outcome = proc.outcome
         if not (outcome.cancelled or outcome.timed_out or outcome.killed_for):  # a memory kill says memory
             outcome.killed_for = limits.memory_kill(outcome.returncode, oom_before)
+        if checks.stopped is not None and not outcome.cancelled:  # stopped at one check's own limit: a timeout
+            outcome.timed_out, outcome.limit, outcome.killed_for = True, "check", ""
     except BaseException as exc:  # raised again on the caller's thread
         proc.error = exc
     finally:
         watch.end(proc.index, proc.outcome.returncode if proc.outcome else None)
+
+
+def _both(checks: Stopwatch, step: Callable[[int, dict], None], index: int, raw: dict) -> None:
+    """One event of process `index` for its stopwatch (its check's CPU limit) and for the cohort's watch."""
+    checks.raw_event(raw)
+    step(index, raw)
 
 
 def _partner(judges: Watch | None, index: int, pid: int) -> str:

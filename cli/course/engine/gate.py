@@ -8,13 +8,15 @@ starting JAX's backend), and the save pays only for the checks themselves.
 Each grading process reads its go pipe (`{gofd}`) at the end of collection, before it reads the
 learner's file: WARM asks it to start JAX's backend while it waits, GO lets it read the file and run
 its checks. A grading without a gate finds GO there at once. The parent's clocks for the grading's
-wall time start when the gate opens; its CPU time counts from the start, as for any grading.
+wall time, and the duration its result reports, start when the gate opens; its CPU time counts from
+the start, as for any grading.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 
 WARM = b"w"
@@ -27,9 +29,12 @@ class Gate:
 
     def __init__(self) -> None:
         self._opened = threading.Event()
+        self.opened_at: float | None = None
+        """When the gate opened (`time.monotonic()`): where the grading's duration starts, not its idle wait."""
 
     def open(self) -> None:
         """Let every process waiting at this gate go on."""
+        self.opened_at = time.monotonic()
         self._opened.set()
 
     def wait(self, cancel: threading.Event | None, alive: Callable[[], bool]) -> bool:

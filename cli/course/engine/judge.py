@@ -200,7 +200,8 @@ def _stop(executor: ExerciseResult, judge: ExerciseResult,
           position: Callable[[CheckResult], int]) -> tuple[CheckResult | None, str]:
     """Where the executor stopped, if a judge's check found it gone, and why: that check takes the reason, and
     every check after it that did not pass was not run."""
-    gone = [c for c in judge.checks if c.message == remote.GONE]
+    # A grader may catch the executor's absence and say it in its own words: its text still carries GONE's.
+    gone = [c for c in judge.checks if c.status != "passed" and remote.GONE in c.message]
     reason = executor.stopped if gone else ""
     if not reason:
         return (gone[0] if gone else None), ""

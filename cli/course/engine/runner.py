@@ -167,7 +167,9 @@ def grade(
         if judged is not None:  # the executor never started: the judge ends at its closed link
             judged.wait(exercise.name)
         files.remove_folder(workdir)
-    result.seed, result.duration_s = seed, time.monotonic() - started
+    # A grading started ahead of its save has waited at its gate: its duration is from the opening (the save) on.
+    begun = gate.opened_at if gate is not None and gate.opened_at is not None else started
+    result.seed, result.duration_s = seed, time.monotonic() - max(begun, started)
     return result
 
 

@@ -21,6 +21,9 @@ from course.engine.verdict import RUNNING, CheckEvent
 
 POLL_S = 0.5
 """How often the process tree's CPU time is read (a walk of the process table)."""
+OVERSHOOT_S = 2 * POLL_S
+"""How far past its limit a check's CPU time can be when it is stopped: its count starts at the first reading
+after the check's start, and the reading that finds it past the limit comes up to one poll after."""
 SHOW_EVERY_S = 1.0
 """How often a running check's CPU time is passed on for display."""
 STOPPED = "the check used its own CPU time limit"
@@ -35,7 +38,6 @@ def what_holds(import_mb: float) -> str:
         return ""
     return (f" Importing your file takes {import_mb:.0f} MiB by itself: what it makes at module level (a table, an "
             "array) is held while every check runs; make it smaller, or make it inside the function that needs it.")
-"""The sentence `watch` gives the waiting loop; the verdict is worded from `limits.reason("check", ...)`."""
 
 
 class Stopwatch:

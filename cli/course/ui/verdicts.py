@@ -22,11 +22,15 @@ from course.ui import views
 
 RUNNING = "running"
 """A check event's status while the check runs (`course.engine.report.RUNNING`; the UI imports no engine)."""
+CANCELLED = "cancelled"
+"""A grading called off (Ctrl-C, a newer save): no verdict (`course.engine.isolation.CANCELLED`)."""
+UNRECORDED = ("error", CANCELLED)
+"""Results never recorded as progress (`course.session.UNRECORDED`)."""
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-    from course.engine.verdict import CheckEvent, ExerciseResult
+    from course.engine.verdict import CheckEvent, CheckResult, ExerciseResult
     from course.registry import Exercise
     from course.session import Session
 
@@ -88,11 +92,25 @@ def result_block(result: ExerciseResult, file_hint: str, *, verbose: bool = True
     if not verbose and len(failing) > 1:
         ui.block(f"{len(failing) - 1} more failing: `course check {result.name}` shows every check.", indent=2,
                  style="dim")
-    elif result.status != "passed" and not shared:
+    elif result.status != "passed" and not shared and not _said(result.message, shown):
         ui.block(result.message, indent=2, style=ui.STYLES.get(result.status, ""))
-    if verbose and result.checks and result.status in ("failed", "timeout"):
+    if verbose and result.checks and result.status in ("failed", "timeout") and not _one_cause(result):
         ui.block(f"your file: {file_hint} · seed {result.seed} (`--seed {result.seed}` repeats these inputs)",
                  indent=2, style="dim")
+
+
+def _said(message: str, shown: list[CheckResult]) -> bool:
+    """Whether `message` (a stopped run's reason, with the check it stopped in) is already said under a check
+    shown: the reason is printed once, where it happened."""
+    first = message.split(" (during ", 1)[0]
+    return bool(first) and any(c.message.split("\n", 1)[0] == first for c in shown if c.status not in QUIET)
+
+
+def _one_cause(result: ExerciseResult) -> bool:
+    """Whether every check failed for one reason, none having run on its own (a file that does not compile, or
+    whose import raised): no inputs were drawn, so the seed repeats nothing."""
+    checks = result.checks
+    return len(checks) > 1 and len({c.message for c in checks}) == 1 and all(c.status == "failed" for c in checks)
 
 
 def learner_output(text: str, indent: int) -> None:
@@ -109,9 +127,10 @@ def learner_output(text: str, indent: int) -> None:
 
 
 def results(session: Session, graded: list[ExerciseResult], *, verbose: bool = False,
-            show_output: bool = False, then: Callable[[], None] | None = None) -> None:
+            show_output: bool = False, cell: bool = False, then: Callable[[], None] | None = None) -> None:
     """The verdict of a `course check`: in full for one exercise; for several, the first failure of
-    each and a summary table; then whatever `then` adds (the chip's words), the points and the next step."""
+    each and a summary table; then whatever `then` adds (the chip's words), the points and the next step
+    (after a `%%course` cell, with `cell`)."""
     several = len(graded) > 1
     for result in graded:
         exercise = session.exercise(result.name)
@@ -125,7 +144,24 @@ def results(session: Session, graded: list[ExerciseResult], *, verbose: bool = F
         ui.line()
     if then is not None:
         then()
-    views.next_step(session, graded)
+    views.next_step(session, graded, cell=cell)
+
+
+def kept(finished: list[ExerciseResult], total: int, *, shown: bool = True) -> str:
+    """What a `course check` stopped by Ctrl-C kept, in one sentence: the verdicts reached before it (`shown`
+    above it), each recorded as it came, and how many exercises were left ungraded."""
+    recorded = sum(r.status not in UNRECORDED for r in finished)
+    if not recorded:
+        return "no verdict had been reached, so nothing was recorded."
+    if shown:
+        said = "the verdict above is recorded" if recorded == 1 else f"the {recorded} verdicts above are recorded"
+    else:
+        said = "1 verdict is recorded" if recorded == 1 else f"{recorded} verdicts are recorded"
+    left = total - len(finished)
+    if not left:
+        return f"{said}."
+    rest = f"the other {left} exercises were not graded" if left > 1 else "the other exercise was not graded"
+    return f"{said}; {rest} (run the same `course check` again for {'them' if left > 1 else 'it'})."
 
 
 def summary_table(session: Session, graded: list[ExerciseResult]) -> None:
@@ -168,6 +204,12 @@ class LiveCheck:
         """An exercise has its verdict."""
         with self._lock:
             self.done[result.name] = result
+
+    def finished(self) -> list[ExerciseResult]:
+        """The verdicts reached so far, in the order the exercises were given (a grading called off is none)."""
+        with self._lock:
+            return [self.done[e.name] for e in self.exercises
+                    if e.name in self.done and self.done[e.name].status != CANCELLED]
 
     def lines(self, now: float | None = None) -> list[Text]:
         """What to draw now."""

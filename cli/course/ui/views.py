@@ -114,7 +114,10 @@ def _shrunk(parts: list[tuple[Text | None, list[tuple[ExerciseRow, Text]]]], cur
             shown += ([title] if title else []) + [text for _, text in members]
         else:
             done = sum(row.status == "passed" for row, _ in members)
-            shown.append(Text.assemble((f"{done}/{len(members)} passed  ", "dim"), title))
+            folded = Text.assemble((f"{done}/{len(members)} passed  ", "dim"), title)
+            if width is not None:  # a folded part is one line: its title is cut to fit rather than wrapped
+                folded.truncate(width, overflow="ellipsis")
+            shown.append(folded)
     if tall(shown, width) <= height:
         return shown
     at = next((i for i, t in enumerate(shown) if t.plain.startswith("→")), 0)
@@ -164,8 +167,9 @@ def course_list(session: Session, *, with_next: bool, reserve: int = 0) -> None:
         ui.line(f"Next: edit {path}, then run `course check` (`course show` prints the lesson).")
 
 
-def next_step(session: Session, graded: list[ExerciseResult]) -> None:
-    """After a check: the course's points (the sum of the rows), then the one thing to do next."""
+def next_step(session: Session, graded: list[ExerciseResult], *, cell: bool = False) -> None:
+    """After a check: the course's points (the sum of the rows), then the one thing to do next; after a
+    `%%course NAME` cell (`cell`), in a notebook's terms: the cell is the file, and running it grades it."""
     ui.line(f"Points: {session.summary().score:g} of {session.summary().max_score:g} (`course list` has them all).",
             style="dim")
     failing = [r for r in graded if not r.passed]
@@ -176,9 +180,15 @@ def next_step(session: Session, graded: list[ExerciseResult]) -> None:
         first = failing[0].name
         path = ui.shown_path(session.submission(session.exercise(first)))
         verb = "edit" if failing[0].not_tried else "fix"
-        ui.line(f"Next: {verb} {path}, then `course check {first}`. Stuck? `course hint {first}`.", style="bold")
+        if cell:
+            ui.line(f"Next: {verb} the cell and run it again. Stuck? `%course hint {first}`.", style="bold")
+        else:
+            ui.line(f"Next: {verb} {path}, then `course check {first}`. Stuck? `course hint {first}`.", style="bold")
     elif (now := session.current()) is None:
         ui.line(session.course.meta.final or ALL_PASS, style="bold green")
+    elif cell:
+        ui.line(f"Next: `%course show {now.name}` for the next lesson, then a cell that starts with "
+                f"`%%course {now.name}`.", style="bold")
     else:
         ui.line(f"Next: `course show {now.name}` for the next lesson, then `course check`.", style="bold")
 

@@ -49,6 +49,8 @@ def event(check: CheckEvent) -> None:
 
 
 FOOTER_LINES = 2
+WIDEST_STATE = " · checking 999 s"
+"""The widest state the footer shows: its layout leaves room for it, so the bar never changes width with the state."""
 """Lines of the terminal a screen leaves free: the progress line, and the one the cursor waits on."""
 
 
@@ -90,7 +92,8 @@ class Footer:
 
     def line(self, now: float | None = None, width: int = 200) -> Text:
         """The footer as text, in `width` columns: what matters least is left out first (the running
-        check's name, the hint key, the bar's blocks), never the state or how to quit."""
+        check's name, the hint key, the bar's blocks), never the state or how to quit. The bar's width is
+        chosen for the widest state, so that it keeps its width as the state changes."""
         summary = self.session.summary()
         state = Text()
         if self.state:
@@ -101,10 +104,13 @@ class Footer:
                    if self.state == "checking" and self.running is not None else Text())
         name = Text(f" · {self.name}") if self.name else Text()
         count = Text(f"{summary.passed}/{len(summary.rows)} passed")
-        shapes = [(20, running, " · h hint · q quit"), (20, Text(), " · h hint · q quit"), (10, Text(), " · q quit"),
-                  (0, Text(), " · q quit")]
-        for bar_width, extra, keys in shapes:
-            head = views.bar(summary.passed, len(summary.rows), width=bar_width) if bar_width else count
+        for bar_width, keys in ((20, " · h hint · q quit"), (10, " · h hint · q quit"), (10, " · q quit")):
+            head = views.bar(summary.passed, len(summary.rows), width=bar_width)
+            if Text.assemble(head, name, WIDEST_STATE, keys).cell_len <= width:
+                break
+        else:
+            head, keys = count, " · q quit"
+        for extra in (running, Text()):
             text = Text.assemble(head, name, state, extra, (keys, "dim"))
             if text.cell_len <= width:
                 return text
