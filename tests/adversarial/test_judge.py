@@ -75,7 +75,7 @@ OTHER_EXERCISES = {
     "named_ref_patched": ("08_named_ref", "test_under_jit", WRONG_VALUES),
     "time_step_patched": ("19_no_host_sync", "test_time_step_uses_clock", r"should return 0\.25; it returned 0\.75"),
     "mp_rows_patched": ("25_multi_process", "test_reads_own_rows", r"not those rows in order"),
-    "hide_eager_programs": ("18_mixed_precision", "test_train_step_jitted", r"its trace holds no `jax.jit` call"),
+    "hide_eager_programs": ("18_mixed_precision", "test_train_step_jitted", r"its calls ran no `jax.jit` of yours"),
 }
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {

@@ -105,4 +105,4 @@ def test_seen_from_the_judge_the_calls_are_made_there_and_weighed_here(tmp_path:
     assert jitted.jitted and jitted.programs == ("jit(_cumulative)",) and not jitted.unjitted
     assert not eager.jitted and len(eager.programs) >= 3 and eager.message("eager").startswith("one call of")
     assert hidden.once and hidden.programs == () and hidden.unjitted and not hidden.jitted
-    assert hidden.message("hidden").startswith("`hidden` runs no jitted program: its trace holds no `jax.jit`")
+    assert hidden.message("hidden").startswith("`hidden` runs no jitted program: its calls ran no `jax.jit`")

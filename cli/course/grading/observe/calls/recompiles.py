@@ -13,9 +13,9 @@ when each of them was compiled before.
 
 In a judge's check, where `fn` is the learner's function seen from afar, the executor makes the
 calls (`watched_calls`) and reports what only it can see: the compiles, the wrappers built, the
-programs run. The judge weighs the report against the programs' texts: a later call that runs a
-program no earlier call ran compiled it, whatever was reported, and a function whose trace holds
-no jitted call runs op by op, whatever programs were reported.
+programs run. The judge weighs the report against the programs' texts, which are those the calls
+ran: a later call that runs a program no earlier call ran compiled it, whatever was reported, and a
+function whose calls ran no jitted program of the learner's runs op by op.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class LaterCalls:
     compiles: tuple[str, ...]  # the name of each program compiled during them
     builds: int  # jitted wrappers the learner's file built during them
     programs: tuple[str, ...] = ()  # the compiled programs the last call ran, in order
-    unjitted: bool = False  # the calls' traces hold no jitted call: every operation runs as its own program
+    unjitted: bool = False  # the calls ran no jitted program of the learner's: every operation runs as its own
 
     @property
     def once(self) -> bool:
@@ -65,7 +65,7 @@ class LaterCalls:
         if self.builds:
             did.append(f"built {self.builds} new jitted wrapper(s)")
         if not did and len(self.programs) <= 1:
-            return (f"`{name}` runs no jitted program: its trace holds no `jax.jit` call, so each operation is "
+            return (f"`{name}` runs no jitted program: its calls ran no `jax.jit` of yours, so each operation is "
                     f"dispatched as a program of its own and XLA never sees the step whole to fuse it. Jit `{name}` "
                     f"once, at module scope (`{name} = jax.jit(...)` or `@jax.jit`), so a call runs one compiled "
                     "program.")
@@ -107,7 +107,7 @@ def later_calls(fn: Callable[..., Any], args: Sequence[Any] | Callable[[], Seque
 def _judged(fn: Any, calls: list[tuple[Any, ...]], module: types.ModuleType | None,
             path: Path | str | None) -> LaterCalls:
     """`later_calls` of the learner's function seen from the judge: the executor's report of the calls, weighed
-    here against their programs' texts (`warmup.after_warmup`) and their traces."""
+    here against the texts of the programs they ran (`warmup.after_warmup`)."""
     from course.grading.observe.calls.warmup import after_warmup, watched_calls
 
     if module is None:
