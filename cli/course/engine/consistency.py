@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["JITTED", "PLAIN", "note_call", "note_trace", "ran_entries", "signature", "still_one_program"]
+__all__ = ["JITTED", "PLAIN", "note_call", "note_plain", "note_trace", "ran_entries", "received", "signature",
+           "still_one_program"]
 
 JITTED, PLAIN = "jitted", "plain"
 _SEEN: Any = None
@@ -31,15 +32,16 @@ _DIVERGED: str | None = None
 """Why the learner's code can no longer be trusted in this grading, once a function behaved two ways."""
 
 
-def ran_entries(runs: Any, sent: set[str], out: list[bytes]) -> list[list[Any]]:
+def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool = False) -> list[list[Any]]:
     """In the executor: [name, fingerprint, buffer index or -1] for each jitted program of the learner's a call
-    ran, in order; a program not sent before is appended to `out` (and noted in `sent`)."""
+    ran, in order (with `structural`, also each of JAX's own that holds a kernel, a loop or a collective: an
+    eager `lax.scan` runs as one); a program not sent before is appended to `out` (and noted in `sent`)."""
     from course.engine.jaxprs import encode
-    from course.grading.judge.fingerprint import fingerprint
+    from course.grading.judge.fingerprint import fingerprint, structure
 
     entries = []
     for run in runs:
-        if run.helper or run.program is None:
+        if run.program is None or (run.helper and not (structural and structure(run.program))):
             continue
         printed = fingerprint(run.program)
         index = -1
@@ -51,10 +53,17 @@ def ran_entries(runs: Any, sent: set[str], out: list[bytes]) -> list[list[Any]]:
     return entries
 
 
+PROBED = ("strict", "case")
+"""Requests that run the learner's function under the grader's jit or trace: a plain call is made beside them."""
+
+
 def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, Any] | None:
-    """In the executor, for a kernel's values run under the grader's jit (`strict` with `jit`): copies of the
-    inputs, for the plain call made beside it (`plain_call`); None for any other request."""
-    if header.get("strict") is None or header.get("jit") is not True:
+    """In the executor, for a call run under the grader's jit (a plain call with `jit`, a kernel's values with
+    `strict` and `jit`, or a traced case): copies of the inputs, for the plain call made beside it
+    (`plain_call`); None for any other request."""
+    kinds = [k for k in ("strict", "case", "trace", "watch", "jits", "grad", "aliased") if header.get(k) is not None]
+    jitted = header.get("jit") is True and (not kinds or kinds == ["strict"])
+    if not (jitted or kinds == ["case"]):
         return None
     import jax
     import jax.numpy as jnp
@@ -78,9 +87,9 @@ def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes]
     try:
         with pltpu.force_tpu_interpret_mode(True), record_runs(programs=True) as ran:
             jax.block_until_ready(fn(*args, **kwargs))
-    except Exception as exc:  # noqa: BLE001 - raising here, and not under the jit, is itself the finding
+    except Exception as exc:  # noqa: BLE001 - a function that needs the jit shows nothing else without it
         return {"raised": f"{type(exc).__name__}: {str(exc)[:300]}"}
-    return {"ran": ran_entries(ran.runs, sent, out)}
+    return {"ran": ran_entries(ran.runs, sent, out, structural=True)}
 
 
 def signature(args: Any, kwargs: Any) -> str:
@@ -93,6 +102,17 @@ def signature(args: Any, kwargs: Any) -> str:
         shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
         parts.append(f"{dtype}{list(shape)}" if shape is not None and dtype is not None else repr(leaf)[:200])
     return " ".join(parts)
+
+
+def received(header: dict[str, Any], returned: list[bytes]) -> None:
+    """In the judge, for every answer: read and check each program it carries the first time, whatever the request
+    (the executor sends a program once, and a later answer may name it by its fingerprint alone)."""
+    plain = header.get("plain")
+    for entries in (header.get("ran"), plain.get("ran") if isinstance(plain, dict) else None):
+        if isinstance(entries, list):
+            for entry in entries:
+                if isinstance(entry, list) and len(entry) == 3 and type(entry[2]) is int and entry[2] >= 0:
+                    _verified(entry, returned)
 
 
 def note_trace(name: str, inputs: str, closed: Any) -> None:
@@ -118,26 +138,27 @@ def note_call(name: str, inputs: str, kind: str, entries: Any, returned: list[by
                  "your file changed how calls are recorded")
         _agree(name, JITTED, inputs, printed[0])
         if plain is not None:
-            _same_kernels(name, inputs, entries[0], plain, returned)
+            note_plain(name, inputs, _PROGRAMS[entries[0][1]], plain, returned)
     else:
         _agree(name, PLAIN, inputs, " ".join(printed))
 
 
-def _same_kernels(name: str, inputs: str, jitted: Any, plain: Any, returned: list[bytes]) -> None:
-    """The kernels a plain call ran must be those the grader's jit of the same call ran."""
-    from course.grading.judge.fingerprint import kernels
+def note_plain(name: str, inputs: str, program: Any, plain: Any, returned: list[bytes]) -> None:
+    """In the judge: the structure (`fingerprint.structure`: kernels, shard_maps, collectives, loops) a plain call
+    ran must be that of the program the grader's jit or trace of the same call ran. A plain call that raised
+    says nothing (a function may need the jit to run at all)."""
+    from course.grading.judge.fingerprint import structure
 
     if not isinstance(plain, dict) or not isinstance(plain.get("ran", []), list):
         _diverge(name, inputs, "the process running your code described a plain call of it that is not one")
     if "raised" in plain:
-        _diverge(name, inputs, f"called as a learner calls it, without a `jax.jit` around it, it raised "
-                               f"{str(plain['raised'])[:300]}, where the grader's `jax.jit` of the same call did not")
+        return
     for entry in plain["ran"]:
         _verified(entry, returned)
-    mine = [k for entry in plain["ran"] for k in kernels(_PROGRAMS[entry[1]])]
-    if mine != kernels(_PROGRAMS[jitted[1]]):
-        _diverge(name, inputs, "called as a learner calls it, without a `jax.jit` around it, it ran other kernels "
-                               "than it did under the grader's `jax.jit` (another grid, other blocks, or no kernel)")
+    mine = [part for entry in plain["ran"] for part in structure(_PROGRAMS[entry[1]])]
+    if mine != structure(program):
+        _diverge(name, inputs, "called as a learner calls it, without a `jax.jit` around it, it ran other kernels, "
+                               "collectives or loops than it did under the grader's `jax.jit` or trace")
 
 
 def _verified(entry: Any, returned: list[bytes]) -> str:

@@ -59,6 +59,7 @@ def _asked(link: Link, path: Path, body: dict[str, Any],
     code has behaved two ways (`course.engine.consistency`), nothing is asked of it any more."""
     consistency.still_one_program()
     header, returned = link.ask(body, buffers)
+    consistency.received(header, returned)
     if not header["ok"]:
         raise_remote(header, path)
     if isinstance(header.get("failed"), str):  # a grader's own code failed the check there: never a pass
@@ -216,6 +217,11 @@ class RemoteFunction:
         """Keep what this call ran, or what this trace showed, beside every other program of the function at these
         input types (`course.engine.consistency`): a function that runs one program and shows another fails."""
         name = self.__name__ if self._handle is None else f"{self.__name__}#{self._handle}"
+        if "case" in asked and isinstance(value, tuple | list) and value:  # a traced case: its trace, and a plain call
+            consistency.note_trace(name, inputs, value[0])
+            if header.get("plain") is not None:
+                consistency.note_plain(name, inputs, value[0], header["plain"], returned)
+            return
         trace = asked.get("trace")
         if isinstance(trace, dict):
             if value is not None:

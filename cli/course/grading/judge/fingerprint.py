@@ -21,7 +21,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Seen", "fingerprint", "kernels", "operations"]
+__all__ = ["STRUCTURAL", "Seen", "fingerprint", "kernels", "operations", "structure"]
+
+STRUCTURAL = frozenset({"pallas_call", "shard_map", "scan", "while", "psum", "psum_invariant", "all_gather",
+                        "all_gather_invariant", "reduce_scatter", "psum_scatter", "ppermute", "all_to_all", "pmax",
+                        "pmin"})
+"""What a function's structure is made of, in the course's terms: kernels, per-device programs, the
+collectives between devices, and loops. These run as themselves whether the function is traced,
+jitted or called op by op (an eager `lax.scan` runs a program holding its scan), unlike a jit's nesting,
+a checkpoint or a custom derivative, which an eager call runs through and a trace keeps."""
 
 _CALLS = frozenset({"pjit", "jit", "closed_call", "core_call"})
 """Equations that only call a program: walked into, not written."""
@@ -102,6 +110,25 @@ def kernels(closed: Any) -> list[str]:
             continue
         for sub in jex.core.jaxprs_in_params(eqn.params):
             found.extend(kernels(sub))
+    return found
+
+
+def structure(closed: Any) -> list[str]:
+    """The structural operations of a program (`STRUCTURAL`), in order, nested ones included: a kernel by its
+    fingerprint, a collective by its axes, a loop by its length, a `shard_map` by its mesh axes."""
+    import jax.extend as jex
+
+    found: list[str] = []
+    for eqn in getattr(closed, "jaxpr", closed).eqns:
+        name = eqn.primitive.name
+        if name == "pallas_call":
+            found.extend(kernels(_Alone(eqn)))
+            continue
+        if name in STRUCTURAL:
+            found.append(f"{name} {_plain(eqn.params.get('axis_name', eqn.params.get('axes', '')))} "
+                         f"{eqn.params.get('length', '')}".rstrip())
+        for sub in jex.core.jaxprs_in_params(eqn.params):
+            found.extend(structure(sub))
     return found
 
 
