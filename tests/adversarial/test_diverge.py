@@ -1,0 +1,106 @@
+"""Files that behave one way when traced and another when called: each is held to what it deserves.
+
+Each file of `attacks/diverge/` is a learner's file for the exercise it names that shows the reference's program
+to a trace (or to the grader's `jax.jit`) and runs another one when called with real arrays (a plain jit that
+deletes `state` by hand, whole blocks, eager gradients, no kernel at all). All of them scored full marks when the
+judge read traces apart from the calls it compared. Now every program the judge sees is bound to what the calls
+ran (`course.engine.consistency`): a file that shows one program and runs another fails the checks its docstring
+names, through the real `course check` and through `course grade` with the sandbox, and passes nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ATTACKS = Path(__file__).parent / "attacks" / "diverge"
+COURSE_BIN = Path(sys.executable).with_name("course")
+FILES = sorted(ATTACKS.glob("*.py"))
+
+
+def _folder(name: str) -> str:
+    """The exercise's folder, `NN_name`."""
+    return next(p.name for p in (REPO / "exercises").iterdir() if p.name[3:] == name)
+
+
+def _deserved(path: Path) -> set[str]:
+    """The checks a file's docstring says it deserves to fail: the `test_...` ids of its "Deserved:" paragraph."""
+    text = path.read_text(encoding="utf-8")
+    paragraph = text[text.index("Deserved:"):].split("\n\n", 1)[0]
+    return set(re.findall(r"`(test_\w+)`", paragraph))
+
+
+def _check(root: Path, attack: Path) -> dict:
+    """`course check NAME --json` of one file, in a fresh workspace."""
+    name, workspace = attack.stem, root / attack.stem
+    init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(REPO)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert init.returncode == 0, init.stderr
+    shutil.copyfile(attack, workspace / "exercises" / _folder(name) / f"{name}.py")
+    done = subprocess.run([str(COURSE_BIN), "check", name, "--json", "--no-chip", "-w", str(workspace),
+                           "--course", str(REPO)], capture_output=True, text=True, timeout=900, check=False)
+    assert done.stdout.strip(), done.stderr[-2000:]
+    return json.loads(done.stdout)["exercises"][0]
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Every file, graded once through `course check`, two at a time."""
+    root = tmp_path_factory.mktemp("diverge")
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda f: _check(root, f), FILES))
+    return {f.stem: r for f, r in zip(FILES, results, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """One student handing in every file, graded through `course grade` (the sandbox on where it can be): each
+    exercise's entry of their results.json, by name."""
+    root = tmp_path_factory.mktemp("diverge-class")
+    student = root / "subs" / "s1"
+    student.mkdir(parents=True)
+    for attack in FILES:
+        shutil.copyfile(attack, student / attack.name)
+    done = subprocess.run([str(COURSE_BIN), "grade", str(root / "subs"), "--out", str(root / "out"), "--course",
+                           str(REPO), "--jobs", "2"], capture_output=True, text=True, timeout=1800, check=False)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    results = json.loads((root / "out" / "s1" / "results.json").read_text(encoding="utf-8"))
+    by_name: dict[str, list[dict]] = {}
+    for test in results["tests"]:
+        by_name.setdefault(test["name"].split(":")[0].strip(), []).append(test)
+    return by_name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", [f.stem for f in FILES])
+def test_a_file_that_runs_another_program_fails_what_it_deserves(checked: dict[str, dict], attack: str) -> None:
+    """Through `course check`: not passed, every check the docstring names failed, and the reason said."""
+    result = checked[attack]
+    failed = {c["id"].split("[")[0] for c in result["checks"] if c["status"] != "passed"}
+    assert result["status"] == "failed" and result["score"] < result["max_score"], result
+    assert _deserved(ATTACKS / f"{attack}.py") <= failed, (failed, [(c["id"], c["message"]) for c in result["checks"]])
+
+
+@pytest.mark.slow
+def test_the_same_files_fail_in_a_class(graded: dict[str, list[dict]]) -> None:
+    """Through `course grade`, each exercise of the student who handed them all in falls short of full marks."""
+    for attack in FILES:
+        tests = graded.get(attack.stem) or graded.get(_folder(attack.stem))
+        assert tests, sorted(graded)
+        assert sum(t["score"] for t in tests) < sum(t["max_score"] for t in tests), (attack.stem, tests)
+
+
+def test_every_file_names_what_it_deserves() -> None:
+    """Each file says which checks it deserves to fail, and names checks its exercise's grader has."""
+    for attack in FILES:
+        deserved = _deserved(attack)
+        grader = (REPO / "graders" / _folder(attack.stem) / f"test_{attack.stem}.py").read_text(encoding="utf-8")
+        assert deserved and all(f"def {check}(" in grader for check in deserved), (attack.stem, deserved)
