@@ -70,8 +70,11 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict:
         write_folder(subs / attack.stem, {"ex_pass.py": text.replace("__TOKEN__", token)})
         expected[attack.stem] = 3.0
     env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
+    # As root with no unprivileged user to grade as, `course grade` refuses unless told to trust the class
+    # (tests/adversarial/test_trust.py); the attackers are then held by what else this machine has.
+    trust = ["--trust-submissions"] if protections.grades_as_root(protections.available()) else []
     done = subprocess.run([str(COURSE_BIN), "grade", str(subs), "--out", str(out), "--course", str(course), "--json",
-                           "--jobs", "2"], capture_output=True, text=True, env=env, timeout=600, check=False)
+                           "--jobs", "2", *trust], capture_output=True, text=True, env=env, timeout=600, check=False)
     try:
         connection = listener.accept()
     except BlockingIOError:
