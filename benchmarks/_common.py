@@ -63,7 +63,7 @@ def bare_pytest(exercise_name: str, workspace: Path) -> list[str]:
         "--rootdir",
         str(report.parent),
         "-p",
-        "course.engine.plugin",
+        "course.engine.child.plugin",
         "-q",
         "-p",
         "no:cacheprovider",
@@ -89,7 +89,7 @@ def bare_cohort(exercise_name: str, workspace: Path, processes: int) -> list[str
     # shutdown at exit waits on a barrier the first to leave breaks, which would time the exit).
     script = """import json, subprocess, sys, time
 from pathlib import Path
-from course.engine.report import ReportError, read_signed
+from course.engine.wire.report import ReportError, read_signed
 commands = json.loads(sys.argv[1])
 reports = [Path(c[c.index("--course-report") + 1]) for c in commands]
 for r in reports:
@@ -111,7 +111,7 @@ for p in procs:
 def grading_env(devices: int = 1) -> dict[str, str]:
     """The environment a bare pytest run gets: CPU JAX with the exercise's device count and the compiler flags of
     a graded run, so that a baseline compiles as fast as the grading it is compared with."""
-    from course.engine import invocation
+    from course.engine.parent import invocation
 
     return {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": invocation.xla_flags(devices)}
 

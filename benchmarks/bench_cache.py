@@ -1,5 +1,5 @@
 """The compilation cache's cost per compile as it fills: JAX bounding it itself (every write lists the folder,
-as gradings did before `course.engine.compile_cache`) against the unbounded cache gradings write now.
+as gradings did before `course.engine.common.compile_cache`) against the unbounded cache gradings write now.
 
 For a cache of 0, 1,000 and 3,000 entries (a pass over the whole course writes about 450, 10 KB each),
 one process per setting compiles six small programs that are not in the cache, as a save of new code
@@ -23,7 +23,7 @@ SIZES = (0, 1000, 3000)
 PROGRAM = r"""
 import json, sys, time
 import jax, numpy as np
-from course.engine import compile_cache
+from course.engine.common import compile_cache
 folder, bounded = sys.argv[1], sys.argv[2] == "1"
 jax.config.update("jax_compilation_cache_dir", folder)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)

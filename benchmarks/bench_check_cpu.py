@@ -1,6 +1,6 @@
 """The CPU seconds each check of a correct solution needs, counted as one check's CPU limit counts them.
 
-A check's limit (`check_timeout_s`, `course.engine.stopwatch`) is CPU time of the process tree that
+A check's limit (`check_timeout_s`, `course.engine.parent.stopwatch`) is CPU time of the process tree that
 runs the learner's code, from the check's start to its end. This grades each exercise's reference
 solution as `course check NAME` does (a cold process, an empty compilation cache: the most a check
 ever pays), under BENCH_RUNS seeds (default 3), with a stopwatch that notes that CPU time at each
@@ -30,10 +30,11 @@ from typing import Any, ClassVar
 
 from _common import ROOT, RUNS, load_average
 
-from course.engine import cohort, limits, runner
-from course.engine.report import RUNNING
-from course.engine.stopwatch import Stopwatch
-from course.engine.verdict import ExerciseResult
+from course.engine.contain import limits
+from course.engine.parent import cohort, runner
+from course.engine.parent.stopwatch import Stopwatch
+from course.engine.parent.verdict import ExerciseResult
+from course.engine.wire.report import RUNNING
 from course.registry import Exercise, load_course
 
 RECORD = Path(os.environ.get("BENCH_RECORD", ROOT / "benchmarks" / "check_cpu.json"))

@@ -282,7 +282,7 @@ def compiles(sink: Sink) -> None:
 
     from course.chip.agreement import agree, refusal
     from course.chip.modes import _call, _leaves
-    from course.engine.submission import load, read_source
+    from course.engine.common.submission import load, read_source
 
     for name in KERNEL_EXERCISES:
         folder = next((ROOT / "exercises").glob(f"*_{name}"))

@@ -1,4 +1,4 @@
-"""SPEC §8: what XLA's faster CPU emitters (`course.engine.invocation.FAST_COMPILE`) save: every reference
+"""SPEC §8: what XLA's faster CPU emitters (`course.engine.parent.invocation.FAST_COMPILE`) save: every reference
 solution graded over one warm worker, without a compilation cache, with the flag and without it, rounds
 alternating so machine noise hits both alike. Prints each exercise's medians and the whole course's ratio.
 `BENCH_ONLY=name,name` limits the exercises; BENCH_RUNS rounds (default 3)."""
@@ -11,7 +11,7 @@ import time
 
 from _common import ROOT
 
-from course.engine import invocation, runner
+from course.engine.parent import invocation, runner
 from course.registry import Exercise, load_course
 
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))

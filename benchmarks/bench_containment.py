@@ -1,4 +1,4 @@
-"""What the kernel containment of a grading costs (`course.engine.contain`): a PID, user and mount
+"""What the kernel containment of a grading costs (`course.engine.contain.contain`): a PID, user and mount
 namespace per grading, entered before it runs anything, with its own /proc.
 
 Grades `update_with_donate`'s reference solution through the runner in this process, cold (a fresh
@@ -13,7 +13,8 @@ from pathlib import Path
 
 from _common import ROOT, RUNS, solved_workspace
 
-from course.engine import protections, runner
+from course.engine.contain import protections
+from course.engine.parent import runner
 from course.registry import load_course
 
 NAME = "update_with_donate"

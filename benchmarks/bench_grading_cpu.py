@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 from _common import ROOT, RUNS, load_average
 
-from course.engine.runner import grade, start_worker
+from course.engine.parent.runner import grade, start_worker
 from course.registry import load_course
 
 

@@ -41,7 +41,7 @@ def synthetic_course(size: int) -> Path:
 
 def workspace_with_progress(course: Path) -> Path:
     """A fresh workspace of `course` in which every exercise has a recorded result."""
-    from course.engine.verdict import ExerciseResult
+    from course.engine.parent.verdict import ExerciseResult
     from course.session import Session
 
     target = Path(tempfile.mkdtemp(prefix="bench-ws-"))

@@ -21,7 +21,8 @@ from pathlib import Path
 from _common import ROOT, load_average
 from bench_check_cpu import Recorder
 
-from course.engine import cohort, limits, runner
+from course.engine.contain import limits
+from course.engine.parent import cohort, runner
 from course.registry import Exercise, load_course
 
 LOOP = '''

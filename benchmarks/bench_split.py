@@ -1,4 +1,4 @@
-"""What splitting a grading into a judge and an executor costs (`course.engine.judge`).
+"""What splitting a grading into a judge and an executor costs (`course.engine.parent.judging`).
 
 Grades reference solutions through the runner in this process, split (the judge decides the checks
 marked `judge`, in a process of its own) and not split (every check beside the learner's code, as a
@@ -14,7 +14,8 @@ from pathlib import Path
 
 from _common import ROOT, RUNS, solved_workspace
 
-from course.engine import judge, protections, runner
+from course.engine.contain import protections
+from course.engine.parent import judging, runner
 from course.registry import load_course
 
 NAMES = os.environ.get("BENCH_EXERCISES", "update_with_donate").split(",")
@@ -22,15 +23,15 @@ NAMES = os.environ.get("BENCH_EXERCISES", "update_with_donate").split(",")
 
 def one(exercise: object, path: Path, worker: object, split: bool, sandbox: object) -> float:
     """Wall time of one grading, split or not; it must pass."""
-    original = judge.wanted
+    original = judging.wanted
     if not split:
-        judge.wanted = lambda exercise, hidden: False  # the grading as a grader without judge checks runs
+        judging.wanted = lambda exercise, hidden: False  # the grading as a grader without judge checks runs
     try:
         start = time.perf_counter()
         result = runner.grade(exercise, path, worker=worker, sandbox=sandbox)
         took = time.perf_counter() - start
     finally:
-        judge.wanted = original
+        judging.wanted = original
     assert result.status == "passed", (result.message, [(c.id, c.message) for c in result.checks])
     return took
 

@@ -125,7 +125,7 @@ def synthetic_run(course_root: Path, students: int, seed: int = 3) -> Any:
     at `course_root` drawn at random (passed, failed with a message, timed out, too large, not tried)."""
     import random
 
-    from course.engine.protections import Protections
+    from course.engine.contain.protections import Protections
     from course.instructor.classrun import ClassRun, Student
     from course.instructor.results import Record, max_points
     from course.instructor.submissions import Entry

@@ -30,12 +30,12 @@ def git_commit(folder: Path) -> None:
 @contextlib.contextmanager
 def served(path: Path, source: bytes) -> Iterator[Any]:
     """The learner's module `source`, written at `path` and served by an executor in a thread, as a judge's
-    check sees it (`course.engine.remote.RemoteModule`). The strict interpreter the executor makes every
+    check sees it (`course.engine.judge.remote.RemoteModule`). The strict interpreter the executor makes every
     kernel's default, as a grading does, is this process's no more once the block ends."""
     from jax._src import config
 
-    from course.engine import remote
-    from course.engine.serve import Executor
+    from course.engine.executor.serve import Executor
+    from course.engine.judge import remote
 
     mode = config.pallas_tpu_interpret_mode_context_manager
     before = mode.get_global()

@@ -316,8 +316,8 @@ def test_an_untouched_stub_is_one_line_and_not_tried(
 ) -> None:
     """When the runner says a file is the untouched stub, `check` prints one line for it, and the
     exercise is "not tried" afterwards even if it had failed before."""
-    from course.engine import runner
-    from course.engine.verdict import ExerciseResult
+    from course.engine.parent import runner
+    from course.engine.parent.verdict import ExerciseResult
 
     assert run(cli, mini_course, "check", "ex_fail").exit_code == 1
     stub = mini_course / "exercises/02_ex_fail/ex_fail.py"

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cli" / "course"
 
 
 def _module_name(path: Path) -> str:
-    """`course.engine.runner` for cli/course/engine/runner.py, `course.ui` for its __init__.py."""
+    """`course.engine.parent.runner` for cli/course/engine/parent/runner.py, `course.ui` for its __init__.py."""
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -94,8 +94,8 @@ def test_session_and_engine_never_render() -> None:
 
 
 # The notary writes the signed report itself, with C functions bound before learner code runs:
-# calling `course.files` from there would run code learner code can reach (course.engine.notary).
-WRITERS = {"course.files", "course.engine.notary"}
+# calling `course.files` from there would run code learner code can reach (course.engine.common.notary).
+WRITERS = {"course.files", "course.engine.common.notary"}
 
 
 def test_the_judges_helpers_need_nothing_that_watches_the_learners_code() -> None:

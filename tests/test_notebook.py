@@ -155,7 +155,7 @@ def test_inspect_returns_what_the_code_does(tmp_path: Path, monkeypatch: pytest.
 def test_a_report_takes_the_width_it_is_shown_at(mini_course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """As text a report is laid out at the width of the terminal it is shown in (a terminal IPython's), so
     no word is broken where a narrower terminal wraps; as HTML its lines wrap to the notebook cell."""
-    from course.engine.verdict import CheckResult, ExerciseResult
+    from course.engine.parent.verdict import CheckResult, ExerciseResult
     from course.session import Session
 
     why = "the donated buffer was not donated because the output has another shape; " * 3

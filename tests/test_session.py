@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine.verdict import ExerciseResult
+from course.engine.parent.verdict import ExerciseResult
 from course.errors import UnknownExercise
 from course.session import ExerciseRow, Session, exit_code, init_workspace
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from course import stubs
-from course.engine import isolation, runner
+from course.engine.parent import isolation, runner
 from course.errors import UsageError
 from course.instructor import checks, release
 from course.instructor.validate import validate

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from course.engine.runner import start_worker
-from course.engine.worker import Worker
+from course.engine.parent.runner import start_worker
+from course.engine.parent.worker import Worker
 from course.progress import ProgressStore
 from course.session import Session, init_workspace
 from course.ui.watching import NO_TERMINAL
@@ -317,7 +317,7 @@ def test_a_new_save_during_a_check_cancels_it(watcher: Watcher, capsys: pytest.C
 
 def test_a_superseded_or_cancelled_verdict_is_dropped(watcher: Watcher) -> None:
     """A verdict that arrives for a grading no longer in hand is neither shown nor recorded."""
-    from course.engine.verdict import ExerciseResult
+    from course.engine.parent.verdict import ExerciseResult
 
     before = watcher.session.status(watcher.exercise)
     old = Grading(["ex_pass"], b"")

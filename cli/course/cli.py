@@ -65,7 +65,7 @@ def say_where_grading_runs(session: Session) -> None:
     """Before grading: if JAX was asked for an accelerator, say (once) that grading uses the CPU; where nothing
     confines the learner's code beyond their own rights (root, or no namespace), say that too, in one line."""
     from course import accelerator
-    from course.engine import protections
+    from course.engine.contain import protections
 
     notice = accelerator.notice(session.paths)
     if notice:

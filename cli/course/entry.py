@@ -13,7 +13,7 @@ from course.errors import exit_code_for
 
 _FAST = ([], ["list"])
 RUNNING = False
-"""True once this process is the `course` command: every child it has is a grading's (`engine.isolation`)."""
+"""True once this process is the `course` command: every child it has is a grading's (`engine.parent.isolation`)."""
 
 
 def _fast_list(with_next: bool) -> int:

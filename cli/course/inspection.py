@@ -2,7 +2,7 @@
 
 An exercise lists its sections in `exercise.toml` (`[inspect]`, see docs/authoring.md); each names
 what to observe (`compiles`, `donation`, `kernels`, `refs`, `distributed`) and the example calls
-to observe it on. The run itself happens in the grading process (`course.engine.inspection`);
+to observe it on. The run itself happens in the grading process (`course.engine.parent.inspection`);
 nothing here imports JAX, and nothing is recorded in the learner's progress.
 """
 
@@ -14,8 +14,8 @@ from course import stubs
 from course.errors import UsageError
 
 if TYPE_CHECKING:
-    from course.engine.inspection import Inspection
-    from course.engine.isolation import Launcher
+    from course.engine.parent.inspection import Inspection
+    from course.engine.parent.isolation import Launcher
     from course.registry import Exercise
     from course.session import Session
 
@@ -36,7 +36,7 @@ def sections_of(exercise: Exercise) -> list[dict[str, Any]]:
 
 def run(session: Session, exercise: Exercise, *, worker: Launcher | None = None) -> Inspection:
     """Inspect the learner's file for `exercise` in an isolated grading process."""
-    from course.engine.inspection import Inspection, inspect
+    from course.engine.parent.inspection import Inspection, inspect
 
     sections = sections_of(exercise)
     if not sections:

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from course.chip.stage import ChipReport
-    from course.engine.inspection import Inspection
-    from course.engine.verdict import ExerciseResult
+    from course.engine.parent.inspection import Inspection
+    from course.engine.parent.verdict import ExerciseResult
     from course.registry import Exercise
     from course.session import Session
 

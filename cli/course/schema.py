@@ -258,7 +258,7 @@ class ExerciseFile(BaseModel):
     """CPU devices the grader needs (`--xla_force_host_platform_device_count`), in each process."""
     processes: Annotated[int, Field(ge=1, le=8)] = 1
     """Grading processes that run the grader together, joined by `jax.distributed` on the loopback
-    (`course.engine.peers`); each has `devices` CPU devices and the limits below."""
+    (`course.engine.common.peers`); each has `devices` CPU devices and the limits below."""
     memory_mb: Annotated[int, Field(ge=256, le=65536)] = 4096
     """Limit on the grading process's resident memory, in MiB."""
     inspect: InspectTable | None = None

@@ -23,9 +23,9 @@ UNRECORDED = ("error", "cancelled")
 """Results that are no verdict on the learner's file: the platform's failure, a grading stopped on request."""
 
 if TYPE_CHECKING:  # imported only when used, so `course list` stays light
-    from course.engine.gate import Gate
-    from course.engine.isolation import Launcher
-    from course.engine.verdict import CheckEvent, ExerciseResult
+    from course.engine.parent.isolation import Launcher
+    from course.engine.parent.verdict import CheckEvent, ExerciseResult
+    from course.engine.wire.gate import Gate
     from course.hints import Hint
 
 
@@ -200,8 +200,8 @@ class Session:
         gate: Gate | None = None,
     ) -> list[ExerciseResult]:
         """Grade `exercises` without recording anything (`course watch` records on its own thread); with `gate`,
-        the gradings get ready now and run once it opens (`course.engine.gate`)."""
-        from course.engine.runner import grade_many, start_worker
+        the gradings get ready now and run once it opens (`course.engine.wire.gate`)."""
+        from course.engine.parent.runner import grade_many, start_worker
 
         pairs = [(e, self.submission(e)) for e in exercises]
         # Several exercises share one warm worker, which saves each but the first JAX's import;

@@ -28,9 +28,9 @@ from course.session import Session
 from course.ui import verdicts, views, watching
 
 if TYPE_CHECKING:
-    from course.engine.gate import Gate
-    from course.engine.isolation import Launcher
-    from course.engine.verdict import CheckEvent, ExerciseResult
+    from course.engine.parent.isolation import Launcher
+    from course.engine.parent.verdict import CheckEvent, ExerciseResult
+    from course.engine.wire.gate import Gate
     from course.registry import Exercise
 
 Post = Callable[[tuple[str, Any]], None]
@@ -47,7 +47,7 @@ class Grading:
     id: int = field(default_factory=lambda: next(_ids))
     thread: threading.Thread | None = None
     gate: Gate | None = None
-    """Set for a grading started ahead of the next save, which opens it (`course.engine.gate`)."""
+    """Set for a grading started ahead of the next save, which opens it (`course.engine.wire.gate`)."""
 
 
 class Watcher:
@@ -158,7 +158,7 @@ class Watcher:
         """Let the grading started ahead run on the file as it is now; False when there is none to use, or when
         the file needs no grading (missing, the stub, not compiling: a grading of its own says so at once, and
         the one waiting stays for the next save)."""
-        from course.engine.runner import precheck
+        from course.engine.parent.runner import precheck
 
         armed = self.armed
         if armed is None or armed.gate is None:
@@ -181,9 +181,9 @@ class Watcher:
         return armed.names == [self.name] and armed.thread is not None and armed.thread.is_alive()
 
     def _arm(self) -> None:
-        """Start the next grading of the watched file now, to wait for its save (`course.engine.gate`); one
+        """Start the next grading of the watched file now, to wait for its save (`course.engine.wire.gate`); one
         already waiting is kept."""
-        from course.engine.gate import Gate
+        from course.engine.wire.gate import Gate
 
         if self.armed is not None and self._waiting(self.armed):
             return

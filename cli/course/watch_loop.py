@@ -45,7 +45,7 @@ def run(session: Session, exercise: Exercise | None = None, *, jobs: int = 0) ->
         import watchfiles  # noqa: F401 - its absence is the one thing to tell the learner here
     except ImportError:
         raise UsageError(NO_EVENTS.format(reason="the watchfiles package is missing")) from None
-    from course.engine.runner import start_worker
+    from course.engine.parent.runner import start_worker
 
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
@@ -75,7 +75,7 @@ def _end(watcher: Watcher | None, worker: Any) -> None:
     dead). After a quit the process ends at once (`course.cli.watch`), so the worker's exit is
     not waited for; after a failure it is, as at any exit.
     """
-    from course.engine import isolation
+    from course.engine.parent import isolation
 
     if watcher is not None:
         watcher.stop()  # the grading waiting for a save is called off too

@@ -6,7 +6,7 @@ the processes that grade its classmates; then it returns the right value, unless
 through, in which case it raises and says what it did. So a sandbox that holds shows as a full
 score for every attacker, and a leak shows as a failure naming it. Besides, the classmates'
 results and the gradebook must be exactly those of an honest class, and nothing may reach the
-listener. Where the machine lacks the protection an attack needs (`course.engine.sandbox`), nothing
+listener. Where the machine lacks the protection an attack needs (`course.engine.contain.sandbox`), nothing
 can stop it, and the promise is the honest one: the attacker's results and the class summary say
 that protection was off.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from class_helpers import MAX_TOTAL, SOLUTION, assert_gradescope, class_course, honest_class, write_folder
-from course.engine import protections
+from course.engine.contain import protections
 
 ATTACKS = Path(__file__).parent / "attacks" / "batch"
 COURSE_BIN = Path(sys.executable).with_name("course")

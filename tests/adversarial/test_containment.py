@@ -1,6 +1,6 @@
 """What the operating system keeps a grading to, through the real `course check`, cold and warm, and in a host.
 
-Where the machine gives each grading a PID namespace of its own (`course.engine.contain`), nothing a
+Where the machine gives each grading a PID namespace of its own (`course.engine.contain.contain`), nothing a
 submission starts outlives its grading, whatever it does; its processes cannot read the grading's
 memory (where the key is); and a host process that grades (a Jupyter kernel) keeps its own
 children. Where the machine cannot, each test asserts the weaker promise of `docs/security.md`.
@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import protections, runner
+from course.engine.contain import protections
+from course.engine.parent import runner
 from course.registry import load_course
 
 HERE = Path(__file__).parent

@@ -4,7 +4,7 @@ Each file of `attacks/diverge/` is a learner's file for the exercise it names th
 to a trace (or to the grader's `jax.jit`) and runs another one when called with real arrays (a plain jit that
 deletes `state` by hand, whole blocks, eager gradients, no kernel at all). All of them scored full marks when the
 judge read traces apart from the calls it compared. Now every program the judge sees is bound to what the calls
-ran (`course.engine.consistency`): a file that shows one program and runs another fails the checks its docstring
+ran (`course.engine.judge.consistency`): a file that shows one program and runs another fails the checks its docstring
 names, through the real `course check` and through `course grade` with the sandbox, and passes nothing more.
 """
 

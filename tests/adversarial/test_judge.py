@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import protections
+from course.engine.contain import protections
 from course.registry import load_course
 
 REPO = Path(__file__).resolve().parents[2]
@@ -201,7 +201,7 @@ def test_the_executors_request_machinery_is_guarded(tmp_path: Path, attack: str)
 def test_patching_numpy_passed_before_the_split(tmp_path: Path) -> None:
     """The same file, with every check in its own process (as graders without judge checks run), passes:
     the attack is real, and only the judge stops it."""
-    from course.engine import runner
+    from course.engine.parent import runner
 
     course = _course_of(tmp_path, "01_update_with_donate")
     exercise = load_course(course).get("update_with_donate")
@@ -216,10 +216,10 @@ def test_patching_numpy_passed_before_the_split(tmp_path: Path) -> None:
 def test_graders_that_ask_the_executor_pass_the_reference_unsplit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A grader whose judge checks ask the executor for programs and compiles (`jit_calls`, `watched_calls`)
     grades the same when every check runs beside the learner's code, as under a bare `pytest`."""
-    from course.engine import judge, runner
+    from course.engine.parent import judging, runner
 
     exercise = load_course(REPO).get(name)
-    monkeypatch.setattr(judge, "wanted", lambda exercise, hidden: False)
+    monkeypatch.setattr(judging, "wanted", lambda exercise, hidden: False)
     result = runner.grade(exercise, next((REPO / "solutions").glob(f"*_{name}")) / f"{name}.py", skip_stub=False)
     assert result.passed, [(c.id, c.message) for c in result.checks]
 
@@ -227,15 +227,15 @@ def test_graders_that_ask_the_executor_pass_the_reference_unsplit(name: str, mon
 def test_hidden_checks_are_out_of_the_learners_reach(mini_course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file that looks for the hidden checks in its own process (modules, functions) finds nothing:
     they run only in the judge, so it returns the right values and every check passes."""
-    from course.engine import judge
-    from course.engine.runner import grade
+    from course.engine.parent import judging
+    from course.engine.parent.runner import grade
 
     exercise = load_course(mini_course).get("ex_fail")
     result = grade(exercise, ATTACKS / "hidden_lookup.py", hidden=True, skip_stub=False)
     assert result.passed, [(c.id, c.message) for c in result.checks]
     assert [c.id for c in result.checks if c.hidden] == ["test_negative"]
     # The control: graded in one process, as before the split, it finds them and fails.
-    monkeypatch.setattr(judge, "wanted", lambda exercise, hidden: False)
+    monkeypatch.setattr(judging, "wanted", lambda exercise, hidden: False)
     assert not grade(exercise, ATTACKS / "hidden_lookup.py", hidden=True, skip_stub=False).passed
 
 
@@ -249,8 +249,8 @@ def test_a_sandboxed_executor_cannot_read_the_hidden_checks(mini_course: Path, t
     hidden checks still run in the judge alone."""
     import dataclasses
 
-    from course.engine import protections
-    from course.engine.runner import grade
+    from course.engine.contain import protections
+    from course.engine.parent.runner import grade
 
     sandbox = protections.confinement()
     if not landlock:
@@ -287,7 +287,7 @@ def test_several_processes_are_judged_too(tmp_path: Path) -> None:
     so the processes' reports say the machinery was tampered with, and no check counts (0 points), the
     judges' included. (`mp_rows_patched`, through `course grade`, rebinds only what the guard does not note:
     there each process's judge decides, and the one check it forged fails.)"""
-    from course.engine.runner import grade
+    from course.engine.parent.runner import grade
 
     exercise = load_course(REPO).get("multi_process")
     result = grade(exercise, ATTACKS / "mp_zeros_patched.py", skip_stub=False)

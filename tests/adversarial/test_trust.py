@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import protections
+from course.engine.contain import protections
 
 HERE = Path(__file__).parent
 COURSE_DIR = HERE / "course"

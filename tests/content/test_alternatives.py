@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from course.engine.runner import grade_many, start_worker
+from course.engine.parent.runner import grade_many, start_worker
 from course.registry import load_course
 
 if TYPE_CHECKING:
-    from course.engine.worker import Worker
+    from course.engine.parent.worker import Worker
 
 REPO = Path(__file__).resolve().parents[2]
 ALTERNATIVES = Path(__file__).parent / "alternatives"

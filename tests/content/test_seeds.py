@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine.runner import grade_many, start_worker
+from course.engine.parent.runner import grade_many, start_worker
 from course.instructor import checks
 from course.registry import Exercise, load_course
 

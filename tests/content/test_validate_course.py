@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from course.engine.runner import start_worker
+from course.engine.parent.runner import start_worker
 from course.instructor import checks
 from course.instructor.validate import ValidationReport, validate
 from course.registry import load_course
 from course.ui import instructor as views
 
 if TYPE_CHECKING:
-    from course.engine.isolation import Launcher
+    from course.engine.parent.isolation import Launcher
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE = load_course(REPO)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from course.engine import barrier
+from course.engine.common import barrier
 
 PREFIX = "course_trust_probe"
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import limits, stopwatch
+from course.engine.contain import limits
+from course.engine.parent import stopwatch
 from course.registry import Exercise, load_course
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import cohort, isolation, lockstep, protections, runner, sandbox
-from course.engine.verdict import CheckResult, ExerciseResult
+from course.engine.contain import protections, sandbox
+from course.engine.parent import cohort, isolation, lockstep, runner
+from course.engine.parent.verdict import CheckResult, ExerciseResult
 from course.registry import Exercise, load_course
 from support import FIXTURES
 

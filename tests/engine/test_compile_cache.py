@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import compile_cache
-from course.engine.runner import grade
+from course.engine.common import compile_cache
+from course.engine.parent.runner import grade
 from course.registry import load_course
 
 

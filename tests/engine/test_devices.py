@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import invocation
-from course.engine.runner import grade, grade_many, start_worker
+from course.engine.parent import invocation
+from course.engine.parent.runner import grade, grade_many, start_worker
 from course.registry import load_course
 
 GRADER = '''

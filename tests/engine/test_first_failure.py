@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from course.engine.runner import grade
-from course.engine.verdict import NOT_RUN
+from course.engine.parent.runner import grade
+from course.engine.parent.verdict import NOT_RUN
 from course.registry import load_course
 
 # Executor and judge take turns: a, c and e run beside the learner's code, b and d in the judge. The

@@ -1,4 +1,4 @@
-"""A grading started ahead of its save (`course.engine.gate`): it waits, grades the file as it is when the gate
+"""A grading started ahead of its save (`course.engine.wire.gate`): it waits, grades the file as it is when the gate
 opens, clocks its wall time from then, and leaves nothing behind when it is called off."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from course.engine.gate import Gate
-from course.engine.runner import grade, start_worker
-from course.engine.verdict import ExerciseResult
+from course.engine.parent.runner import grade, start_worker
+from course.engine.parent.verdict import ExerciseResult
+from course.engine.wire.gate import Gate
 from course.registry import Exercise, load_course
 
 GRADER = '''
@@ -116,7 +116,7 @@ def test_a_process_waits_for_go_and_warms_on_the_way(opened: bool) -> None:
     """The child's side of the protocol: WARM runs the warm-up, GO lets it go on, a closed pipe calls it off."""
     import os
 
-    from course.engine import gate as gates
+    from course.engine.wire import gate as gates
 
     gate = Gate()
     read, write = gates.go_pipe(gate)

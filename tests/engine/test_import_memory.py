@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine.runner import grade
+from course.engine.parent.runner import grade
 from course.registry import load_course
 
 TABLE_MB = 300

@@ -14,9 +14,9 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from course.engine import wire
-from course.engine.jaxpr_objects import Unsent, decode
-from course.engine.jaxprs import MAGIC, encode
+from course.engine.wire import wire
+from course.engine.wire.jaxpr_objects import Unsent, decode
+from course.engine.wire.jaxprs import MAGIC, encode
 from course.grading.observe.kernels.kernels import kernel_call_of, pallas_calls
 from course.grading.observe.traces.jaxprs import equations, learner_line, region_text
 from support import served
@@ -285,8 +285,8 @@ def test_traced_once_is_made_there_and_read_here(tmp_path: Path) -> None:
 def test_a_forged_trace_fails_the_check_as_the_learners_doing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An executor whose trace is not one (its writer rebound by the learner's code) fails the judge's check with one
     sentence, as the learner's doing; nothing of it is built."""
-    from course.engine import jaxprs
-    from course.engine.submission import SubmissionError
+    from course.engine.common.submission import SubmissionError
+    from course.engine.wire import jaxprs
 
     path = tmp_path / "learner.py"
     with served(path, LEARNER) as module:
@@ -297,7 +297,7 @@ def test_a_forged_trace_fails_the_check_as_the_learners_doing(tmp_path: Path, mo
 
 def test_a_made_up_primitive_stays_in_its_own_trace() -> None:
     """A primitive no JAX module defines is read as a stand-in of that name, which no later trace is handed."""
-    from course.engine import jaxpr_objects
+    from course.engine.wire import jaxpr_objects
 
     def rename(doc: dict[str, Any]) -> None:
         (kernel_jaxpr, *_) = doc["jaxprs"]

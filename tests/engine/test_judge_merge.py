@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import judge, remote
-from course.engine.runner import grade
-from course.engine.verdict import NOT_RUN, CheckResult, ExerciseResult, summarize
+from course.engine.judge import remote
+from course.engine.parent import judging
+from course.engine.parent.runner import grade
+from course.engine.parent.verdict import NOT_RUN, CheckResult, ExerciseResult, summarize
 from course.registry import load_course
 
 GRADER = '''import pytest
@@ -55,8 +56,8 @@ def _side(*checks: CheckResult, status: str = "", stopped: str = "") -> Exercise
 def test_a_grader_with_judge_checks_is_split(mini_course: Path) -> None:
     """A grader that marks a check `judge` is split; one that does not, or a grading of several processes, is not."""
     exercise = load_course(mini_course).exercises[0]
-    assert not judge.wanted(exercise, hidden=False)
-    assert judge.wanted(_exercise(mini_course), hidden=False)
+    assert not judging.wanted(exercise, hidden=False)
+    assert judging.wanted(_exercise(mini_course), hidden=False)
 
 
 def test_checks_come_in_the_graders_order(mini_course: Path) -> None:
@@ -64,7 +65,7 @@ def test_checks_come_in_the_graders_order(mini_course: Path) -> None:
     exercise = _exercise(mini_course)
     executor = _side(_check("test_donates"), _check("test_compiles", "failed", "compiled twice"))
     judged = _side(_check("test_values"), _check("test_dtype"))
-    merged = judge.merge(exercise, executor, judged)
+    merged = judging.merge(exercise, executor, judged)
     assert [c.id for c in merged.checks] == ["test_values", "test_donates", "test_dtype", "test_compiles"]
     assert (merged.status, merged.score, merged.max_score) == ("failed", 3.0, 4.0)
 
@@ -77,7 +78,7 @@ def test_a_stop_during_a_judge_check_is_said_there(mini_course: Path) -> None:
     executor = _side(_check("test_donates", "failed", why), _check("test_compiles", NOT_RUN, "not run"),
                      status="timeout", stopped=why)
     judged = _side(_check("test_values", "failed", remote.GONE), _check("test_dtype", "failed", remote.GONE))
-    merged = judge.merge(exercise, executor, judged)
+    merged = judging.merge(exercise, executor, judged)
     by_id = {c.id: c for c in merged.checks}
     assert by_id["test_values"].message == why
     assert all(by_id[n].status == NOT_RUN for n in ("test_donates", "test_dtype", "test_compiles"))
@@ -92,7 +93,7 @@ def test_checks_before_the_stop_keep_their_verdicts(mini_course: Path) -> None:
     executor = _side(_check("test_donates", "failed", "not donated"), _check("test_compiles", "failed", why),
                      stopped=why)
     judged = _side(_check("test_values"), _check("test_dtype", "failed", remote.GONE))
-    merged = judge.merge(exercise, executor, judged)
+    merged = judging.merge(exercise, executor, judged)
     by_id = {c.id: c for c in merged.checks}
     assert (by_id["test_values"].status, by_id["test_donates"].message) == ("passed", "not donated")
     assert by_id["test_dtype"].message == why and by_id["test_compiles"].status == NOT_RUN
@@ -107,7 +108,7 @@ def test_a_stop_in_an_executor_check_is_said_there(mini_course: Path) -> None:
     executor = _side(_check("test_donates", "failed", why), _check("test_compiles", NOT_RUN, "not run"),
                      stopped=why)
     judged = _side(_check("test_values"), _check("test_dtype", "failed", remote.GONE))
-    merged = judge.merge(exercise, executor, judged)
+    merged = judging.merge(exercise, executor, judged)
     by_id = {c.id: c for c in merged.checks}
     assert by_id["test_donates"].message == why and by_id["test_values"].status == "passed"
     assert by_id["test_dtype"].status == NOT_RUN and 'during "donates"' in by_id["test_dtype"].message
@@ -122,7 +123,7 @@ def test_a_judge_check_that_words_the_executors_absence_itself_is_not_run_after_
     executor = _side(_check("test_donates"), _check("test_compiles", NOT_RUN, "not run"), stopped=why)
     wrapped = f"`f` could not be traced: it raised ExecutorGone: {remote.GONE}. Keep it traceable."
     judged = _side(_check("test_values", "failed", remote.GONE), _check("test_dtype", "failed", wrapped))
-    merged = judge.merge(exercise, executor, judged)
+    merged = judging.merge(exercise, executor, judged)
     by_id = {c.id: c for c in merged.checks}
     assert by_id["test_values"].message == why
     assert by_id["test_dtype"].status == NOT_RUN and 'during "values"' in by_id["test_dtype"].message
@@ -136,7 +137,7 @@ def test_a_stop_after_the_executors_last_check(mini_course: Path) -> None:
     why = "your code used more than 4096 MiB of memory"
     executor = _side(_check("test_donates"), stopped=why)
     judged = _side(_check("test_values"), _check("test_dtype", "failed", remote.GONE))
-    merged = judge.merge(exercise, executor, judged)
+    merged = judging.merge(exercise, executor, judged)
     assert {c.id: c.message for c in merged.checks}["test_dtype"] == why
     assert merged.status == "failed" and merged.message == f'{why} (during "dtype")'
 
@@ -145,8 +146,8 @@ def test_a_platform_failure_on_either_side_is_the_result(mini_course: Path) -> N
     """A side that failed to start (an error without checks) is the whole result: never a pass."""
     exercise = _exercise(mini_course)
     broken = ExerciseResult(name="ex_pass", status="error", message="the judge process failed")
-    assert judge.merge(exercise, _side(_check("test_donates")), broken) is broken
-    assert judge.merge(exercise, broken, _side(_check("test_values"))) is broken
+    assert judging.merge(exercise, _side(_check("test_donates")), broken) is broken
+    assert judging.merge(exercise, broken, _side(_check("test_values"))) is broken
 
 
 TURNS = '''import os
@@ -233,7 +234,7 @@ def test_a_grader_whose_every_check_is_the_judges_grades(mini_course: Path, tmp_
 def test_a_grading_with_no_check_on_either_side_is_the_courses_problem(mini_course: Path) -> None:
     """An executor may have no checks, but when the judge has none either the grader defines none: an error
     that sends the instructor to `course validate`, never a pass."""
-    merged = judge.merge(_exercise(mini_course), _side(), _side())
+    merged = judging.merge(_exercise(mini_course), _side(), _side())
     assert merged.status == "error" and "defines no checks" in merged.message
 
 
@@ -250,7 +251,7 @@ def test_an_executor_that_reported_nothing_has_its_checks_failed_not_dropped(min
     executor = ExerciseResult(name="ex_pass", status="timeout", message=why)
     judged = _side(_check("test_values"), _check("test_dtype"))
     judged.elsewhere = _expected("test_donates", "test_compiles")
-    merged = judge.merge(exercise, executor, judged)
+    merged = judging.merge(exercise, executor, judged)
     assert [c.id for c in merged.checks] == ["test_values", "test_donates", "test_dtype", "test_compiles"]
     assert {c.id: c.message for c in merged.checks}["test_donates"] == why
     assert (merged.status, merged.score, merged.max_score) == ("timeout", 2.0, 4.0)
@@ -269,7 +270,7 @@ def test_tampering_on_either_side_voids_every_check(mini_course: Path, side: str
                                                                                             "test_compiles")
     spoiled = executor if side == "executor" else judged
     spoiled.checks, spoiled.tampered, spoiled.status, spoiled.message = [], True, "failed", why
-    merged = judge.merge(exercise, executor, judged)
+    merged = judging.merge(exercise, executor, judged)
     assert [c.id for c in merged.checks] == ["test_values", "test_donates", "test_dtype", "test_compiles"]
     assert all(c.status == "failed" and c.score == 0 and c.message == why for c in merged.checks)
     assert (merged.status, merged.score, merged.max_score, merged.tampered) == ("failed", 0.0, 4.0, True)
@@ -283,11 +284,11 @@ def test_answers_the_executors_report_does_not_vouch_for_void_every_check(mini_c
     executor = _side(_check("test_donates"), _check("test_compiles"))
     judged = _side(_check("test_values"), _check("test_dtype"))
     executor.served, judged.heard = 3, 4
-    merged = judge.merge(exercise, executor, judged)
-    assert merged.tampered and merged.score == 0 and merged.message == judge.UNVOUCHED
+    merged = judging.merge(exercise, executor, judged)
+    assert merged.tampered and merged.score == 0 and merged.message == judging.UNVOUCHED
     executor, judged = _side(_check("test_donates"), _check("test_compiles")), _side(_check("test_values"))
     executor.served, judged.heard = 4, 4  # the control: every answer vouched for
-    assert judge.merge(exercise, executor, judged).score == 3.0
+    assert judging.merge(exercise, executor, judged).score == 3.0
 
 
 def test_a_judge_that_a_signal_ended_is_the_learners_doing_only_where_their_code_can_reach_it(
@@ -295,11 +296,11 @@ def test_a_judge_that_a_signal_ended_is_the_learners_doing_only_where_their_code
     """Without a PID namespace the judge is a process of the learner's own user, which their code can kill:
     then its end by a signal voids the grading, as the learner's doing (never exit 3); in a namespace it cannot
     be reached, and the signal is the machine's."""
-    from course.engine import protections
+    from course.engine.contain import protections
 
     exercise = _exercise(mini_course)
     monkeypatch.setattr(protections, "contained", lambda: None)
-    reachable = judge._signalled(exercise, 9)
+    reachable = judging._signalled(exercise, 9)
     assert (reachable.status, reachable.tampered) == ("failed", True) and "signal 9" in reachable.message
     monkeypatch.setattr(protections, "contained", lambda: object())
-    assert judge._signalled(exercise, 9).status == "error"
+    assert judging._signalled(exercise, 9).status == "error"

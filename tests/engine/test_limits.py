@@ -13,9 +13,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from course.engine import isolation, limits
-from course.engine.limits import Budget
-from course.engine.output import CHECK_OUTPUT_KEEP, OutputSink
+from course.engine.contain import limits
+from course.engine.contain.limits import Budget
+from course.engine.parent import isolation
+from course.engine.parent.output import CHECK_OUTPUT_KEEP, OutputSink
 
 FOREVER = 3600.0
 
@@ -147,7 +148,7 @@ def test_ctrl_c_just_after_the_start_ends_the_process_it_started(tmp_path: Path,
     import psutil
     import pytest
 
-    from course.engine import system
+    from course.engine.contain import system
 
     def interrupted(pid: int, memory_mb: int) -> None:
         raise KeyboardInterrupt

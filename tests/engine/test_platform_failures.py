@@ -10,8 +10,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from course.engine import jaxprs, submission
-from course.engine.submission import PlatformFailure, describe
+from course.engine.common import submission
+from course.engine.common.submission import PlatformFailure, describe
+from course.engine.wire import jaxprs
 from course.grading.observe.kernels.kernels import pallas_calls
 from support import served
 
@@ -58,7 +59,7 @@ def test_the_trace_writer_failing_is_the_platforms_error(tmp_path: Path, monkeyp
 
 def test_the_judges_reader_failing_is_the_platforms_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The judge's trace reader raising on a trace that passed its checks is the platform's failure too."""
-    from course.engine import jaxpr_objects
+    from course.engine.wire import jaxpr_objects
 
     def breaks(blob: bytes) -> object:
         raise TypeError("a reader's own bug")

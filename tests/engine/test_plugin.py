@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import report
+from course.engine.wire import report
 
 GRADER = '''
 import pytest
@@ -41,7 +41,7 @@ def _run(pytester: pytest.Pytester, source: str, *extra: str) -> tuple[dict, dic
     out.parent.mkdir(exist_ok=True)
     pytester.runpytest_subprocess(
         "-p",
-        "course.engine.plugin",
+        "course.engine.child.plugin",
         "--course-report",
         str(out),
         "--course-submission",
@@ -118,7 +118,7 @@ def test_learner_file_read_once(pytester: pytest.Pytester) -> None:
 def test_idle_without_options(pytester: pytest.Pytester) -> None:
     """Without --course-report the plugin does nothing and writes nothing."""
     pytester.makepyfile(test_plain="def test_ok():\n    assert sum([1, 2]) == 3\n")
-    result = pytester.runpytest("-p", "course.engine.plugin")
+    result = pytester.runpytest("-p", "course.engine.child.plugin")
     result.assert_outcomes(passed=1)
     assert not list(Path(pytester.path).glob("*.manifest"))
 
@@ -138,7 +138,7 @@ def test_the_output_is_marked_between_checks(pytester: pytest.Pytester) -> None:
     a lookalike mark does not move any of it to another check."""
     import subprocess
 
-    from course.engine.output import OutputSink
+    from course.engine.parent.output import OutputSink
 
     fake = "\x1efake:2\x1e"
     source = f"def f(x):\n    print('in f', {fake!r})\n    return x + 1\n\ndef g():\n    print('in g')\n"
@@ -148,7 +148,7 @@ def test_the_output_is_marked_between_checks(pytester: pytest.Pytester) -> None:
     learner.write_text(source)
     out = pytester.path / "report" / "report.json"
     out.parent.mkdir()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "course.engine.plugin", "-q", "-s",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "course.engine.child.plugin", "-q", "-s",
                            "--course-report", str(out), "--course-submission", str(learner), "test_grader.py"],
                           cwd=pytester.path, capture_output=True, timeout=600, check=False)
     sink = OutputSink(io.BytesIO(done.stdout), report.output_marker(b""))
@@ -176,7 +176,7 @@ def _lazy_course_imports(module: str) -> set[str]:
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and id(node) not in top and (node.module or "").startswith("course."):
-            # `from course.engine import wire` imports the module course.engine.wire
+            # `from course.engine import wire` imports the module course.engine.wire.wire
             package = importlib.import_module(str(node.module))
             found |= {f"{node.module}.{a.name}" for a in node.names
                       if isinstance(getattr(package, a.name, None), types.ModuleType)} or {str(node.module)}
@@ -189,7 +189,7 @@ def test_answering_the_judge_imports_nothing_after_the_snapshot() -> None:
     one imported later would be outside the guard, and the learner's file could rebind its functions unseen."""
     import subprocess
 
-    seen, todo = set(), ["course.engine.serve", "course.engine.asks"]
+    seen, todo = set(), ["course.engine.executor.serve", "course.engine.executor.asks"]
     while todo:
         module = todo.pop()
         if module not in seen:

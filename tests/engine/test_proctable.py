@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from course.engine import proctable, system
+from course.engine.contain import proctable, system
 
 # A child that starts a grandchild and both sleep until killed: a tree of three levels.
 TREE = (

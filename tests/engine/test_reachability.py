@@ -85,7 +85,7 @@ def test_the_key_is_reachable_from_nothing(tmp_path: Path) -> None:
     out = tmp_path / "found.json"
     env = {**os.environ, "REACH_KEY": key.hex(), "REACH_OUT": str(out), "JAX_PLATFORMS": "cpu"}
     subprocess.run(
-        [sys.executable, "-m", "pytest", str(tmp_path / "test_walk_grader.py"), "-p", "course.engine.plugin",
+        [sys.executable, "-m", "pytest", str(tmp_path / "test_walk_grader.py"), "-p", "course.engine.child.plugin",
          "-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path), "--course-report",
          str(tmp_path / "report" / "r.json"), "--course-submission", str(learner), "--course-key-fd", str(read_fd)],
         env=env, pass_fds=(read_fd,), capture_output=True, timeout=300, check=False, cwd=tmp_path,

@@ -10,7 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.engine import remote, wire
+from course.engine.judge import remote
+from course.engine.wire import wire
 from course.grading.judge.source import learner_location, raised_in
 from support import served
 
@@ -174,7 +175,7 @@ def test_a_returned_callable_is_called_there(submission: remote.RemoteModule) ->
 def test_an_object_the_executor_never_gave_is_refused(submission: remote.RemoteModule) -> None:
     """A forged handle is no object: the request fails, and nothing there is touched. Only the judge's machinery
     makes a request, so the failure is the platform's, never the learner's."""
-    from course.engine.submission import PlatformFailure
+    from course.engine.common.submission import PlatformFailure
 
     forged = remote.RemoteObject(submission._link, 10_000, "View", Path("learner.py"))
     with pytest.raises(PlatformFailure, match="never given"):
@@ -185,7 +186,7 @@ def test_an_object_the_executor_never_gave_is_refused(submission: remote.RemoteM
 
 def test_a_dtype_crosses_as_a_dtype() -> None:
     """`np.float32`, `jnp.bfloat16` and `np.dtype('int8')` arrive as NumPy dtypes; an unlisted one as an object."""
-    from course.engine import serve
+    from course.engine.executor import serve
 
     for kind, want in ((np.float32, "float32"), (jnp.bfloat16, "bfloat16"), (np.dtype("int8"), "int8")):
         buffers: list[bytes] = []
@@ -199,7 +200,7 @@ def test_a_dtype_crosses_as_a_dtype() -> None:
 def test_a_gradient_is_taken_there(submission: remote.RemoteModule) -> None:
     """`grad_of_sum` of a learner's function in a judge's check: differentiated and run there, the same gradients
     as here; argument numbers that are not the call's are refused, as the check's (the course's) mistake."""
-    from course.engine.submission import PlatformFailure
+    from course.engine.common.submission import PlatformFailure
     from course.grading import grad_of_sum
 
     x, y = jnp.asarray([1.0, 2.0]), jnp.asarray([3.0, 4.0])

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from course.engine import remote
+from course.engine.judge import remote
 from support import served
 
 # A kernel that reads scratch memory it never wrote: NaN under the strict interpreter a grading runs

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from course import signing
-from course.engine import report
-from course.engine.isolation import Outcome
-from course.engine.runner import grade, grade_many
-from course.engine.verdict import verdict
+from course.engine.parent.isolation import Outcome
+from course.engine.parent.runner import grade, grade_many
+from course.engine.parent.verdict import verdict
+from course.engine.wire import report
 from course.registry import load_course
 from support import default_sigint, ended
 
@@ -55,7 +55,7 @@ def test_a_file_that_does_not_compile_is_answered_without_a_grading(mini_course:
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A syntax error is known from compile() in the parent: the answer comes with no grading process, and
     it is the verdict the grading would give, field for field (every check failed, the caret in each)."""
-    from course.engine import isolation, syntax
+    from course.engine.parent import isolation, syntax
 
     exercise = load_course(mini_course).get("ex_syntax")
     path = mini_course / exercise.stub_rel
@@ -76,7 +76,7 @@ def test_a_file_nested_too_deeply_to_compile_is_the_learners_failure(mini_course
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A file whose nesting exhausts Python's parser (RecursionError, not SyntaxError) fails every check with
     that reason, answered without a grading; the stub rule, which parses it too, does not crash on it."""
-    from course.engine import isolation
+    from course.engine.parent import isolation
 
     exercise = load_course(mini_course).get("ex_pass")
     path = mini_course / exercise.stub_rel
@@ -108,7 +108,7 @@ def test_loop_is_stopped_by_its_cpu_time_in_the_check_it_was_in(results: dict) -
 def test_a_loop_is_stopped_at_its_checks_own_cpu_limit(mini_course: Path) -> None:
     """One check may use `check_timeout_s` of the grading's CPU time: a loop there is stopped at that,
     not at the grading's whole limit, saying so; while it runs, events name the check and its CPU time."""
-    from course.engine.verdict import CheckEvent
+    from course.engine.parent.verdict import CheckEvent
 
     meta = mini_course / "exercises/04_ex_loop/exercise.toml"
     meta.write_text('title = "ex_loop"\ntopic = "fixture"\ntimeout_s = 600\ncheck_timeout_s = 2\n')

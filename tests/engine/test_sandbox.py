@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import protections, runner, sandbox
+from course.engine.contain import protections, sandbox
+from course.engine.parent import runner
 from course.registry import load_course
 
 PROTECTIONS = protections.available()

@@ -11,7 +11,9 @@ import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from course.engine import placement, remote, serve, wire
+from course.engine.executor import serve
+from course.engine.judge import remote
+from course.engine.wire import placement, wire
 from grading.eight_devices import on_eight_devices
 
 

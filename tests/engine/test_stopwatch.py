@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from course.engine.limits import Budget
-from course.engine.stopwatch import POLL_S, SHOW_EVERY_S, STOPPED, Stopwatch, what_holds
-from course.engine.verdict import CheckEvent
+from course.engine.contain.limits import Budget
+from course.engine.parent.stopwatch import POLL_S, SHOW_EVERY_S, STOPPED, Stopwatch, what_holds
+from course.engine.parent.verdict import CheckEvent
 
 
 class Clock:

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from course.engine import system
+from course.engine.contain import system
 
 MINI = Path(__file__).resolve().parents[1] / "fixtures" / "mini_course"
 COURSE_BIN = Path(sys.executable).with_name("course")

@@ -18,9 +18,9 @@ import pytest
 from jax.sharding import AbstractMesh, AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from course.engine import wire
-from course.engine.jaxpr_objects import Unsent, decode
-from course.engine.jaxprs import encode
+from course.engine.wire import wire
+from course.engine.wire.jaxpr_objects import Unsent, decode
+from course.engine.wire.jaxprs import encode
 from course.grading.observe.traces.jaxprs import equations
 
 TP = AbstractMesh((8,), ("tp",), axis_types=(AxisType.Explicit,))
@@ -136,7 +136,7 @@ PLACED = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
-    from course.engine.placement import array_from, array_leaf
+    from course.engine.wire.placement import array_from, array_leaf
 
     mesh = jax.make_mesh((8,), ("tp",), axis_types=(AxisType.Explicit,))
     x = jax.device_put(np.arange(64, dtype=np.float32).reshape(4, 16), NamedSharding(mesh, P(None, "tp")))

@@ -14,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from course.engine import remote, serve, wire
+from course.engine.executor import serve
+from course.engine.judge import remote
+from course.engine.wire import wire
 
 
 def _plain(value: object) -> dict | None:

@@ -16,9 +16,9 @@ from typing import Any
 import psutil
 import pytest
 
-from course.engine import invocation
-from course.engine.runner import grade, start_worker
-from course.engine.worker import Worker
+from course.engine.parent import invocation
+from course.engine.parent.runner import grade, start_worker
+from course.engine.parent.worker import Worker
 from course.registry import Course, load_course
 from support import default_sigint, ended
 
@@ -150,7 +150,7 @@ def test_ctrl_c_leaves_no_process_behind(tmp_path: Path) -> None:
         textwrap.dedent(f"""
         from pathlib import Path
         from course.registry import load_course
-        from course.engine.runner import grade, start_worker
+        from course.engine.parent.runner import grade, start_worker
         exercise = load_course(Path({str(course)!r})).get("ex_loop")
         worker = start_worker()
         assert worker.ready(), worker.reason
@@ -274,7 +274,7 @@ def test_a_cold_run_after_a_failed_launch_has_its_key(mini: Course) -> None:
 
 def test_a_worker_that_stops_answering_is_ended(mini: Course, monkeypatch: pytest.MonkeyPatch) -> None:
     """A stopped worker never answers a launch: it is killed (its children with it) and the grading runs cold."""
-    import course.engine.worker as worker_module
+    import course.engine.parent.worker as worker_module
 
     monkeypatch.setattr(worker_module, "LAUNCH_TIMEOUT_S", 0.5)
     silent = start_worker()

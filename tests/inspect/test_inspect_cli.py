@@ -149,7 +149,7 @@ def test_code_that_patches_an_observer_is_tampering(cli: CliRunner, workspace: P
 @pytest.mark.slow
 def test_a_failure_of_the_inspection_itself_is_the_platforms(workspace: Path) -> None:
     """A section the observers cannot run is the course's problem: exit 3, never blamed on the learner."""
-    from course.engine.inspection import inspect as run
+    from course.engine.parent.inspection import inspect as run
     from course.registry import load_course
 
     exercise = load_course(REPO).get("update_with_donate")

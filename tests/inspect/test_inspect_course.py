@@ -17,8 +17,8 @@ import pytest
 from rich.console import Console
 
 from course import ui
-from course.engine.inspection import Inspection, inspect
-from course.engine.runner import start_worker
+from course.engine.parent.inspection import Inspection, inspect
+from course.engine.parent.runner import start_worker
 from course.inspection import sections_of
 from course.registry import Course, load_course
 from course.ui.inspection import inspection as drawn

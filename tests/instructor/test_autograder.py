@@ -36,8 +36,8 @@ from class_helpers import (
     write_folder,
 )
 from course.cli import app
-from course.engine import runner
-from course.engine.limits import Deadline
+from course.engine.contain.limits import Deadline
+from course.engine.parent import runner
 from course.instructor import autograder, budget
 from course.instructor.release import release
 from course.registry import load_course

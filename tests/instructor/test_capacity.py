@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine import system
+from course.engine.contain import system
 from course.instructor import capacity
 
 MIB = 2**20

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from class_helpers import SOLUTION, class_course, write_folder
-from course.engine import limits
+from course.engine.contain import limits
 
 COURSE_BIN = Path(sys.executable).with_name("course")
 LIMIT_MB = 768

@@ -239,7 +239,7 @@ def test_a_bad_equivalent_is_one_sentence(mini_course: Path) -> None:
 
 def test_judging_a_grading() -> None:
     """Invalid Python never compiles; a timeout, an import failure and failed checks are told apart."""
-    from course.engine.verdict import CheckResult, ExerciseResult
+    from course.engine.parent.verdict import CheckResult, ExerciseResult
     from course.instructor.mutation import judge
     from course.registry import load_course as load
 
@@ -312,7 +312,7 @@ def test_every_check_is_asked_of_the_grading(mini_course: Path, monkeypatch: pyt
                                              every_check: bool) -> None:
     """By default each grading (the solution's and every mutant's) stops at its first failing check;
     with every_check none does, and the report says which it was."""
-    from course.engine.verdict import CheckResult, ExerciseResult
+    from course.engine.parent.verdict import CheckResult, ExerciseResult
     from course.instructor import mutation
     from course.registry import load_course as load
 

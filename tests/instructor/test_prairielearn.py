@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from class_helpers import MINI, SOLUTION, STUB, WRONG, class_course, write_folder
 from course.cli import app
-from course.engine import limits
+from course.engine.contain import limits
 from course.instructor import prairielearn
 from course.registry import load_course
 

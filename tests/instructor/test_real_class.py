@@ -30,7 +30,7 @@ from class_helpers import (
     honest_class,
     write_folder,
 )
-from course.engine import protections
+from course.engine.contain import protections
 
 ATTACKS = Path(__file__).resolve().parents[1] / "adversarial" / "attacks" / "batch"
 COURSE_BIN = Path(sys.executable).with_name("course")

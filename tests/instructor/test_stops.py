@@ -116,7 +116,7 @@ def test_a_grading_dead_of_a_stopping_signal_is_no_verdict_only_when_the_run_sto
     stopped at its time limit or dead of another signal is always graded."""
     import threading
 
-    from course.engine.verdict import ExerciseResult
+    from course.engine.parent.verdict import ExerciseResult
     from course.instructor import grade
 
     monkeypatch.setattr(grade, "STOP_GRACE_S", 0.05)

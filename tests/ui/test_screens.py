@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from course import ui
-from course.engine.verdict import CheckEvent, CheckResult, ExerciseResult
+from course.engine.parent.verdict import CheckEvent, CheckResult, ExerciseResult
 from course.paths import WorkspacePaths
 from course.progress import Entry, ProgressStore, now_iso
 from course.registry import load_course

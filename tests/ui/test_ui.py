@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from course import ui
-from course.engine.verdict import CheckResult, ExerciseResult
+from course.engine.parent.verdict import CheckResult, ExerciseResult
 from course.ui import verdicts, views
 
 
@@ -205,7 +205,7 @@ def test_human_times_are_local_and_short() -> None:
 def test_the_running_check_and_its_cpu_time_show_while_it_runs() -> None:
     """While a check runs, the live view names it and, once it has used a second, the share of its own CPU
     limit; when it ends, that line gives way to its verdict."""
-    from course.engine.verdict import CheckEvent
+    from course.engine.parent.verdict import CheckEvent
     from course.registry import load_course
     from support import FIXTURES
 

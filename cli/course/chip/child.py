@@ -71,7 +71,7 @@ def run_calls(spec: dict[str, Any], progress: Callable[[dict[str, Any]], None]) 
 
 def _load(path: Path) -> Any:
     """The learner's module, from the copy the parent made (never their own folder)."""
-    from course.engine.submission import SubmissionError, load, read_source
+    from course.engine.common.submission import SubmissionError, load, read_source
 
     try:
         return load(path, read_source(path))

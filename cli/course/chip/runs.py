@@ -16,7 +16,7 @@ from course.chip.presence import tpu_here
 from course.errors import UsageError
 
 if TYPE_CHECKING:
-    from course.engine.verdict import ExerciseResult
+    from course.engine.parent.verdict import ExerciseResult
     from course.registry import Exercise
     from course.session import Session
 

@@ -223,7 +223,7 @@ def grade_submission(course_dir: Path, submission: Path, results: Path, metadata
     """Grade one Gradescope submission within `budget_s` seconds and write its results as each exercise
     ends, the log on stdout; 0, or 3 when the platform failed. `started` is when the run began (epoch seconds)."""
     from course import ui
-    from course.engine import protections
+    from course.engine.contain import protections
     from course.errors import RegistryError
     from course.instructor import classrun, grade, state, submissions
     from course.registry import load_course

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course.engine import runner
-from course.engine.limits import Deadline
+from course.engine.contain.limits import Deadline
+from course.engine.parent import runner
 from course.instructor.classrun import ClassRun, Job
 from course.instructor.results import Record, record
 
@@ -101,7 +101,7 @@ def grade_within(plan: ClassRun, budget: Budget, after_each: Callable[[list[Job]
 def _engine(plan: ClassRun) -> Iterator[tuple[Path, Any, Any]]:
     """A scratch folder for private copies, a warm worker, and the sandbox where the machine has one.
     No compilation cache: one student's exercises share no program, so it would only cost time."""
-    from course.engine import protections
+    from course.engine.contain import protections
 
     scratch = Path(tempfile.mkdtemp(prefix="course-autograder-"))
     worker = runner.start_worker() if len(plan.jobs) > 1 else None

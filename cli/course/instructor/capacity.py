@@ -1,6 +1,6 @@
 """How many gradings a class runs at once: the CPUs the process may use, capped so the peak fits in memory.
 
-The CPUs come from the process's affinity and any cgroup quota (`course.engine.system.cpu_limit`),
+The CPUs come from the process's affinity and any cgroup quota (`course.engine.contain.system.cpu_limit`),
 not from `os.cpu_count()`, which counts the whole machine. Memory is the cgroup's limit
 (`memory.max`), or the machine's when there is none. What one grading costs is measured while the
 class is graded: a gauge samples the memory in use and divides what the gradings add by how many
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from course.engine import system
+from course.engine.contain import system
 
 HEADROOM = 1.3
 """Each grading is assumed to need this much more than the most it was seen to use."""

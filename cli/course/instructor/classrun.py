@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from course.engine import protections
+from course.engine.contain import protections
 from course.instructor import layouts
 from course.instructor.context import grading_context
 from course.instructor.results import Record, max_points

@@ -203,7 +203,7 @@ def grade(
     student (their results say so).
     """
     from course import workspace
-    from course.engine import protections
+    from course.engine.contain import protections
     from course.instructor import capacity, gradebook
     from course.instructor import grade as grading
     from course.ui import instructor

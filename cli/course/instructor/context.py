@@ -8,7 +8,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from course.engine.protections import Protections
+from course.engine.contain.protections import Protections
 from course.progress import now_iso
 from course.registry import Course
 

@@ -2,7 +2,7 @@
 
 Every (student, exercise) that needs grading becomes one job; the jobs run through one warm
 worker, as many at once as the CPUs and memory allow (`course.instructor.capacity`), each in the
-sandbox (`course.engine.sandbox`) where the machine has one. A student's `results.json` is
+sandbox (`course.engine.contain.sandbox`) where the machine has one. A student's `results.json` is
 written atomically as soon as their last job ends, so a crash, a signal (SIGTERM, SIGINT,
 SIGHUP) or a shard's time limit loses only the students in flight: a grading the stop ended is
 never recorded as theirs, since only a finished grading is a verdict. A rerun reuses every
@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from course import files
-from course.engine import protections, runner
-from course.engine.verdict import ExerciseResult
+from course.engine.contain import protections
+from course.engine.parent import runner
+from course.engine.parent.verdict import ExerciseResult
 from course.errors import UsageError
 from course.files import write_atomic
 from course.instructor import capacity, layouts, state

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from course.engine import protections
+from course.engine.contain import protections
 from course.errors import UsageError
 from course.instructor.classrun import RESULTS, ClassRun, Student
 from course.instructor.layouts import BadEntry

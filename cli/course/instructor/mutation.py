@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from course.engine.runner import ExerciseResult, grade_many, start_worker
+from course.engine.parent.runner import ExerciseResult, grade_many, start_worker
 from course.instructor import mutants as making
 from course.instructor.mutant_operators import OPERATORS
 from course.instructor.mutants import Mutant
@@ -28,7 +28,7 @@ from course.registry import Course, Exercise
 
 STATUSES = ("killed", "survived", "equivalent", "timeout", "not_compiling", "error")
 IMPORT_FAILURE = "so no check can run"
-"""How the grading words a file that fails while imported (`course.engine.submission`)."""
+"""How the grading words a file that fails while imported (`course.engine.common.submission`)."""
 SLOWER = 4.0
 MIN_LIMIT_S = 15.0
 """A mutant may take `SLOWER` times its solution's grading (at least `MIN_LIMIT_S` seconds, at most

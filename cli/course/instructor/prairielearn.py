@@ -110,7 +110,7 @@ def question_timeout(exercise: Exercise) -> int:
     """PrairieLearn's timeout for a question, above every cap the grading applies: the exercise's wall-clock
     cap (above its CPU limit, which a busy grader host spends more slowly), with room for start-up. A
     grading the course stops at a cap then says so in its own words, never in PrairieLearn's generic timeout."""
-    from course.engine import limits
+    from course.engine.contain import limits
 
     caps = limits.budget(exercise.meta)
     return math.ceil(max(caps.cpu_s, caps.wall_s) + STARTUP_S)
@@ -199,7 +199,7 @@ def publish(results: Path, data: dict[str, Any]) -> None:
 
 def grade_question(course_dir: Path, student: Path, name: str, results: Path) -> int:
     """Grade the student's file for exercise `name` and write PrairieLearn's results; 0, or 3 on a platform failure."""
-    from course.engine import protections
+    from course.engine.contain import protections
     from course.errors import RegistryError, UsageError
     from course.instructor import budget, classrun, grade, state, submissions
     from course.registry import load_course

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from course.engine.verdict import ExerciseResult
+from course.engine.parent.verdict import ExerciseResult
 from course.registry import Exercise
 
 MESSAGE_LIMIT = 4000

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from course.engine.runner import ExerciseResult, grade_many, start_worker
+from course.engine.parent.runner import ExerciseResult, grade_many, start_worker
 from course.instructor import checks
 from course.registry import Course, Exercise
 
 if TYPE_CHECKING:
-    from course.engine.isolation import Launcher
+    from course.engine.parent.isolation import Launcher
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from course.ui.inspection_kernels import source
 from course.ui.inspection_text import fit
 
 if TYPE_CHECKING:
-    from course.engine.inspection import Inspection
+    from course.engine.parent.inspection import Inspection
 
 TITLES = {"compiles": "Compiles", "donation": "Donation", "kernels": "Kernels", "refs": "Refs",
           "distributed": "Distributed", "compiler": "Compiler"}

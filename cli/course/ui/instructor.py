@@ -27,7 +27,7 @@ from course.instructor.pace import Pace
 from course.ui import LABELS
 
 if TYPE_CHECKING:
-    from course.engine.verdict import ExerciseResult
+    from course.engine.parent.verdict import ExerciseResult
     from course.instructor.results import Record
     from course.instructor.validate import ValidationReport, Verdict
 

@@ -21,16 +21,16 @@ from course import ui
 from course.ui import views
 
 RUNNING = "running"
-"""A check event's status while the check runs (`course.engine.report.RUNNING`; the UI imports no engine)."""
+"""A check event's status while the check runs (`course.engine.wire.report.RUNNING`; the UI imports no engine)."""
 CANCELLED = "cancelled"
-"""A grading called off (Ctrl-C, a newer save): no verdict (`course.engine.isolation.CANCELLED`)."""
+"""A grading called off (Ctrl-C, a newer save): no verdict (`course.engine.parent.isolation.CANCELLED`)."""
 UNRECORDED = ("error", CANCELLED)
 """Results never recorded as progress (`course.session.UNRECORDED`)."""
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-    from course.engine.verdict import CheckEvent, CheckResult, ExerciseResult
+    from course.engine.parent.verdict import CheckEvent, CheckResult, ExerciseResult
     from course.registry import Exercise
     from course.session import Session
 

@@ -15,7 +15,7 @@ from rich.text import Span, Text
 from course import ui
 
 if TYPE_CHECKING:
-    from course.engine.verdict import ExerciseResult
+    from course.engine.parent.verdict import ExerciseResult
     from course.hints import Hint
     from course.session import ExerciseRow, Session, Summary
 

@@ -15,7 +15,7 @@ from course.ui import verdicts, views
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-    from course.engine.verdict import CheckEvent, ExerciseResult
+    from course.engine.parent.verdict import CheckEvent, ExerciseResult
     from course.registry import Exercise
     from course.session import Session
 

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from course.engine.jaxpr_objects import decode
-from course.engine.jaxprs import encode
+from course.engine.wire.jaxpr_objects import decode
+from course.engine.wire.jaxprs import encode
 from course.grading.judge.fingerprint import Seen, fingerprint
 from course.grading.observe.calls.executions import record_runs
 

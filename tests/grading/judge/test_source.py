@@ -60,7 +60,7 @@ def test_describe_exception_keeps_what_a_colon_announces() -> None:
 def test_defined_names_are_read_from_the_graded_text(tmp_path: Path) -> None:
     """The learner's names (functions at any depth, lambdas, classes) come from the text the grading read, even
     once the file on disk has changed; a text that does not compile has none."""
-    from course.engine.submission import remember
+    from course.engine.common.submission import remember
 
     path = tmp_path / "solution.py"
     graded = b"import jax\n\ndef outer(x):\n    def inner(y):\n        return y\n    return jax.jit(lambda z: z)(x)\n"

@@ -2,7 +2,7 @@
 
 Each section is a module here with one function, `observe(calls, module, path) -> list[dict]`:
 given the section's example calls (`course.grading.inspect.calls`), the learner's module and the
-path of their file, it returns one plain, JSON-ready report per call. `course.engine.inspector`
+path of their file, it returns one plain, JSON-ready report per call. `course.engine.child.inspector`
 runs a section in the isolated grading process and signs what it returns; `course.ui.inspection`
 draws it. A new section is a module here, a name in `SECTIONS`, a name in the schema of
 `exercise.toml` and a drawing in the UI (docs/authoring.md, "Choosing what `course inspect` shows").
@@ -44,6 +44,6 @@ def observe_section(spec: dict[str, Any], module: Any, path: Path | None) -> dic
 
 def load_observers() -> None:
     """Import every section's module now: loaded before learner code runs, they are part of the
-    machinery the grading guard watches (`course.engine.guard`), so a patch of one is tampering."""
+    machinery the grading guard watches (`course.engine.common.guard`), so a patch of one is tampering."""
     for name in SECTIONS:
         importlib.import_module(f"course.grading.inspect.{name}")

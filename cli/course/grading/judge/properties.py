@@ -31,7 +31,7 @@ def _prepare_hypothesis() -> None:
     """Let Hypothesis set up its own random generator now, while graders are collected.
 
     It checks the new generator with `gc.get_referrers`, which the grading guard refuses once
-    learner code runs (`course.engine.notary`); done at import, it never needs to again.
+    learner code runs (`course.engine.common.notary`); done at import, it never needs to again.
     """
     with contextlib.suppress(Exception):  # a Hypothesis without this internal simply does it later
         from hypothesis.internal.entropy import deterministic_PRNG

@@ -16,7 +16,7 @@ __all__ = ["callback_error", "code_names", "defined_names", "describe_exception"
            "learner_traceback", "raised_in", "store_dtypes", "syntax_message"]
 
 REMOTE_FRAMES = "__course_remote_frames__"
-"""The local holding a remote exception's learner frames (`course.engine.remote.raise_remote`)."""
+"""The local holding a remote exception's learner frames (`course.engine.judge.remote.raise_remote`)."""
 # The last line of a Python traceback that JAX copies into the text of a failed host callback.
 _RAISED = re.compile(r"^((?:[A-Za-z_][\w.]*)?(?:Error|Exception|SilentWait)): (.+)$", re.MULTILINE)
 # What Pallas says, while tracing a kernel, of a store into a ref of another dtype than the value's.
@@ -53,7 +53,7 @@ def learner_frames(tb: types.TracebackType | None, path: Path | None) -> list[tr
 
 def _remote_frames(tb: types.TracebackType | None, target: str) -> list[traceback.FrameSummary]:
     """The learner's frames of an exception their code raised in another process (a split grading's
-    executor), kept by the judge in the frame that raised it again (`course.engine.remote`)."""
+    executor), kept by the judge in the frame that raised it again (`course.engine.judge.remote`)."""
     while tb is not None:
         kept = tb.tb_frame.f_locals.get(REMOTE_FRAMES)
         if isinstance(kept, list):

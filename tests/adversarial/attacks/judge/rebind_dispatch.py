@@ -1,5 +1,5 @@
 """A `remat_policy` whose two functions are left unjitted, and which rebinds the executor's own request
-machinery (`course.engine.asks._dispatch`) so that every call the judge asks for runs a jitted copy of them
+machinery (`course.engine.executor.asks._dispatch`) so that every call the judge asks for runs a jitted copy of them
 instead. The judge reads what the executor reports and traces, so it sees jitted functions; the rebinding is
 the grading machinery's, which the guard must hold from before any learner code runs.
 
@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from course.engine import asks
+from course.engine.executor import asks
 
 _JITTED: dict[str, object] = {}
 _DISPATCH = asks._dispatch

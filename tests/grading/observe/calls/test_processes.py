@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from course.engine import peers
+from course.engine.common import peers
 from course.grading.observe.calls.processes import RowLog, own_rows, rows_text, step
 
 

@@ -86,8 +86,8 @@ def test_a_trace_read_from_elsewhere_compiles_here_to_the_same_program() -> None
     compiles to the program `jax.jit` makes of the function: the same temp memory and size, with pytree
     arguments, a nested jit and a cond, a custom derivative, named-tuple parameters; a trace for other arguments
     is refused."""
-    from course.engine.jaxpr_objects import decode
-    from course.engine.jaxprs import encode
+    from course.engine.wire.jaxpr_objects import decode
+    from course.engine.wire.jaxprs import encode
 
     @jax.jit
     def inner(w, x):
@@ -115,8 +115,8 @@ def test_random_numbers_callbacks_and_custom_rules_compile_in_the_judge() -> Non
     """A step that draws random numbers (typed and raw keys), calls back to the host or defines its own backward
     rule compiles from its trace as it does here: the keys' types, the callbacks' effects and the primal body of
     the rule cross."""
-    from course.engine.jaxpr_objects import decode
-    from course.engine.jaxprs import encode
+    from course.engine.wire.jaxpr_objects import decode
+    from course.engine.wire.jaxprs import encode
 
     @jax.custom_vjp
     def act(x):
@@ -137,8 +137,8 @@ def test_random_numbers_callbacks_and_custom_rules_compile_in_the_judge() -> Non
 def test_a_trace_whose_parameters_did_not_cross_is_the_platforms_failure() -> None:
     """A parameter that arrived as its text where lowering needs the object: the check ends as the grading's own
     failure, in words, not with the error of JAX's lowering and never as the learner's mistake."""
-    from course.engine.jaxpr_objects import Unsent, decode
-    from course.engine.jaxprs import encode
+    from course.engine.wire.jaxpr_objects import Unsent, decode
+    from course.engine.wire.jaxprs import encode
     from course.grading.feedback import PlatformFailure
 
     args = (jax.ShapeDtypeStruct((4, 4), jnp.float32),)

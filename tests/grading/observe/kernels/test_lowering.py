@@ -10,7 +10,7 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from course.engine import jaxpr_objects, jaxprs
+from course.engine.wire import jaxpr_objects, jaxprs
 from course.grading.feedback import CheckFailed
 from course.grading.observe.kernels.lowering import assert_lowers_for_tpu, lowering_words, tpu_refusals
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from course.engine import peers
+from course.engine.common import peers
 
 __all__ = ["RowLog", "own_rows", "rows_text", "step"]
 

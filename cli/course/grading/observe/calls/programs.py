@@ -142,7 +142,7 @@ def compile_trace(fn: Any, *args: Any) -> Program:
 
 def _without_frames(closed: Any) -> Any:
     """`closed` ready to lower here. A trace read from the executor holds its source frames as plain data
-    (`course.engine.jaxpr_objects.Traceback`), which lowering cannot join to its own: they are left out (they
+    (`course.engine.wire.jaxpr_objects.Traceback`), which lowering cannot join to its own: they are left out (they
     only name locations in the lowered text). A custom derivative's rule arrives as its text, and under `jax.jit`
     only its primal body is lowered: `custom_jvp_call` and `custom_vjp_call` become a call of that body
     (`jax.nn.relu`'s, say, or a learner's activation with a backward rule of its own)."""

@@ -94,7 +94,7 @@ def active_overrides() -> dict[str, Any] | None:
     """The overrides of the innermost open `tpu_interpret` block, or None outside one.
 
     A split grading's judge runs no kernel itself: a call it makes inside the block is sent with
-    these, and the executor runs it under the same interpreter (`course.engine.remote`).
+    these, and the executor runs it under the same interpreter (`course.engine.judge.remote`).
     """
     return dict(_OPEN[-1]) if _OPEN else None
 

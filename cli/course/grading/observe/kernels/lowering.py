@@ -6,7 +6,7 @@ not multiples of 8 and 128, a load straight from an HBM (`pl.ANY`) ref. JAX can 
 does not have: `tpu_refusals(fn, *args)` takes each `pallas_call` of `fn`'s trace, compiled rather than
 interpreted, and lowers it for a TPU with `jax.export`, as the chip's own run would begin; what the lowering
 refuses comes back in its own words with the learner's line. In the judge the trace is the one the
-executor sent (`course.engine.jaxpr_objects`), so the lowering runs nothing of the learner's.
+executor sent (`course.engine.wire.jaxpr_objects`), so the lowering runs nothing of the learner's.
 
 What only the chip's compiler (Mosaic, inside libtpu) checks is not seen here: a dynamic store at rows
 that are not a multiple of 8, a working set larger than the scoped VMEM.

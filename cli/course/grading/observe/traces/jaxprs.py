@@ -28,7 +28,7 @@ Dim = tuple[Any, int | None, int | None]
 def traced(fn: Any, *args: Any) -> Any:
     """`jax.make_jaxpr(fn)(*args)`, or `fn` itself when it is a trace already (one an `in_executor` observation made
     and sent). In the judge, `fn` is the learner's function seen from afar: the executor traces it and sends the
-    trace as data, which is read here as JAX's own objects (`course.engine.jaxpr_objects`), so every conclusion
+    trace as data, which is read here as JAX's own objects (`course.engine.wire.jaxpr_objects`), so every conclusion
     drawn from it is drawn in this process."""
     if isinstance(fn, jex.core.ClosedJaxpr):
         return fn

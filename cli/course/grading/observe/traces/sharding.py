@@ -333,7 +333,7 @@ def traced_once(fn: Callable[..., Any], *args: Any, name: str, path: Path | None
     """`jax.jit(fn)` traced, lowered and compiled once for `args` (with `static`, a mesh say, passed after them to
     every call, never traced), then run; tracing mistakes as in `call_traced`. In a judge's check, where `fn` is the
     learner's function seen from afar, the executor does all of it and sends the trace (as data,
-    `course.engine.jaxprs`), the compiled program's text and the result: every conclusion is drawn here."""
+    `course.engine.wire.jaxprs`), the compiled program's text and the result: every conclusion is drawn here."""
     from course.grading.observe.calls.programs import compile_lowered
     from course.grading.observe.calls.strict_runs import runs_here
 

@@ -1,0 +1,69 @@
+"""The executor's half of one function, one program: the programs a call really ran, sent with its answer.
+
+The judge (`course.engine.judge.consistency`) reads them and holds every program a function ran or
+showed to agree; here each call's programs are listed, and a plain call is made beside a jitted one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool = False) -> list[list[Any]]:
+    """In the executor: [name, fingerprint, buffer index or -1] for each jitted program of the learner's a call
+    ran, in order (with `structural`, also each of JAX's own that holds a kernel, a loop or a collective: an
+    eager `lax.scan` runs as one); a program not sent before is appended to `out` (and noted in `sent`)."""
+    from course.engine.wire.jaxprs import encode
+    from course.grading.judge.fingerprint import fingerprint, structure
+
+    entries = []
+    for run in runs:
+        if run.program is None or (run.helper and not (structural and structure(run.program))):
+            continue
+        printed = fingerprint(run.program)
+        index = -1
+        if printed not in sent:
+            out.append(encode(run.program))
+            index = len(out) - 1
+            sent.add(printed)
+        entries.append([run.fun_name, printed, index])
+    return entries
+
+
+PROBED = ("strict", "case")
+"""Requests that run the learner's function under the grader's jit or trace: a plain call is made beside them."""
+
+
+def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, Any] | None:
+    """In the executor, for a call run under the grader's jit (a plain call with `jit`, a kernel's values with
+    `strict` and `jit`, or a traced case): copies of the inputs, for the plain call made beside it
+    (`plain_call`); None for any other request."""
+    kinds = [k for k in ("strict", "case", "trace", "watch", "jits", "grad", "aliased") if header.get(k) is not None]
+    jitted = header.get("jit") is True and (not kinds or kinds == ["strict"])
+    if not (jitted or kinds == ["case"]):
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    def spare(leaf: Any) -> Any:
+        return jnp.array(leaf, copy=True) if isinstance(leaf, jax.Array) else leaf
+
+    return jax.tree_util.tree_map(spare, args), jax.tree_util.tree_map(spare, kwargs)
+
+
+def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes]) -> dict[str, Any]:
+    """In the executor: call `fn` as a learner calls it, without the grader's jit, on the same inputs (its kernels
+    under the fast interpreter: only what they are matters here), and list the programs it ran (`ran_entries`);
+    or say what it raised. A function that branches on whether its arguments are tracers runs its other branch
+    here, and the judge sees it."""
+    import jax
+    from jax.experimental.pallas import tpu as pltpu
+
+    from course.grading.observe.calls.executions import record_runs
+
+    try:
+        with pltpu.force_tpu_interpret_mode(True), record_runs(programs=True) as ran:
+            jax.block_until_ready(fn(*args, **kwargs))
+    except Exception as exc:  # noqa: BLE001 - a function that needs the jit shows nothing else without it
+        return {"raised": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    return {"ran": ran_entries(ran.runs, sent, out, structural=True)}

@@ -1,0 +1,164 @@
+"""One function, one program: every program a learner's function ran or showed, kept per input types, must agree.
+
+The judge reads programs (traces) and compares values (calls), each asked of the executor
+separately. A function could tell the two apart (a tracer among its arguments, a grader's frame
+on its stack, a call counter) and show one program to a trace and run another. So the executor
+sends, with every call's answer, the programs the call really ran (its run recorder keeps them,
+`course.grading.observe.calls.executions`), each as its fingerprint
+(`course.grading.judge.fingerprint`) and, the first time, the program itself; the judge reads
+the program, computes its fingerprint itself, and keeps, per function and input types, the first
+program it met, from a trace or a call alike. A later one that differs fails the check that met
+it: the function behaved two ways, and nothing it showed can be trusted for the other.
+
+Two kinds are kept apart: a call the grader jitted (one program: the function's whole body, as a
+trace shows it) and a plain call (the sequence of the learner's own jitted programs it ran).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["JITTED", "PLAIN", "note_call", "note_plain", "note_trace", "received", "signature", "still_one_program"]
+
+JITTED, PLAIN = "jitted", "plain"
+_SEEN: Any = None
+"""The judge's `Seen` (made on first use: one judge process grades one file)."""
+_VERIFIED: set[str] = set()
+"""Fingerprints the judge computed itself from a program the executor sent."""
+_PROGRAMS: dict[str, Any] = {}
+"""Those programs, by fingerprint, as JAX's own objects."""
+_DIVERGED: str | None = None
+"""Why the learner's code can no longer be trusted in this grading, once a function behaved two ways."""
+
+
+def signature(args: Any, kwargs: Any) -> str:
+    """The input types of a call or a trace, as one text: each array (or type) as dtype and shape, anything else
+    by its value (a static argument changes the program)."""
+    import jax
+
+    parts = []
+    for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+        shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+        parts.append(f"{dtype}{list(shape)}" if shape is not None and dtype is not None else repr(leaf)[:200])
+    return " ".join(parts)
+
+
+def received(header: dict[str, Any], returned: list[bytes]) -> None:
+    """In the judge, for every answer: read and check each program it carries the first time, whatever the request
+    (the executor sends a program once, and a later answer may name it by its fingerprint alone)."""
+    plain = header.get("plain")
+    for entries in (header.get("ran"), plain.get("ran") if isinstance(plain, dict) else None):
+        if isinstance(entries, list):
+            for entry in entries:
+                if isinstance(entry, list) and len(entry) == 3 and type(entry[2]) is int and entry[2] >= 0:
+                    _verified(entry, returned)
+
+
+def note_trace(name: str, inputs: str, closed: Any) -> None:
+    """In the judge: a trace of `name` at `inputs` (which the grader reads as the program a jitted call runs)."""
+    from course.grading.judge.fingerprint import fingerprint
+
+    _agree(name, JITTED, inputs, fingerprint(closed))
+
+
+def note_call(name: str, inputs: str, kind: str, entries: Any, returned: list[bytes], plain: Any = None) -> None:
+    """In the judge: the programs a call of `name` at `inputs` ran, as the executor's answer lists them
+    (`ran_entries`). A jitted call ran one program; a plain call, the learner's jitted programs in order. A
+    jitted call may come with a plain call of the same inputs (`plain_call`), whose kernels must be its own."""
+    from course.grading.feedback import fail
+
+    if not isinstance(entries, list):
+        fail("the process running your code did not say which programs your call ran; something in your file "
+             "changed what it sends")
+    printed = [_verified(entry, returned) for entry in entries]
+    if kind == JITTED:
+        if len(printed) != 1:
+            fail(f"the grader's `jax.jit` of `{name}` ran {len(printed)} programs where it runs one; something in "
+                 "your file changed how calls are recorded")
+        _agree(name, JITTED, inputs, printed[0])
+        if plain is not None:
+            note_plain(name, inputs, _PROGRAMS[entries[0][1]], plain, returned)
+    else:
+        _agree(name, PLAIN, inputs, " ".join(printed))
+
+
+def note_plain(name: str, inputs: str, program: Any, plain: Any, returned: list[bytes]) -> None:
+    """In the judge: the structure (`fingerprint.structure`: kernels, shard_maps, collectives, loops) a plain call
+    ran must be that of the program the grader's jit or trace of the same call ran. A plain call that raised
+    says nothing (a function may need the jit to run at all)."""
+    from course.grading.judge.fingerprint import kernels, structure
+
+    if not isinstance(plain, dict) or not isinstance(plain.get("ran", []), list):
+        _diverge(name, inputs, "the process running your code described a plain call of it that is not one")
+    if "raised" in plain:
+        return
+    for entry in plain["ran"]:
+        _verified(entry, returned)
+    ran = [_PROGRAMS[entry[1]] for entry in plain["ran"]]
+    if any(part.startswith("shard_map") for part in structure(program)):
+        # Called plainly, a `shard_map` runs its body one operation at a time, each its own little program, and
+        # its collectives run as no program that can be read: only the kernels of such a call can be compared.
+        mine, theirs = [k for closed in ran for k in kernels(closed)], kernels(program)
+    else:
+        mine, theirs = [part for closed in ran for part in structure(closed)], structure(program)
+    if mine != theirs:
+        _diverge(name, inputs, "called as a learner calls it, without a `jax.jit` around it, it ran other kernels, "
+                               "collectives or loops than it did under the grader's `jax.jit` or trace")
+
+
+def _verified(entry: Any, returned: list[bytes]) -> str:
+    """The fingerprint an entry claims, checked: computed here from the program when it came, else one computed
+    here before."""
+    from course.engine.wire.jaxpr_objects import decode
+    from course.grading.feedback import fail
+    from course.grading.judge.fingerprint import fingerprint
+
+    ok = isinstance(entry, list) and len(entry) == 3 and isinstance(entry[1], str) and type(entry[2]) is int
+    if ok and 0 <= entry[2] < len(returned):
+        try:
+            mine = fingerprint(decode(returned[entry[2]]))
+        except Exception:  # noqa: BLE001 - a program that cannot be read is no program
+            mine = ""
+        ok = mine == entry[1]
+        if ok:
+            _VERIFIED.add(mine)
+            _PROGRAMS[mine] = decode(returned[entry[2]])
+    elif ok:
+        ok = entry[1] in _VERIFIED
+    if not ok:
+        fail("the process running your code described a program it ran that is not one; something in your file "
+             "changed what it sends")
+    return str(entry[1])
+
+
+def _agree(name: str, kind: str, inputs: str, printed: str) -> None:
+    """Keep the first program of `name` at `inputs`; fail the check when this one differs."""
+    global _SEEN
+    from course.grading.judge.fingerprint import Seen
+
+    global _DIVERGED
+    if _SEEN is None:
+        _SEEN = Seen()
+    if _SEEN.note(f"{name}/{kind}", inputs, printed) is not None:
+        _diverge(name, inputs, "it ran a different program than it did earlier in this grading, for the same types")
+
+
+def _diverge(name: str, inputs: str, what: str) -> None:
+    """Fail this check, and every later one, because `name` behaved two ways at `inputs`."""
+    global _DIVERGED
+    from course.grading.feedback import fail
+
+    _DIVERGED = (f"`{name}` behaves two ways for inputs {inputs}: {what}. Your function computes one way in one "
+                 "call and another way in the next (a branch on whether it is being traced, on a counter, on its "
+                 "caller?). The grader judges the program your function runs; make it compute the same way "
+                 "every time it is given the same types. No check after this one counts what your code shows.")
+    fail(_DIVERGED)
+
+
+def still_one_program() -> None:
+    """In the judge, before asking anything of the learner's code: once a function has run two programs for the
+    same types, nothing it shows or returns is trusted again, so every later check fails with that reason."""
+    if _DIVERGED is not None:
+        from course.grading.feedback import fail
+
+        fail(_DIVERGED)
