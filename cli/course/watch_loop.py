@@ -75,11 +75,11 @@ def _end(watcher: Watcher | None, worker: Any) -> None:
     dead). After a quit the process ends at once (`course.cli.watch`), so the worker's exit is
     not waited for; after a failure it is, as at any exit.
     """
-    from course.engine.parent import isolation
+    from course.engine.parent import tree
 
     if watcher is not None:
         watcher.stop()  # the grading waiting for a save is called off too
-    isolation.stop_all()
+    tree.stop_all()
     deadline = time.monotonic() + 5
     for thread in watcher.ending() if watcher is not None else []:
         thread.join(timeout=max(deadline - time.monotonic(), 0))  # its clean-up removes the grading's work folder

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from course.engine.contain import protections, sandbox
-from course.engine.parent import cohort, isolation, lockstep, runner
+from course.engine.parent import cohort, lockstep, runner, tree
 from course.engine.parent.verdict import CheckResult, ExerciseResult
 from course.registry import Exercise, load_course
 from support import FIXTURES
@@ -207,7 +207,7 @@ def test_the_watch_ends_the_cohort_once_every_process_has_reported(monkeypatch: 
     watch.event(0, {"step": "finished", "finished": True})
     assert watch(0, 1) == ""
     watch.end(1, 0)
-    assert watch(0, 1) == isolation.FINISHED
+    assert watch(0, 1) == tree.FINISHED
 
 
 def test_the_watch_tells_a_hang_from_slow_work(monkeypatch: pytest.MonkeyPatch) -> None:

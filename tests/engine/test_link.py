@@ -10,8 +10,8 @@ import jax
 import numpy as np
 from jax.sharding import AxisType
 
-from course.engine.executor import serve
-from course.engine.judge import remote
+from course.engine.executor import serve, values
+from course.engine.judge import link, proxies, remote
 from course.engine.wire import wire
 from course.grading import runs_here
 
@@ -19,13 +19,13 @@ from course.grading import runs_here
 def _returned(value: Any) -> Any:
     """`value` as the learner's code returns it, rebuilt as the judge sees it."""
     buffers: list[bytes] = []
-    return wire.decode(wire.encode(value, buffers, serve.outgoing), buffers, remote._returned)
+    return wire.decode(wire.encode(value, buffers, values.outgoing), buffers, link._returned)
 
 
 def _argument(value: Any) -> Any:
     """`value` as a judge's check passes it, rebuilt as the learner's code receives it."""
     buffers: list[bytes] = []
-    return wire.decode(wire.encode(value, buffers, remote._sent), buffers, serve.incoming)
+    return wire.decode(wire.encode(value, buffers, proxies._sent), buffers, values.incoming)
 
 
 def test_a_scalar_stays_a_scalar() -> None:
@@ -48,7 +48,7 @@ def test_a_judges_function_does_not_run_here() -> None:
     """`runs_here` is False for a judge's view of a learner's function, True for a function of this process."""
     near, far = socket.socketpair()
     try:
-        assert not runs_here(remote.RemoteFunction(remote.Link(near), "matmul", Path("tiled_matmul.py")))
+        assert not runs_here(proxies.RemoteFunction(remote.Link(near), "matmul", Path("tiled_matmul.py")))
         assert runs_here(np.matmul)
     finally:
         near.close()

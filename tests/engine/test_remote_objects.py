@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course.engine.judge import remote
+from course.engine.judge import link, proxies, remote
 from course.engine.wire import wire
 from course.grading.judge.source import learner_location, raised_in
 from support import served
@@ -106,7 +106,7 @@ def _data() -> np.ndarray:
 def test_an_object_is_held_there_and_used_here(submission: remote.RemoteModule) -> None:
     """A returned view stays in the executor: its methods return views, its properties and items arrive as values."""
     r = submission.new_ref(jnp.asarray(_data()))
-    assert isinstance(r, remote.RemoteObject) and repr(r) == "<View object>"
+    assert isinstance(r, proxies.RemoteObject) and repr(r) == "<View object>"
     view = r.slice({"row": slice(1, None, 2)}).slice(slice(None, None, -1))
     assert view.shape == (3, 3) and type(view.shape) is tuple
     assert np.dtype(view.dtype) == np.float32
@@ -118,7 +118,7 @@ def test_the_same_object_is_the_same_here(submission: remote.RemoteModule) -> No
     """An object that comes back twice is one object here too, of a class named as the learner's."""
     r = submission.new_ref(jnp.asarray(_data()))
     assert r.itself() is r and r.slice(slice(1, 2)) is not r
-    assert type(r).__name__ == "View" and isinstance(r, remote.RemoteObject)
+    assert type(r).__name__ == "View" and isinstance(r, proxies.RemoteObject)
 
 
 def test_a_write_through_an_object_changes_what_it_holds(submission: remote.RemoteModule) -> None:
@@ -177,7 +177,7 @@ def test_an_object_the_executor_never_gave_is_refused(submission: remote.RemoteM
     makes a request, so the failure is the platform's, never the learner's."""
     from course.engine.common.submission import PlatformFailure
 
-    forged = remote.RemoteObject(submission._link, 10_000, "View", Path("learner.py"))
+    forged = proxies.RemoteObject(submission._link, 10_000, "View", Path("learner.py"))
     with pytest.raises(PlatformFailure, match="never given"):
         _ = forged.shape
     with pytest.raises(PlatformFailure, match="never given"):
@@ -186,14 +186,14 @@ def test_an_object_the_executor_never_gave_is_refused(submission: remote.RemoteM
 
 def test_a_dtype_crosses_as_a_dtype() -> None:
     """`np.float32`, `jnp.bfloat16` and `np.dtype('int8')` arrive as NumPy dtypes; an unlisted one as an object."""
-    from course.engine.executor import serve
+    from course.engine.executor import values
 
     for kind, want in ((np.float32, "float32"), (jnp.bfloat16, "bfloat16"), (np.dtype("int8"), "int8")):
         buffers: list[bytes] = []
-        got = wire.decode(wire.encode(kind, buffers, serve.outgoing), buffers, remote._returned)
+        got = wire.decode(wire.encode(kind, buffers, values.outgoing), buffers, link._returned)
         assert isinstance(got, np.dtype) and got.name == want
     buffers = []
-    odd = wire.decode(wire.encode(np.dtype("U3"), buffers, serve.outgoing), buffers, remote._returned)
+    odd = wire.decode(wire.encode(np.dtype("U3"), buffers, values.outgoing), buffers, link._returned)
     assert isinstance(odd, remote.Opaque)
 
 
@@ -216,15 +216,15 @@ def test_a_gradient_is_taken_there(submission: remote.RemoteModule) -> None:
 def test_made_up_class_names_do_not_pile_up(monkeypatch: pytest.MonkeyPatch) -> None:
     """An executor that names a new class for every object gets plain stand-ins past a bound: the judge's
     memory does not grow with what a hostile answer makes up."""
-    monkeypatch.setattr(remote, "_KINDS", {})  # a judge's own table, empty as at its start
+    monkeypatch.setattr(proxies, "_KINDS", {})  # a judge's own table, empty as at its start
     near, far = socket.socketpair()
     try:
         link = remote.Link(near)
-        rebuild = remote._returning(link, Path("learner.py"))
+        rebuild = proxies._returning(link, Path("learner.py"))
         made = [rebuild(np.zeros(0, np.float32), {"kind": "handle", "id": i, "type": f"Made{i}"})
-                for i in range(remote.MAX_KINDS + 50)]
-        assert len(remote._KINDS) <= remote.MAX_KINDS
-        assert type(made[-1]) is remote.RemoteObject and made[-1].type_name == f"Made{remote.MAX_KINDS + 49}"
+                for i in range(proxies.MAX_KINDS + 50)]
+        assert len(proxies._KINDS) <= proxies.MAX_KINDS
+        assert type(made[-1]) is proxies.RemoteObject and made[-1].type_name == f"Made{proxies.MAX_KINDS + 49}"
     finally:
         near.close()
         far.close()

@@ -11,8 +11,8 @@ import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from course.engine.executor import serve
-from course.engine.judge import remote
+from course.engine.executor import serve, values
+from course.engine.judge import link, proxies
 from course.engine.wire import placement, wire
 from grading.eight_devices import on_eight_devices
 
@@ -20,13 +20,13 @@ from grading.eight_devices import on_eight_devices
 def _to_executor(value: Any) -> Any:
     """`value` as the executor receives it from a judge's call."""
     buffers: list[bytes] = []
-    return wire.decode(wire.encode(value, buffers, remote._sent), buffers, serve.incoming)
+    return wire.decode(wire.encode(value, buffers, proxies._sent), buffers, values.incoming)
 
 
 def _to_judge(value: Any) -> Any:
     """`value` as the judge receives it back from the executor."""
     buffers: list[bytes] = []
-    return wire.decode(wire.encode(value, buffers, serve.outgoing), buffers, remote._returned)
+    return wire.decode(wire.encode(value, buffers, values.outgoing), buffers, link._returned)
 
 
 def _blocks(x: jax.Array) -> list[np.ndarray]:
@@ -98,11 +98,11 @@ def test_a_jitted_call_keeps_a_python_number_static_there_and_here() -> None:
     executor = serve.Executor(None, Path("learner.py"), None)  # type: ignore[arg-type]
     executor.module = module
     buffers: list[bytes] = []
-    args = wire.encode([jax.numpy.ones(2, np.float32), 3], buffers, remote._sent)
+    args = wire.encode([jax.numpy.ones(2, np.float32), 3], buffers, proxies._sent)
     reply, out = executor.answer({"op": "call", "name": "grow", "args": args,
-                                  "kwargs": wire.encode({}, buffers, remote._sent), "jit": True}, buffers)
+                                  "kwargs": wire.encode({}, buffers, proxies._sent), "jit": True}, buffers)
     assert reply["ok"], reply
-    there = wire.decode(reply["value"], out, remote._returned)
+    there = wire.decode(reply["value"], out, link._returned)
     here = call_jitted(grow, jax.numpy.ones(2, np.float32), 3)
     np.testing.assert_array_equal(np.asarray(there), np.ones(6, np.float32))
     np.testing.assert_array_equal(np.asarray(here), np.ones(6, np.float32))

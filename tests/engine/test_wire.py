@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from course.engine.executor import serve
+from course.engine.executor import values
 from course.engine.judge import remote
 from course.engine.wire import wire
 
@@ -179,5 +179,5 @@ def test_a_learners_exception_is_raised_as_its_builtin_class() -> None:
 
 def test_an_output_that_is_no_array_comes_back_named() -> None:
     """A returned object the link cannot carry (a function, a class) comes back as its type's name only."""
-    sent = serve.outgoing(lambda: 1)
+    sent = values.outgoing(lambda: 1)
     assert sent is not None and sent["kind"] == "opaque" and sent["type"] == "function"

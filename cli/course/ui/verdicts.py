@@ -23,7 +23,7 @@ from course.ui import views
 RUNNING = "running"
 """A check event's status while the check runs (`course.engine.wire.report.RUNNING`; the UI imports no engine)."""
 CANCELLED = "cancelled"
-"""A grading called off (Ctrl-C, a newer save): no verdict (`course.engine.parent.isolation.CANCELLED`)."""
+"""A grading called off (Ctrl-C, a newer save): no verdict (`course.engine.parent.tree.CANCELLED`)."""
 UNRECORDED = ("error", CANCELLED)
 """Results never recorded as progress (`course.session.UNRECORDED`)."""
 

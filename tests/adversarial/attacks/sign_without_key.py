@@ -3,7 +3,7 @@ to the notary directly, and calls the plugin's verdict function with no exceptio
 import gc  # noqa: F401 - only for the name
 
 import course.engine.common.notary
-import course.engine.child.plugin
+import course.engine.child.grading
 
 
 def double(x):
@@ -17,6 +17,6 @@ def double(x):
     state = getattr(item.config, "stash", None) if item is not None else None
     plugin = item.config.pluginmanager.get_plugin("course-grading") if item is not None else None
     if plugin is not None:
-        course.engine.child.plugin._verdict(plugin, item, "call", None)
+        course.engine.child.grading._verdict(plugin, item, "call", None)
     notify("course.finish", 0)
     return 2 * x + 1

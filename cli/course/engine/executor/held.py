@@ -2,7 +2,7 @@
 
 A function of the learner's may return an object that is no array or plain value (a view over a
 `jax.Ref`, an instance of their class, a function). The executor keeps it here and sends its
-number; the judge's `course.engine.judge.remote.RemoteObject` asks for its attributes, methods and items
+number; the judge's `course.engine.judge.proxies.RemoteObject` asks for its attributes, methods and items
 by that number, and sends the number back when a check passes the object to another function.
 An object has one number however often it comes back, so `is` holds in the judge as it does here.
 """

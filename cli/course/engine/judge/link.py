@@ -18,9 +18,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from course.engine.common import notary
 from course.engine.common.submission import PlatformFailure, SubmissionError
+from course.engine.judge import consistency
 from course.engine.wire import wire
+from course.engine.wire.placement import array_from, mesh_from
 from course.engine.wire.report import GONE
 
 
@@ -121,3 +125,46 @@ def raise_remote(header: dict[str, Any], path: Path) -> None:
     # The function it was raised in (JAX's `at`, say): a grader's hint may depend on it.
     exc.innermost_function = str(error.get("innermost", ""))[:200]  # type: ignore[attr-defined]
     raise exc
+
+
+def _asked(link: Link, path: Path, body: dict[str, Any],
+           buffers: list[bytes] = ()) -> tuple[dict[str, Any], list[bytes]]:  # type: ignore[assignment]
+    """The executor's answer to `body`; what the learner's code raised there is raised here, and a check a grader's
+    own code failed there (an observation, a helper on the way) fails here with its message. Once the learner's
+    code has behaved two ways (`course.engine.judge.consistency`), nothing is asked of it any more."""
+    consistency.still_one_program()
+    header, returned = link.ask(body, buffers)
+    consistency.received(header, returned)
+    if not header["ok"]:
+        raise_remote(header, path)
+    if isinstance(header.get("failed"), str):  # a grader's own code failed the check there: never a pass
+        from course.grading.feedback import CheckFailed
+
+        raise CheckFailed(header["failed"])
+    return header, returned
+
+
+def _returned(data: np.ndarray, node: dict[str, Any]) -> Any:
+    """A returned leaf, rebuilt here as the same kind of value."""
+    kind = node.get("kind")
+    if kind == "np":
+        return data
+    if kind == "npscalar":
+        return data[()]
+    if kind == "jax":
+        return array_from(data, node)
+    if kind == "mesh":
+        return mesh_from(node.get("mesh"))
+    if kind == "dtype":
+        return wire.dtype(node.get("name"))
+    if kind == "jaxpr":
+        from course.engine.wire.jaxpr_objects import decode
+
+        return decode(data.tobytes())
+    if kind == "deleted":
+        import jax
+
+        gone = jax.device_put(np.zeros(0, np.float32))
+        gone.delete()
+        return gone
+    return Opaque(str(node.get("type", "object"))[:200])

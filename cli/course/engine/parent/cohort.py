@@ -31,7 +31,7 @@ from course import files
 from course.engine.contain import limits, sandbox
 from course.engine.contain.protections import Confinement
 from course.engine.contain.sandbox import SandboxError
-from course.engine.parent import invocation, isolation, judging
+from course.engine.parent import invocation, isolation, judging, tree
 from course.engine.parent.isolation import Launcher, Outcome
 from course.engine.parent.lockstep import RANK, Watch
 from course.engine.parent.stopwatch import Stopwatch
@@ -203,7 +203,7 @@ def _private_loopback(confinement: Confinement | None) -> Iterator[int]:
         yield 0
         return
     user = confinement.protections.user  # a root `course`'s gradings run as this user: so does their namespace
-    holder = isolation.start_helper([sys.executable, "-I", "-S", sandbox.__file__, "--hold",
+    holder = tree.start_helper([sys.executable, "-I", "-S", sandbox.__file__, "--hold",
                                      *(str(n) for n in user or ())], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, env={})
     try:
@@ -219,7 +219,7 @@ def _private_loopback(confinement: Confinement | None) -> Iterator[int]:
             holder.wait(timeout=2)
         holder.kill()
         holder.wait()
-        isolation.forget_helper(holder.pid)
+        tree.forget_helper(holder.pid)
 
 
 def _free_port() -> int:

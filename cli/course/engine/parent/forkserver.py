@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from course.engine.contain import sandbox, system
-from course.engine.parent import isolation
+from course.engine.parent import isolation, tree
 
 FD_NAMES = ("keyfd", "eventsfd", "linkfd", "gofd")
 """The descriptors a grading receives besides its output, at 3, 4, ... in the child, in this order."""
@@ -342,7 +342,7 @@ def _finish(grading: _Grading, sel: selectors.BaseSelector, gradings: dict[int, 
     grading.sock.close()
     _close_exit_fd(grading, sel)
     del gradings[grading.pid]
-    deadline = time.monotonic() + isolation.SWEEP_S
+    deadline = time.monotonic() + tree.SWEEP_S
     while time.monotonic() < deadline and _sweep(set(gradings)):
         time.sleep(POLL_S)
 

@@ -15,14 +15,14 @@ from course.engine.common import compile_cache
 from course.engine.contain import protections, system
 from course.engine.contain.protections import Confinement
 from course.engine.contain.sandbox import Policy
-from course.engine.parent import isolation
+from course.engine.parent import tree
 from course.engine.parent.verdict import CheckEvent, ExerciseResult
 from course.registry import Exercise
 
 
 def cancelled(name: str, seed: int) -> ExerciseResult:
     """The result of a grading stopped on request: no verdict, so nothing to record."""
-    return ExerciseResult(name=name, status=isolation.CANCELLED, seed=seed, message="the grading was cancelled")
+    return ExerciseResult(name=name, status=tree.CANCELLED, seed=seed, message="the grading was cancelled")
 
 
 def source_text(submission: Path) -> str | None:

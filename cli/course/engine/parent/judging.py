@@ -25,7 +25,7 @@ from pathlib import Path
 from course import files, pyast
 from course.engine.contain import limits, protections
 from course.engine.contain.limits import Budget
-from course.engine.parent import invocation, isolation
+from course.engine.parent import invocation, isolation, tree
 from course.engine.parent.verdict import (
     NOT_RUN,
     UNREPORTED,
@@ -182,8 +182,8 @@ def merge(exercise: Exercise, executor: ExerciseResult, judge: ExerciseResult) -
     spoiled = next((side for side in (executor, judge) if side.tampered), None)
     if spoiled is None:
         for side in (judge, executor):
-            if side.status in (isolation.CANCELLED, "error") and not side.checks:
-                return side if side is judge or side.status == isolation.CANCELLED else executor
+            if side.status in (tree.CANCELLED, "error") and not side.checks:
+                return side if side is judge or side.status == tree.CANCELLED else executor
     for side, other in ((executor, judge), (judge, executor)):
         side.checks += _unreported(side, other)
     if spoiled is not None:

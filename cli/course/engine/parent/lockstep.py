@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from course.engine.contain import system
-from course.engine.parent import isolation
+from course.engine.parent import tree
 from course.engine.parent.verdict import NOT_RUN
 from course.engine.wire.report import RUNNING
 
@@ -81,7 +81,7 @@ class Watch:
             if self.reason:
                 return self.reason
             if all(i in self.finished or i in self.ended for i in range(self.count)):
-                return isolation.FINISHED
+                return tree.FINISHED
             now = time.monotonic()
             self._sample(index, pid, now)
             places = [self.where(i) for i in range(self.count)]

@@ -20,7 +20,7 @@ from course import files, stubs
 from course.engine.common import compile_cache, notary
 from course.engine.contain import limits
 from course.engine.contain.protections import Confinement
-from course.engine.parent import cohort, invocation, isolation, judging
+from course.engine.parent import cohort, invocation, isolation, judging, tree
 from course.engine.parent.invocation import base_environment, cancelled
 from course.engine.parent.isolation import Launcher
 from course.engine.parent.stopwatch import Stopwatch, what_holds
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CANCELLED", "base_environment", "cancelled", "command_for", "grade",
            "grade_many", "grading_environment", "map_jobs", "not_tried", "precheck", "start_worker"]
-CANCELLED = isolation.CANCELLED
+CANCELLED = tree.CANCELLED
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -254,7 +254,7 @@ def map_jobs(fn: Callable[[T], R], items: list[T], jobs: int, cancel: threading.
             cancel.set()
         # The other threads wait on their gradings: end those now rather than at their timeouts.
         pool.shutdown(wait=False, cancel_futures=True)
-        isolation.stop_all()
+        tree.stop_all()
         raise
     finally:
         pool.shutdown(wait=True)

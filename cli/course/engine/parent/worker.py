@@ -29,7 +29,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from course.engine.parent import invocation, isolation
+from course.engine.parent import invocation, tree
 from course.engine.parent.forkserver import FD_NAMES, MAX_MESSAGE
 
 READY_TIMEOUT_S = 120.0
@@ -43,7 +43,7 @@ class Worker:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             # Its own session: a Ctrl-C meant for `course` must not kill it mid-grading.
-            self._proc = isolation.start_helper(
+            self._proc = tree.start_helper(
                 [*invocation.python_module("course.engine.parent.forkserver"), str(theirs.fileno())],
                 env=env,
                 cwd=tempfile.gettempdir(),
@@ -128,7 +128,7 @@ class Worker:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
-        isolation.forget_helper(self._proc.pid)
+        tree.forget_helper(self._proc.pid)
         atexit.unregister(self.close)
 
     def _end(self) -> None:

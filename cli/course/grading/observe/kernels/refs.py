@@ -29,7 +29,7 @@ def ref_leaves(tree: Any) -> list[tuple[bool, Any]]:
     from the ref itself, so a check of what was written never depends on the learner's own read. In a
     judge's check `tree` is the learner's object held by the executor, which reads it there."""
     leaves_there = getattr(type(tree), "_course_leaves", None)
-    if leaves_there is not None:  # `course.engine.judge.remote.RemoteObject`
+    if leaves_there is not None:  # `course.engine.judge.proxies.RemoteObject`
         return leaves_there(tree)
     leaves = jax.tree_util.tree_leaves(tree)
     return [(True, leaf[...]) if isinstance(leaf, jax.Ref) else (False, leaf) for leaf in leaves]
