@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from course.engine.contain import system
+from course.engine.contain import cgroups
 from course.instructor import capacity
 
 MIB = 2**20
@@ -42,8 +42,8 @@ def test_cgroup_v2_quota_and_memory_limit_are_read(tmp_path: Path, eight_cpus: N
     """`cpu.max` 1.5 CPUs rounds to 2; `memory.max` is Gradescope's 768 MB; `memory.current` is the usage."""
     root, proc = _cgroup(tmp_path, "0::/\n", {"cpu.max": "150000 100000", "memory.max": str(768 * MIB),
                                                "memory.current": str(200 * MIB)})
-    assert system.cpu_limit(root, proc) == 2
-    assert system.memory_limit(root, proc) == 768 * MIB and system.memory_used(root, proc) == 200 * MIB
+    assert cgroups.cpu_limit(root, proc) == 2
+    assert cgroups.memory_limit(root, proc) == 768 * MIB and cgroups.memory_used(root, proc) == 200 * MIB
 
 
 def test_an_ancestor_cgroup_limits_too(tmp_path: Path, eight_cpus: None) -> None:
@@ -51,8 +51,8 @@ def test_an_ancestor_cgroup_limits_too(tmp_path: Path, eight_cpus: None) -> None
     root, proc = _cgroup(tmp_path, "0::/grading/job\n", {
         "grading/job/cpu.max": "max 100000", "grading/cpu.max": "50000 100000",
         "grading/job/memory.max": "max", "grading/memory.max": str(2048 * MIB), "memory.max": str(4096 * MIB)})
-    assert system.cpu_limit(root, proc) == 1
-    assert system.memory_limit(root, proc) == 2048 * MIB
+    assert cgroups.cpu_limit(root, proc) == 1
+    assert cgroups.memory_limit(root, proc) == 2048 * MIB
 
 
 def test_cgroup_v1_files_are_read_and_no_limit_means_none(tmp_path: Path, eight_cpus: None) -> None:
@@ -60,17 +60,17 @@ def test_cgroup_v1_files_are_read_and_no_limit_means_none(tmp_path: Path, eight_
     root, proc = _cgroup(tmp_path, "4:memory:/box\n2:cpu,cpuacct:/box\n", {
         "cpu/box/cpu.cfs_quota_us": "300000", "cpu/box/cpu.cfs_period_us": "100000",
         "memory/box/memory.limit_in_bytes": "9223372036854771712", "memory/box/memory.usage_in_bytes": "1234"})
-    assert system.cpu_limit(root, proc) == 3
-    assert system.memory_limit(root, proc) is None and system.memory_used(root, proc) == 1234
+    assert cgroups.cpu_limit(root, proc) == 3
+    assert cgroups.memory_limit(root, proc) is None and cgroups.memory_used(root, proc) == 1234
     unlimited = _cgroup(tmp_path / "u", "2:cpu:/\n", {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"})
-    assert system.cpu_limit(*unlimited) == 8
+    assert cgroups.cpu_limit(*unlimited) == 8
 
 
 def test_affinity_counts_not_the_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A process pinned to one CPU of many runs one grading at a time, whatever `os.cpu_count()` says."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {3}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert system.cpu_limit(*_cgroup(tmp_path, "0::/\n", {})) == 1
+    assert cgroups.cpu_limit(*_cgroup(tmp_path, "0::/\n", {})) == 1
 
 
 @pytest.mark.parametrize(("cpus", "limit", "base", "per", "jobs"), [

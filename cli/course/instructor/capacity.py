@@ -1,6 +1,6 @@
 """How many gradings a class runs at once: the CPUs the process may use, capped so the peak fits in memory.
 
-The CPUs come from the process's affinity and any cgroup quota (`course.engine.contain.system.cpu_limit`),
+The CPUs come from the process's affinity and any cgroup quota (`course.engine.contain.cgroups.cpu_limit`),
 not from `os.cpu_count()`, which counts the whole machine. Memory is the cgroup's limit
 (`memory.max`), or the machine's when there is none. What one grading costs is measured while the
 class is graded: a gauge samples the memory in use and divides what the gradings add by how many
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from course.engine.contain import system
+from course.engine.contain import cgroups
 
 HEADROOM = 1.3
 """Each grading is assumed to need this much more than the most it was seen to use."""
@@ -46,13 +46,13 @@ class Budget:
     @classmethod
     def detect(cls) -> Budget:
         """This process's CPUs and memory limit."""
-        limit = system.memory_limit()
-        return cls(system.cpu_limit(), limit or system.physical_memory(), limit is not None)
+        limit = cgroups.memory_limit()
+        return cls(cgroups.cpu_limit(), limit or cgroups.physical_memory(), limit is not None)
 
     def used(self) -> int:
         """Bytes in use now, counted the way the limit counts them."""
-        used = system.memory_used() if self.cgroup else None
-        return used if used is not None else system.tree_resident(os.getpid())
+        used = cgroups.memory_used() if self.cgroup else None
+        return used if used is not None else cgroups.tree_resident(os.getpid())
 
 
 class Slots:
@@ -125,4 +125,4 @@ class Gauge:
 
 def default_jobs() -> int:
     """What `--jobs 0` means before memory is measured: the CPUs this process may use."""
-    return system.cpu_limit()
+    return cgroups.cpu_limit()

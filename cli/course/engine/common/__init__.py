@@ -1,7 +1,8 @@
-"""What every grading process has, whichever its role (judge, executor, or both in one): the notary that
-holds the signing key and the barrier and guard around it, its standard streams, its peers in a multi-process
-grading, the learner's file loaded and described, and the compilation cache's settings.
+"""What every grading process has, whichever its role (judge, executor, or both in one).
 
-Runs inside the grading process (the parent reads only constants and the cache's upkeep from it); the judge
-and the executor both import it, and it imports neither, nor the parent: only `wire` and `contain`.
+The notary that holds the signing key (`notary`, its hook `notary_hook`) and the barrier and guard around it,
+the standard streams, the peers of a multi-process grading, the learner's file loaded and described
+(`submission`), and the compilation cache's settings. Runs inside the grading process; the parent uses only
+the cache's upkeep and the barrier's note of trusted code (in the warm worker). The judge and the executor
+both import it; it imports neither, nor the parent: only `wire` and `contain`.
 """

@@ -166,9 +166,9 @@ def memory_kill(returncode: int | None, before: int, vmstat: str = VMSTAT) -> st
     the process died of SIGKILL, and the kernel counted a kill for memory since `before` was read."""
     if returncode != -signal.SIGKILL or before < 0 or oom_kills(vmstat) <= before:
         return ""
-    from course.engine.contain import system  # imported here: only a grading that died this way needs it
+    from course.engine.contain import cgroups  # imported here: only a grading that died this way needs it
 
-    limit = system.memory_limit() or system.physical_memory()
+    limit = cgroups.memory_limit() or cgroups.physical_memory()
     return (f"your code was stopped for memory: the grading reached the memory limit of the machine it ran "
             f"on ({limit // 2**20} MiB) and the kernel ended it; is an array far larger than the task needs?")
 

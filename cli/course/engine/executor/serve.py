@@ -293,5 +293,3 @@ class Executor:
         if spare is not None:
             reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out)
         return reply, out
-
-

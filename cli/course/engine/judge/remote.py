@@ -55,5 +55,3 @@ def load(link: Link, path: Path, fresh: bool = False) -> RemoteModule:
             raise SubmissionError(header["load_error"])
         raise_remote(header, path)
     return RemoteModule(link, path)
-
-

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from course import files, stubs
-from course.engine.common import compile_cache, notary
+from course.engine.common import compile_cache
 from course.engine.contain import limits
 from course.engine.contain.protections import Confinement
 from course.engine.parent import cohort, invocation, isolation, judging, tree
@@ -196,7 +196,7 @@ def unrun_after_first_failure(result: ExerciseResult) -> None:
         return
     first = result.checks[failed[0]]
     for check in result.checks[failed[0] + 1:]:
-        if check.status == "failed" and check.message in (UNREPORTED, notary.UNFINISHED, report.GONE):
+        if check.status == "failed" and check.message in (UNREPORTED, report.UNFINISHED, report.GONE):
             check.status, check.score = NOT_RUN, 0.0
             check.message = f'not run: the grading stopped at its first failing check, "{first.title}"'
 

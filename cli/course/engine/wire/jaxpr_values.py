@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from course.engine.wire import trace_effects, trace_shardings, wire
-from course.engine.wire.jaxprs import CLASSES, fields_of
+from course.engine.wire.jaxpr_classes import CLASSES, fields_of
 
 __all__ = ["FunctionName", "Unsent", "class_of", "numbers", "read_tagged"]
 

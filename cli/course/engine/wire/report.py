@@ -24,6 +24,11 @@ GONE = ("the process running your code ended during this check, before answering
         "crashed, or your code ended it)")
 """What a judge's check says when the executor went away; the runner may replace it with the limit."""
 
+UNFINISHED = (
+    "this check did not run to the end: the grading session stopped before it finished "
+    "(did your code close standard output, raise KeyboardInterrupt, or break the process?)"
+)
+
 FORMAT = 1
 
 
