@@ -94,8 +94,8 @@ def test_session_and_engine_never_render() -> None:
 
 
 # The notary writes the signed report itself, with C functions bound before learner code runs:
-# calling `course.files` from there would run code learner code can reach (course.engine.common.notary).
-WRITERS = {"course.files", "course.engine.common.notary"}
+# calling `course.files` from there would run code learner code can reach (course.engine.common.notary_hook).
+WRITERS = {"course.files", "course.engine.common.notary_hook"}
 
 
 def test_the_judges_helpers_need_nothing_that_watches_the_learners_code() -> None:
@@ -130,3 +130,92 @@ def test_the_state_folder_is_named_once() -> None:
         if name != "course.paths" and [n for n in literals if id(n) not in docstrings]:
             offenders.append(name)
     assert not offenders
+
+
+# The engine's subpackages, one per side of a process boundary, and which of them each may import. Imports
+# run one way: `wire` (what crosses, as data) and `contain` (what holds a grading in) import no side;
+# `common` (every grading process, whichever its role) none of the roles; the judge and the executor each
+# other never; only `child` (the plugin that picks a grading process's role) imports both; and the parent
+# nothing that runs inside a grading process but `common`.
+ENGINE = PACKAGE / "engine"
+ALLOWED = {
+    "wire": set(),
+    "contain": {"wire"},
+    "common": {"wire", "contain"},
+    "judge": {"common", "wire", "contain"},
+    "executor": {"common", "wire", "contain"},
+    "child": {"judge", "executor", "common", "wire", "contain"},
+    "parent": {"common", "wire", "contain"},
+}
+
+
+def _engine_imports(source: str, module: str) -> list[tuple[int, str]]:
+    """Every `course.engine` module or package `source` (the module `module`) imports, with its line: at any
+    depth (inside functions, under `TYPE_CHECKING`), absolute or relative, and by name through
+    `importlib.import_module("...")`."""
+    package = module.rsplit(".", 1)[0] if not module.endswith(".__init__") else module.removesuffix(".__init__")
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            found.extend((node.lineno, f"{base}.{a.name}") for a in node.names)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append((node.lineno, node.args[0].value))
+    return [(line, name) for line, name in found if name.startswith("course.engine.")]
+
+
+def _side(name: str) -> str | None:
+    """The engine subpackage `course.engine.SIDE...` names, or None for the engine package itself."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["course", "engine"] else None
+
+
+def _layering_offences(module: str, source: str) -> list[str]:
+    """Each import of `module` (in `course.engine.SIDE`) that goes against `ALLOWED`, said in words."""
+    side = _side(module)
+    allowed = ALLOWED.get(side, set()) | {side}
+    return [f"{module} (line {line}) imports {name}: {side} may import only {sorted(allowed)}"
+            for line, name in _engine_imports(source, module) if _side(name) not in allowed]
+
+
+def test_every_engine_module_lives_in_a_side() -> None:
+    """No module sits flat in `course.engine`; each subpackage is one the rules know, and says (in its
+    `__init__` docstring) which process runs it and what crosses its border."""
+    flat = [p.name for p in ENGINE.glob("*.py") if p.name != "__init__.py"]
+    assert not flat, f"modules outside any side of the engine: {flat}"
+    sides = {p.name for p in ENGINE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert sides == set(ALLOWED), f"the engine's subpackages {sorted(sides)} and the rules' {sorted(ALLOWED)} differ"
+    for side in sides:
+        init = ENGINE / side / "__init__.py"
+        assert init.exists() and ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), side
+
+
+def test_engine_imports_run_one_way() -> None:
+    """Every module of `course.engine` imports only the sides `ALLOWED` gives its own."""
+    offences = []
+    for path in sorted(ENGINE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if _side(module) is None:  # course.engine's own __init__ imports nothing of it
+            offences += [f"{module} (line {line}) imports {name}" for line, name in
+                         _engine_imports(path.read_text(encoding="utf-8"), module)]
+            continue
+        offences += _layering_offences(module, path.read_text(encoding="utf-8"))
+    assert not offences, "imports against the engine's layering:\n" + "\n".join(offences)
+
+
+def test_the_layering_check_finds_a_forbidden_import() -> None:
+    """An import the rules forbid is found at any depth and in any spelling; an allowed one is not."""
+    judge = "course.engine.judge.remote"
+    assert _layering_offences(judge, "def f():\n    from course.engine.executor import serve\n")
+    assert _layering_offences(judge, "import course.engine.parent.runner\n")
+    assert _layering_offences(judge, "from ..executor.serve import Executor\n")
+    assert _layering_offences(judge, "import importlib\nimportlib.import_module('course.engine.child.plugin')\n")
+    assert _layering_offences("course.engine.wire.wire", "from course.engine.contain import system\n")
+    assert not _layering_offences(judge, "from course.engine.wire import wire\nfrom .link import Link\n")
+    assert not _layering_offences("course.engine.child.roles", "from course.engine.executor import serve\n")
