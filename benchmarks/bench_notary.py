@@ -32,7 +32,9 @@ def base_commit() -> str:
 
 def bare(tree: Path, workspace: Path, grader: Path, report_dir: Path) -> list[str]:
     """The grader run with `tree`'s plugin, as a grading process runs it (minus the isolation)."""
-    return [sys.executable, "-m", "pytest", str(grader), "-p", "course.engine.child.plugin", "-q",
+    # The plugin's module, in the layout of `tree` (engine/child/ since the engine has one folder per side).
+    plugin = "course.engine.child.plugin" if (tree / "cli/course/engine/child").is_dir() else "course.engine.plugin"
+    return [sys.executable, "-m", "pytest", str(grader), "-p", plugin, "-q",
             "-p", "no:cacheprovider", "-p", "no:unraisableexception", "-p", "no:threadexception",
             "--course-report", str(report_dir / "r.json"),
             "--course-submission", str(workspace / "exercises" / "01_update_with_donate" / f"{NAME}.py")]

@@ -58,7 +58,7 @@ def _checked(done: subprocess.CompletedProcess[str]) -> dict[str, dict]:
 
 
 NO_INET = ("import errno, os, socket, sys\n"
-           "from course.engine import contain\n"
+           "from course.engine.contain import contain\n"
            "contain.no_new_privileges()\n"
            "contain.refuse_sockets(socket.AF_INET, errno.EAFNOSUPPORT)\n"
            "contain.refuse_sockets(socket.AF_INET6, errno.EAFNOSUPPORT)\n"

@@ -176,7 +176,7 @@ def _lazy_course_imports(module: str) -> set[str]:
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and id(node) not in top and (node.module or "").startswith("course."):
-            # `from course.engine import wire` imports the module course.engine.wire.wire
+            # `from course.engine.wire import wire` imports the module course.engine.wire.wire
             package = importlib.import_module(str(node.module))
             found |= {f"{node.module}.{a.name}" for a in node.names
                       if isinstance(getattr(package, a.name, None), types.ModuleType)} or {str(node.module)}
@@ -195,7 +195,7 @@ def test_answering_the_judge_imports_nothing_after_the_snapshot() -> None:
         if module not in seen:
             seen.add(module)
             todo += sorted(_lazy_course_imports(module))
-    code = "import sys\nfrom course.engine import serve\nserve.preload()\nprint(' '.join(sys.modules))"
+    code = "import sys\nfrom course.engine.executor import serve\nserve.preload()\nprint(' '.join(sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             check=True).stdout.split()
     assert len(seen) > 10 and seen <= set(loaded), seen - set(loaded)

@@ -21,7 +21,7 @@ COURSE_BIN = Path(sys.executable).with_name("course")
 def _features(env: dict[str, str]) -> dict[str, bool]:
     """The features a fresh process detects under `env`."""
     code = (
-        "import dataclasses, json; from course.engine import system; "
+        "import dataclasses, json; from course.engine.contain import system; "
         "print(json.dumps(dataclasses.asdict(system.FEATURES)))"
     )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

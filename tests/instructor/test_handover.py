@@ -54,7 +54,7 @@ def system_env() -> dict[str, str]:
     source = str(Path(course.__file__).resolve().parents[1])
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("COURSE_", "PYTHON"))},
            "PYTHONPATH": os.pathsep.join([source, packages])}
-    probe = "from course.engine import protections; print(protections.available().user is not None)"
+    probe = "from course.engine.contain import protections; print(protections.available().user is not None)"
     done = subprocess.run([str(SYSTEM_PYTHON), "-c", probe], capture_output=True, text=True, env=env, check=False,
                           timeout=120)
     if done.stdout.strip() != "True":

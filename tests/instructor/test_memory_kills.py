@@ -128,7 +128,7 @@ def test_a_process_of_a_cohort_the_kernel_ends_for_memory_says_memory(tmp_path: 
     hog = tmp_path / "mp_pass.py"
     hog.write_text("import numpy as np\n_FILLED = np.ones(250_000_000)  # 2 GB, every page written\n"
                    + exercise.solution_path.read_text(encoding="utf-8"), encoding="utf-8")
-    code = ("import sys\nfrom pathlib import Path\nfrom course.engine import runner\n"
+    code = ("import sys\nfrom pathlib import Path\nfrom course.engine.parent import runner\n"
             "from course.registry import load_course\n"
             f"e = load_course(Path({str(fixture)!r})).get('mp_pass')\n"
             f"r = runner.grade(e, Path({str(hog)!r}))\nprint(r.status, r.message, *(c.message for c in r.checks))\n")
