@@ -73,7 +73,8 @@ def test_no_signal_leaves_the_sandbox(tmp_path: Path) -> None:
 
 def test_portable_mode_turns_every_protection_off() -> None:
     """COURSE_PORTABLE=1 reports no protection at all, and the class report says what is off."""
-    code = "from course.engine.contain import protections; import json; print(json.dumps(protections.available().as_dict()))"
+    code = ("from course.engine.contain import protections; import json; "
+            "print(json.dumps(protections.available().as_dict()))")
     env = {**os.environ, "COURSE_PORTABLE": "1"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     flags = json.loads(done.stdout)
