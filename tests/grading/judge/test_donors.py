@@ -141,7 +141,7 @@ _lost = jax.jit(lambda state, delta: (state + delta).astype("float16"), donate_a
 
 
 def update(state, delta):
-    return _add(state, delta) + _lost(state, delta)
+    return _lost(_add(state, delta), delta)
 '''
 
 
@@ -156,7 +156,7 @@ def test_a_sharded_step_is_read_per_device() -> None:
     w = jax.device_put(jnp.ones((16, 32), jnp.float32), NamedSharding(mesh, P("x", "y")))
     b = jax.device_put(jnp.ones((32,), jnp.float32), NamedSharding(mesh, P("y")))
     step = jax.jit(lambda p, g, lr: {k: p[k] - lr * g[k] for k in p}, donate_argnums=(0, 1))
-    (call,) = jit_calls(lambda p, g, lr: step(p, g, lr), {"w": w, "b": b}, {"w": w, "b": b}, 0.5)
+    (call,) = jit_calls(lambda p, g, lr: step(p, g, lr), {"w": w, "b": b}, {"w": w * 2, "b": b * 2}, 0.5)
     (read,) = judged([record_of(call)])
     assert read.alias_bytes == call.alias_bytes == 256 + 32
     assert read.reused == (0, 1) and read.not_usable == call.not_usable

@@ -285,10 +285,10 @@ def _as_equation(run: Any) -> Any:
     operands' types as the arrays it ran on had them."""
     from types import SimpleNamespace
 
-    avals = [jax.typeof(a) for a in run.args]  # a Python number it ran on is a weakly typed scalar
-    operands = [SimpleNamespace(aval=SimpleNamespace(shape=t.shape, dtype=t.dtype, weak_type=t.weak_type,
-                                                     sharding=getattr(a, "sharding", None)))
-                for a, t in zip(run.args, avals, strict=True)]
+    # Each operand's type as a trace of the call has it (a Python number it ran on is a weakly typed scalar, an
+    # array its sharding in types, none for one on a single device), so the rebuilt program is the one the
+    # learner's jit lowered to and its compile, kept in the persistent cache, serves it.
+    operands = [SimpleNamespace(aval=jax.typeof(a)) for a in run.args]
     return SimpleNamespace(params=run.params, invars=operands, outvars=list(run.program.jaxpr.outvars))
 
 
