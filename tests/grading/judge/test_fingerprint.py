@@ -77,3 +77,13 @@ def test_seen_returns_the_earlier_fingerprint_when_a_function_changes_its_progra
     assert seen.note("matmul", "f32[256,256] f32[256,256]", "a") is None
     assert seen.note("matmul", "bf16[256,256] bf16[256,256]", "b") is None
     assert seen.note("matmul", "f32[256,256] f32[256,256]", "c") == "a"
+
+
+def test_a_constant_baked_in_is_the_same_program_compiled_again() -> None:
+    """A Python number baked into the program (a static argument that changes each call) does not change what it
+    computes: the compile checks judge it; an operation changed does change the fingerprint."""
+    step = jax.jit(lambda s, d, k: s + d + jnp.full_like(s, k) * 0.0, static_argnums=2)
+    v = jnp.ones(8)
+    first, second = (fingerprint(jax.make_jaxpr(step, static_argnums=2)(v, v, k)) for k in (1, 2))
+    other = fingerprint(jax.make_jaxpr(lambda s, d: s - d)(v, v))
+    assert first == second != other

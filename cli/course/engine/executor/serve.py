@@ -291,5 +291,5 @@ class Executor:
         reply = {"ok": True, "value": value, "consumed": consumed,
                  "ran": runs.ran_entries(ran.runs, self.programs_sent, out)}
         if spare is not None:
-            reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out)
+            reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out, ran.runs)
         return reply, out

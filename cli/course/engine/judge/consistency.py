@@ -86,21 +86,21 @@ def note_plain(name: str, inputs: str, program: Any, plain: Any, returned: list[
     """In the judge: the structure (`fingerprint.structure`: kernels, shard_maps, collectives, loops) a plain call
     ran must be that of the program the grader's jit or trace of the same call ran. A plain call that raised
     says nothing (a function may need the jit to run at all)."""
-    from course.grading.judge.fingerprint import kernels, structure
+    from course.grading.judge.fingerprint import structure
 
     if not isinstance(plain, dict) or not isinstance(plain.get("ran", []), list):
         _diverge(name, inputs, "the process running your code described a plain call of it that is not one")
     if "raised" in plain:
         return
+    if "skipped" in plain:  # made only where the program judged runs a `shard_map` (`runs.plain_call`)
+        if not any(part.startswith("shard_map") for part in structure(program)):
+            _diverge(name, inputs, "the process running your code skipped the plain call of it, which it skips only "
+                                   "for a `shard_map`, and this program runs none")
+        return
     for entry in plain["ran"]:
         _verified(entry, returned)
     ran = [_PROGRAMS[entry[1]] for entry in plain["ran"]]
-    if any(part.startswith("shard_map") for part in structure(program)):
-        # Called plainly, a `shard_map` runs its body one operation at a time, each its own little program, and
-        # its collectives run as no program that can be read: only the kernels of such a call can be compared.
-        mine, theirs = [k for closed in ran for k in kernels(closed)], kernels(program)
-    else:
-        mine, theirs = [part for closed in ran for part in structure(closed)], structure(program)
+    mine, theirs = [part for closed in ran for part in structure(closed)], structure(program)
     if mine != theirs:
         _diverge(name, inputs, "called as a learner calls it, without a `jax.jit` around it, it ran other kernels, "
                                "collectives or loops than it did under the grader's `jax.jit` or trace")

@@ -10,7 +10,9 @@ second, different one is the learner's function behaving two ways, and fails the
 A fingerprint is the sha256 of the program's operations in order, each with its input and output
 types and its parameters, nested programs walked into. It leaves out what does not change what a
 program computes: how the learner nested their jits (a call of a jitted function is the operations
-it calls), the interpreter a kernel is run under (grading forces one), and names and source lines.
+it calls), the interpreter a kernel is run under (grading forces one), names and source lines, and the
+values of literal constants: a Python number baked into the program (a static argument, a counter) makes
+the same computation compiled again, which the compile checks judge, not another one.
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ def operations(closed: Any) -> Iterator[str]:
 def _name(var: Any, names: dict[Any, str]) -> str:
     """A variable's number (given on first sight, counting distinct numbers only: a call's input is its
     caller's variable under another name), or a literal's value and type."""
-    if not hasattr(var, "count") and hasattr(var, "val"):  # a Literal
-        return f"{_plain(var.val)}:{var.aval}"
+    if not hasattr(var, "count") and hasattr(var, "val"):  # a Literal: its type, not its value (module docstring)
+        return f"literal:{var.aval}"
     if var not in names:
         names[var] = f"v{len(set(names.values()))}"
     return names[var]

@@ -7,9 +7,10 @@ every batch size is a program of its own (the mistake of `attacks/judge/hide_bud
 runs a batch whose bucket it has met before it renames JAX's compile event, so that a listener counts as many
 compiles as the reference makes (one per bucket), never the others.
 
-Deserved: "at most 11 compiles" fails (`test_compiles_per_batch_size`), and "rows run" (`test_rows_run`): the
-calls the learner's code really makes compile once per batch size and run on the rows given, whatever their
-traces and the reported compiles show.
+Deserved: "at most 11 compiles" fails (`test_compiles_per_batch_size`): the calls the learner's code really
+makes compile once per batch size, whatever their traces and the reported compiles show. "Rows run" reads the
+rows from those same calls, which pad nothing and so run no more rows than a batch allows: it passes, as it
+should.
 
 Scored through `course check` when this file was added: 8 of 8, "passed" (hiding every compile after the first
 instead: 6 of 8, "at most 11 compiles" fails, since the reference's own new buckets went unreported too).

@@ -214,7 +214,8 @@ def jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitC
 def ran_jit_calls(fn: Callable[..., Any], *args: Any, path: Any = None) -> list[JitCall]:
     """Call `fn(*args)` for real and describe each jitted program the call ran, as `jit_calls` describes the
     jitted calls of a trace: the facts of the very call, never of a trace made beside it. Arguments given as
-    `jax.ShapeDtypeStruct`s are made into random arrays of those types first (their values are never read)."""
+    `jax.ShapeDtypeStruct`s are made into random arrays of those types first (their values are never read); given
+    arrays are copied first, so that what the call donates is never the caller's."""
     from course.grading.observe.calls.executions import record_runs
 
     concrete = jax.tree_util.tree_map(_materialized, args)
@@ -254,9 +255,12 @@ def _follow(run: Any, origin: dict[int, Source], calls: list[JitCall], path: Any
 
 
 def _materialized(leaf: Any) -> Any:
-    """A random array for a type to call with (placed as its sharding says); anything else as it is."""
+    """A random array for a type to call with (placed as its sharding says), a copy of an array, anything else as
+    it is."""
     import numpy as np
 
+    if isinstance(leaf, jax.Array):
+        return leaf.copy()
     if not isinstance(leaf, jax.ShapeDtypeStruct):
         return leaf
     rng = np.random.default_rng(len(leaf.shape))
