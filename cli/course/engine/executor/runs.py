@@ -51,19 +51,19 @@ def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, A
     return jax.tree_util.tree_map(spare, args), jax.tree_util.tree_map(spare, kwargs)
 
 
-def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes], jitted: Any) -> dict[str, Any]:
+def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes], shown: Any) -> dict[str, Any]:
     """In the executor: call `fn` as a learner calls it, without the grader's jit, on the same inputs (its kernels
     under the fast interpreter: only what they are matters here), and list the programs it ran (`ran_entries`);
     or say what it raised. A function that branches on whether its arguments are tracers runs its other branch
-    here, and the judge sees it. Not for a function whose jitted call (`jitted`, its runs) ran a `shard_map`."""
+    here, and the judge sees it. Not for a function whose program under the grader's jit or trace (`shown`) runs a
+    `shard_map`."""
     import jax
     from jax.experimental.pallas import tpu as pltpu
 
     from course.grading.judge.fingerprint import structure
     from course.grading.observe.calls.executions import record_runs
 
-    if any(part.startswith("shard_map") for run in jitted if run.program is not None
-           for part in structure(run.program)):
+    if any(part.startswith("shard_map") for program in shown for part in structure(program)):
         # Called plainly, a `shard_map` runs its body one operation at a time across the devices, each operation
         # compiled on its own: a ring of 8 devices takes 15 s where the jitted call takes 0.4 s.
         return {"skipped": "shard_map"}
