@@ -6,6 +6,7 @@ showed to agree; here each call's programs are listed, and a plain call is made 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 
@@ -34,16 +35,43 @@ PROBED = ("strict", "case")
 """Requests that run the learner's function under the grader's jit or trace: a plain call is made beside them."""
 
 
+_PROBED: set[tuple[str, str]] = set()
+"""The functions and input types a plain call was made for in this process: one per pair is enough, since the judge
+keeps one program per function and input types, and a second would double the cost of every check's calls."""
+
+
+def jitted_as_it_is(fn: Any) -> bool:
+    """Whether `fn` is itself a `jax.jit` (JAX's own type, which no class of the learner's can be): called plainly,
+    it traces the learner's Python with tracers as the grader's jit does, so a plain call would show nothing new
+    and pay a second compile."""
+    return type(fn) is _jit_type()
+
+
+@functools.cache
+def _jit_type() -> type:
+    """The type of a `jax.jit` object."""
+    import jax
+
+    return type(jax.jit(lambda: None))
+
+
 def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, Any] | None:
     """In the executor, for a call run under the grader's jit (a plain call with `jit`, a kernel's values with
-    `strict` and `jit`, or a traced case): copies of the inputs, for the plain call made beside it
-    (`plain_call`); None for any other request."""
+    `strict` and `jit`, or a traced case) of a function at input types not probed before: copies of the inputs,
+    for the plain call made beside it (`plain_call`); None for any other request."""
     kinds = [k for k in ("strict", "case", "trace", "watch", "jits", "grad", "aliased") if header.get(k) is not None]
     jitted = header.get("jit") is True and (not kinds or kinds == ["strict"])
     if not (jitted or kinds == ["case"]):
         return None
     import jax
     import jax.numpy as jnp
+
+    types = " ".join(f"{leaf.dtype}{list(leaf.shape)}" if isinstance(leaf, jax.Array) else repr(leaf)[:200]
+                     for leaf in jax.tree_util.tree_leaves((args, kwargs)))
+    key = (f"{header.get('handle', '')}/{header.get('name', '')}", types)
+    if key in _PROBED:
+        return None
+    _PROBED.add(key)
 
     def spare(leaf: Any) -> Any:
         return jnp.array(leaf, copy=True) if isinstance(leaf, jax.Array) else leaf

@@ -279,7 +279,7 @@ class Executor:
         from course.grading.feedback import CheckFailed
         from course.grading.observe.calls.executions import record_runs
 
-        spare = runs.spare_inputs(header, args, kwargs)  # for a plain call beside a jitted one
+        spare = None if runs.jitted_as_it_is(fn) else runs.spare_inputs(header, args, kwargs)  # a plain call beside
         try:
             with record_runs(programs=True) as ran:  # what the call really ran, sent with what it returned
                 result = jax.block_until_ready(asks.run_call(fn, header, args, kwargs, self.path, self.module))
