@@ -61,7 +61,7 @@ DESERVED = {
     "kill_judge": (6.0, 6.0, r"6 of 7 checks passed"),  # in a PID namespace its judge cannot be seen
 }
 # attack on remat_policy -> the part of the machinery it rebinds (each deserves 0 of 9: tampering)
-REBINDS = {"rebind_dispatch": r"course\.engine\.asks\._dispatch",
+REBINDS = {"rebind_dispatch": r"course\.engine\.executor\.asks\._dispatch",
            "rebind_watch": r"course\.grading\.observe\.calls\.warmup\.watch"}
 REMAT = REPO / "solutions" / "17_remat_policy" / "remat_policy.py"
 # Attacks on other exercises than update_with_donate: attack -> (the exercise's folder, the one check it loses,

@@ -87,3 +87,15 @@ def test_a_constant_baked_in_is_the_same_program_compiled_again() -> None:
     first, second = (fingerprint(jax.make_jaxpr(step, static_argnums=2)(v, v, k)) for k in (1, 2))
     other = fingerprint(jax.make_jaxpr(lambda s, d: s - d)(v, v))
     assert first == second != other
+
+
+def test_a_checkpointed_scan_under_grad_has_a_fingerprint() -> None:
+    """The gradient of a `jax.checkpoint` around a scan calls its program through `closed_call`, whose program is
+    its `call_jaxpr`: walked into like any call, never a key missing."""
+    def loss(w, x):
+        out, _ = jax.lax.scan(lambda h, p: (jnp.tanh(h @ p), None), x, w)
+        return jnp.mean(out ** 2)
+
+    w, x = jnp.ones((3, 4, 4)), jnp.ones((2, 4))
+    step = jax.value_and_grad(jax.checkpoint(loss))
+    assert fingerprint(jax.make_jaxpr(step)(w, x)) == fingerprint(jax.make_jaxpr(jax.jit(step))(w, x))

@@ -75,8 +75,8 @@ def _body(jaxpr: Any, names: dict[Any, str]) -> Iterator[str]:
     import jax.extend as jex
 
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name in _CALLS:
-            inner = eqn.params["jaxpr"]
+        inner = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))  # `closed_call` names it `call_jaxpr`
+        if eqn.primitive.name in _CALLS and inner is not None:
             callee = getattr(inner, "jaxpr", inner)
             for var, given in zip(callee.invars, eqn.invars, strict=True):
                 names[var] = _name(given, names)
