@@ -76,8 +76,8 @@ def _jit_calls(sub: types.ModuleType, path: Path, n: int) -> list[JitCall]:
     except Exception as exc:  # noqa: BLE001 - the learner's code may not trace; say so in their words
         if "lowered and compiled for a particular signature" in str(exc):
             fail(f"`update_with_donate` calls an ahead-of-time compiled program (`jax.jit(...).lower(...).compile()`)"
-                 f"{learner_location(exc.__traceback__, path)}: such a program takes only concrete arrays, so the "
-                 "grader cannot trace your function to inspect its donation. Call the jitted function itself "
+                 f"{learner_location(exc.__traceback__, path)}: JAX shows no program for such a call, so the "
+                 "grader cannot read which buffers it donates. Call the jitted function itself "
                  "(`jax.jit(f, donate_argnums=(0,))`, built once): it compiles once per shape by itself.")
         fail(f"`update_with_donate` could not be traced with float32[{n}] inputs, so its jitted calls "
              f"cannot be inspected: it raised {describe_exception(exc)}{learner_location(exc.__traceback__, path)}. "
