@@ -72,7 +72,8 @@ def _apply(ds, entry, name):
         if entry.step is not None and entry.step <= 0:
             raise ValueError(f"non-positive step for {name!r}")
         kept = positions[entry]
-        return pl.ds(kept.start, len(kept), kept.step)
+        # An empty selection still starts inside the axis: JAX refuses a ref slice that starts past its end.
+        return pl.ds(kept.start, len(kept), kept.step) if len(kept) else pl.ds(0, 0)
     i = operator.index(entry)
     if i >= len(positions) or i < -len(positions):
         raise IndexError(f"{name}: {i} out of range({len(positions)})")
