@@ -133,8 +133,9 @@ class SliceRef:
     def _index(self, sel):
         """The base index of this view narrowed by `sel`, and the selection's axes and shape."""
         kept = _narrow(self._kept, sel, self.base.axes)
-        index = tuple(slice(k.start, k.start + k.step * (len(k) - 1) + 1, k.step) if isinstance(k, range)
-                      else np.int32(k) for k in kept)
+        # An empty range is `slice(0, 0)`: JAX refuses a ref slice that starts past the end of its axis.
+        index = tuple((slice(k.start, k.start + k.step * (len(k) - 1) + 1, k.step) if len(k) else slice(0, 0))
+                      if isinstance(k, range) else np.int32(k) for k in kept)
         axes = tuple(a for a, k in zip(self.base.axes, kept, strict=True) if isinstance(k, range))
         return index, axes, tuple(len(k) for k in kept if isinstance(k, range))
 

@@ -111,6 +111,8 @@ class SliceRef:
         for p in self.view:
             if p.ndim == 0:
                 index.append(np.int32(p))
+            elif p.size == 0:  # JAX refuses a ref slice that starts past the end of its axis, even an empty one
+                index.append(slice(0, 0))
             elif p.size == 1:
                 index.append(slice(int(p[0]), int(p[0]) + 1))
             else:

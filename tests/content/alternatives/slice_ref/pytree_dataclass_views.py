@@ -138,8 +138,9 @@ class SliceRef:
 
     @staticmethod
     def _index(view):
-        return tuple(slice(v[0], v[0] + (v[1] - 1) * v[2] + 1, v[2]) if isinstance(v, tuple) else np.int32(v)
-                     for v in view)
+        # An empty selection is `slice(0, 0)`: JAX refuses a ref slice that starts past the end of its axis.
+        return tuple((slice(v[0], v[0] + (v[1] - 1) * v[2] + 1, v[2]) if v[1] else slice(0, 0))
+                     if isinstance(v, tuple) else np.int32(v) for v in view)
 
     def __getitem__(self, sel):
         return self.base.ref[self._index(self._compose(sel))]

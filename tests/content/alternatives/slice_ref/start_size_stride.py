@@ -125,8 +125,9 @@ class SliceRef:
         return out
 
     def _where(self, view):
-        return tuple(slice(e[0], e[0] + (e[1] - 1) * e[2] + 1, e[2]) if isinstance(e, tuple) else np.int32(e)
-                     for e in view)
+        # An empty selection is `slice(0, 0)`: JAX refuses a ref slice that starts past the end of its axis.
+        return tuple((slice(e[0], e[0] + (e[1] - 1) * e[2] + 1, e[2]) if e[1] else slice(0, 0))
+                     if isinstance(e, tuple) else np.int32(e) for e in view)
 
     def __getitem__(self, sel):
         return self.base.ref[self._where(self._compose(sel))]

@@ -133,7 +133,9 @@ class SliceRef:
 
     def _index(self, view):
         """One index of the base made of windows: `pl.ds(i, 1)` for an int, `pl.ds(start, size, stride)` else."""
-        return tuple(pl.ds(v, 1) if isinstance(v, int) else pl.ds(v.start, len(v), v.step) for v in view)
+        # An empty range is `pl.ds(0, 0)`: JAX refuses a ref slice that starts past the end of its axis.
+        return tuple(pl.ds(v, 1) if isinstance(v, int) else pl.ds(v.start, len(v), v.step) if len(v) else pl.ds(0, 0)
+                     for v in view)
 
     def __getitem__(self, sel):
         """Read the selection `sel` of this view: one load."""
