@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -38,26 +37,21 @@ def _deserved(path: Path) -> set[str]:
     return set(re.findall(r"`(test_\w+)`", paragraph))
 
 
-def _check(root: Path, attack: Path) -> dict:
-    """`course check NAME --json` of one file, in a fresh workspace."""
-    name, workspace = attack.stem, root / attack.stem
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Every file, each in its exercise of one workspace, graded by one `course check NAME ... --json` (its warm
+    worker grading one after another, as a learner's command does)."""
+    workspace = tmp_path_factory.mktemp("diverge") / "ws"
     init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(REPO)], capture_output=True,
                           text=True, timeout=300, check=False)
     assert init.returncode == 0, init.stderr
-    shutil.copyfile(attack, workspace / "exercises" / _folder(name) / f"{name}.py")
-    done = subprocess.run([str(COURSE_BIN), "check", name, "--json", "--no-chip", "-w", str(workspace),
-                           "--course", str(REPO)], capture_output=True, text=True, timeout=900, check=False)
+    for attack in FILES:
+        shutil.copyfile(attack, workspace / "exercises" / _folder(attack.stem) / attack.name)
+    done = subprocess.run([str(COURSE_BIN), "check", *(f.stem for f in FILES), "--json", "--no-chip", "-w",
+                           str(workspace), "--course", str(REPO)], capture_output=True, text=True, timeout=1500,
+                          check=False)
     assert done.stdout.strip(), done.stderr[-2000:]
-    return json.loads(done.stdout)["exercises"][0]
-
-
-@pytest.fixture(scope="module")
-def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    """Every file, graded once through `course check`, two at a time."""
-    root = tmp_path_factory.mktemp("diverge")
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda f: _check(root, f), FILES))
-    return {f.stem: r for f, r in zip(FILES, results, strict=True)}
+    return {e["name"]: e for e in json.loads(done.stdout)["exercises"]}
 
 
 @pytest.fixture(scope="module")
