@@ -98,6 +98,7 @@ def test_a_file_that_runs_another_program_fails_what_it_deserves(checked: dict[s
 
 
 @pytest.mark.slow
+@pytest.mark.classwide  # the same files as above, through `course grade`: `pytest -m classwide` (its 80 s apart)
 def test_the_same_files_fail_in_a_class(graded: dict[str, list[dict]]) -> None:
     """Through `course grade`, each exercise of the student who handed them all in falls short of full marks."""
     for attack in (f for f in FILES if f.stem not in GAPS):
