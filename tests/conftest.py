@@ -81,10 +81,12 @@ def learner_module(tmp_path: Path) -> Callable[[str], types.ModuleType]:
 LONGEST = (
     "tests/adversarial/test_attacks.py",  # 130 s, 119 of them grading the corpus
     "tests/content/test_alternatives.py",  # 140 s, an exercise at a time
+    "tests/adversarial/test_judge.py",  # 300 s, 190 of them in two tests that grade a class and a corpus
     "tests/instructor/test_stops.py",  # 125 s in one test
     "tests/inspect/test_inspect_course.py",  # 60 s
     "tests/content/test_validate_course.py",  # 600 s in 25 classes of 10 to 60 s, one per exercise
     "tests/adversarial/test_batch.py",  # 45 s
+    "tests/adversarial/test_diverge.py",  # 45 s, grading its corpus before its first test reports
     "tests/engine/test_cohort.py",  # 30 s
 )
 
