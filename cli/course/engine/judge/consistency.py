@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["JITTED", "PLAIN", "note_call", "note_plain", "note_trace", "received", "signature", "still_one_program"]
+__all__ = ["JITTED", "PLAIN", "note_call", "note_plain", "note_trace", "received", "still_one_program"]
 
 JITTED, PLAIN = "jitted", "plain"
 _SEEN: Any = None
@@ -29,18 +29,6 @@ _PROGRAMS: dict[str, Any] = {}
 """Those programs, by fingerprint, as JAX's own objects."""
 _DIVERGED: str | None = None
 """Why the learner's code can no longer be trusted in this grading, once a function behaved two ways."""
-
-
-def signature(args: Any, kwargs: Any) -> str:
-    """The input types of a call or a trace, as one text: each array (or type) as dtype and shape, anything else
-    by its value (a static argument changes the program)."""
-    import jax
-
-    parts = []
-    for leaf in jax.tree_util.tree_leaves((args, kwargs)):
-        shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
-        parts.append(f"{dtype}{list(shape)}" if shape is not None and dtype is not None else repr(leaf)[:200])
-    return " ".join(parts)
 
 
 def received(header: dict[str, Any], returned: list[bytes]) -> None:
@@ -86,14 +74,14 @@ def note_plain(name: str, inputs: str, program: Any, plain: Any, returned: list[
     """In the judge: the structure (`fingerprint.structure`: kernels, shard_maps, collectives, loops) a plain call
     ran must be that of the program the grader's jit or trace of the same call ran. A plain call that raised
     says nothing (a function may need the jit to run at all)."""
-    from course.grading.judge.fingerprint import structure
+    from course.grading.judge.fingerprint import maps_shards, structure
 
     if not isinstance(plain, dict) or not isinstance(plain.get("ran", []), list):
         _diverge(name, inputs, "the process running your code described a plain call of it that is not one")
     if "raised" in plain:
         return
     if "skipped" in plain:  # made only where the program judged runs a `shard_map` (`runs.plain_call`)
-        if not any(part.startswith("shard_map") for part in structure(program)):
+        if not maps_shards(program):
             _diverge(name, inputs, "the process running your code skipped the plain call of it, which it skips only "
                                    "for a `shard_map`, and this program runs none")
         return

@@ -13,6 +13,7 @@ from course.engine.judge import consistency
 from course.engine.judge.link import GONE, ExecutorGone, Link, Opaque, _asked, _returned, encoded
 from course.engine.wire import wire
 from course.engine.wire.placement import array_leaf, describe_mesh
+from course.grading.judge import fingerprint
 
 
 def _value(link: Link, path: Path, header: dict[str, Any], returned: list[bytes]) -> Any:
@@ -139,7 +140,7 @@ class RemoteFunction:
         tpu = sys.modules.get("course.grading.observe.calls.tpu")
         if "strict" not in asked and tpu is not None and (interpret := tpu.active_overrides()) is not None:
             body["interpret"] = interpret
-        inputs = consistency.signature(args, kwargs)  # taken before the call consumes any argument
+        inputs = fingerprint.signature(args, kwargs)  # taken before the call consumes any argument
         header, returned = _asked(self._link, self._path, body, buffers)
         for index in header.get("consumed", []):
             if isinstance(index, int) and 0 <= index < len(leaves) and hasattr(leaves[index], "delete"):
