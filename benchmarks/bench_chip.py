@@ -6,7 +6,9 @@ against a hand-timed loop, and the chip-free estimate against the chip. Needs a 
 Each part writes one JSON line per measurement to DIR/<part>.jsonl and prints a table. Times are the chip's own
 clock (a profile's device events) where the profiler gives it, with the wall clock beside it; every result is also
 compared with the same math at the chip's highest precision. Parts: `probe` (the machine, its profile's planes),
-`sweep` (matmul and attention at several blocks, XLA's op, a copy kernel's cost per grid step).
+`sweep` (matmul and attention at several blocks, XLA's op, a copy kernel's cost per grid step), `hand` (the
+harness against a plain loop), `refs` (the references before and after), `compiles` (every kernel file compiled),
+`e2e` (`course check` and `course bench` as a learner types them, on the references and two chip-only stores).
 """
 
 from __future__ import annotations
@@ -308,6 +310,47 @@ def compiles(sink: Sink) -> None:
                 sink.put({**row, "status": "matched" if all(f.ok for f in found) else "differs",
                           "error": max((f.error for f in found), default=0.0)})
 
+# What a learner with a chip types: the references of the kernel exercises and a file the chip refuses, checked and
+# benched through the command line, each command in its own process as a learner would run it.
+E2E_FILES = [(name, None) for name in KERNEL_EXERCISES] + [("ref_reads_writes", "unaligned_store")]
+
+
+def e2e(sink: Sink) -> None:
+    """`course init`, then `course check NAME --json` and `course bench NAME --json` on the references, timed."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix="course-e2e-")) / "ws"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "cli"), os.environ.get("PYTHONPATH")]))}
+    course = [sys.executable, "-m", "course"]
+    subprocess.run([*course, "init", str(work), "--course", str(ROOT)], env=env, check=True, capture_output=True)
+    for name, variant in E2E_FILES:
+        folder = next((ROOT / "solutions").glob(f"*_{name}"))
+        source = ROOT / "benchmarks" / "chip" / f"{variant}.py" if variant else folder / f"{name}.py"
+        if not source.exists():
+            sink.put({"part": "e2e", "exercise": name, "file": str(variant), "status": "no such file"})
+            continue
+        target = next(work.rglob(f"{name}.py"))
+        shutil.copyfile(source, target)
+        for verb in ("check", "bench") if variant is None and name in _PUBLIC else ("check",):
+            started = time.perf_counter()
+            done = subprocess.run([*course, verb, name, "--json", "-w", str(work), "--course", str(ROOT)], env=env,
+                                  capture_output=True, text=True, timeout=600)
+            row = {"part": "e2e", "verb": verb, "exercise": name, "file": variant or "reference", "rc": done.returncode,
+                   "wall_s": round(time.perf_counter() - started, 1)}
+            try:
+                row["json"] = json.loads(done.stdout)
+            except json.JSONDecodeError:
+                row["stdout"], row["stderr"] = done.stdout[-2000:], done.stderr[-2000:]
+            sink.put(row)
+        if variant is not None or name == "tiled_matmul":
+            done = subprocess.run([*course, "check", name, "-w", str(work), "--course", str(ROOT)], env=env,
+                                  capture_output=True, text=True, timeout=600)
+            sink.put({"part": "e2e", "verb": "check (text)", "exercise": name, "file": variant or "reference",
+                      "rc": done.returncode,
+                      "text": done.stdout[-3000:] + done.stderr[-1500:]})
+
 
 def estimates(sink: Sink, results: Path) -> None:
     """The chip-free estimate of every kernel measured in `results` (a folder of this script's .jsonl files), beside
@@ -363,7 +406,8 @@ def _kernel_case(row: dict[str, Any], ck: Any) -> tuple[dict[str, Any], Any, lis
 
 _PUBLIC = {"tiled_matmul": "matmul", "flash_attention": "attention", "double_buffer": "stream_scale"}
 
-PARTS = {"probe": probe, "sweep": sweep, "steps": steps, "hand": hand, "refs": refs, "compiles": compiles}
+PARTS = {"probe": probe, "sweep": sweep, "steps": steps, "hand": hand, "refs": refs, "compiles": compiles,
+         "e2e": e2e}
 
 
 def main() -> None:

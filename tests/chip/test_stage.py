@@ -110,3 +110,22 @@ def test_estimate_needs_no_chip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     (call,) = report.calls
     assert report.estimated and report.chip == "TPU v6e"
     assert call["status"] == "estimated" and call["estimate"]["kernels"][0]["hbm_bytes"] == 2 * 1024 * 128 * 4
+
+
+@pytest.mark.slow
+def test_a_lock_the_machine_refuses_is_no_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A temporary folder whose lock filelock refuses (a TPU VM under gVisor did): the file is still run."""
+    import filelock
+
+    class Refused:
+        """A lock whose taking fails as filelock's ownership check does there."""
+
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+        def acquire(self) -> None:
+            raise PermissionError(13, "lock file belongs to uid 65534", self.path)
+
+    monkeypatch.setattr(filelock, "FileLock", Refused)
+    report = stage.run(_exercise(tmp_path), _file(tmp_path), "check")
+    assert report.ok and [c["status"] for c in report.calls] == ["matched"]
