@@ -74,11 +74,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
 
 # What is not held yet, and why (docs/security.md, "Facts and values from one program"): these fail the day it is.
-GAPS = {
-    "fsdp_step": "a function whose program runs a `shard_map` is not called plainly (op by op it costs 15 s a call), "
-                 "so a file that branches on tracers there shows the trace's program to every check",
-    "shard_and_reduce": "the same: no plain call beside a `shard_map`'s jitted one",
-}
+GAPS: dict[str, str] = {}
 
 
 def _attacks() -> list[object]:

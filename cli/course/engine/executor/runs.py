@@ -6,7 +6,9 @@ showed to agree; here each call's programs are listed, and a plain call is made 
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -79,26 +81,53 @@ def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, A
     return jax.tree_util.tree_map(spare, args), jax.tree_util.tree_map(spare, kwargs)
 
 
-def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes], shown: Any) -> dict[str, Any]:
+def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes]) -> dict[str, Any]:
     """In the executor: call `fn` as a learner calls it, without the grader's jit, on the same inputs (its kernels
     under the fast interpreter: only what they are matters here), and list the programs it ran (`ran_entries`);
     or say what it raised. A function that branches on whether its arguments are tracers runs its other branch
-    here, and the judge sees it. Not for a function whose program under the grader's jit or trace (`shown`) runs a
-    `shard_map`."""
+    here, and the judge sees it. A `shard_map` it calls runs compiled (`compiled_shard_maps`)."""
     import jax
     from jax.experimental.pallas import tpu as pltpu
 
-    from course.grading.judge.fingerprint import maps_shards
     from course.grading.observe.calls.executions import record_runs
 
-    if any(maps_shards(program) for program in shown):
-        # Called plainly, a `shard_map` runs its body one operation at a time across the devices, each operation
-        # compiled on its own: a ring of 8 devices takes 15 s where the jitted call takes 0.4 s.
-        return {"skipped": "shard_map"}
-
     try:
-        with pltpu.force_tpu_interpret_mode(True), record_runs(programs=True) as ran:
+        with pltpu.force_tpu_interpret_mode(True), record_runs(programs=True) as ran, compiled_shard_maps():
             jax.block_until_ready(fn(*args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - a function that needs the jit shows nothing else without it
         return {"raised": f"{type(exc).__name__}: {str(exc)[:300]}"}
     return {"ran": ran_entries(ran.runs, sent, out, structural=True)}
+
+
+@contextlib.contextmanager
+def compiled_shard_maps() -> Iterator[None]:
+    """While the body runs, a `shard_map` called outside any jit runs as one compiled program.
+
+    Called plainly, JAX runs a `shard_map`'s body one operation at a time across the devices, each compiled on
+    its own: a ring of 8 devices took 15 s where the jitted call takes 0.4 s. Compiling the `shard_map` whole
+    changes nothing the learner's Python sees (its body is traced either way; the function around it still runs
+    with real arrays), and the program it runs is the one the run recorder keeps.
+    """
+    from jax._src import core
+    from jax._src import shard_map as shard_maps
+
+    eager = core.EvalTrace.process_shard_map
+
+    def compiled(trace: Any, prim: Any, fun: Any, args: Any, **params: Any) -> Any:
+        shaped: list[Any] = []
+
+        def body(*values: Any) -> list[Any]:
+            flat = shard_maps.shard_map_p.bind(*values, subfuns=(fun,), **params)
+            shaped.append(flat)
+            return list(flat.vals)
+
+        import jax
+
+        results = jax.jit(body)(*args)
+        return shaped[0].update(results)
+
+    core.EvalTrace.process_shard_map = compiled
+    try:
+        yield
+    finally:
+        core.EvalTrace.process_shard_map = eager

@@ -291,7 +291,5 @@ class Executor:
         reply = {"ok": True, "value": value, "consumed": consumed,
                  "ran": runs.ran_entries(ran.runs, self.programs_sent, out)}
         if spare is not None:
-            shown = [run.program for run in ran.runs if run.program is not None]  # jitted: the program it ran
-            shown += [result[0]] if isinstance(header.get("case"), dict) else []  # a case: the program traced
-            reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out, shown)
+            reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out)
         return reply, out

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["STRUCTURAL", "Seen", "fingerprint", "kernels", "maps_shards", "operations", "signature", "structure"]
+__all__ = ["STRUCTURAL", "Seen", "fingerprint", "kernels", "operations", "signature", "structure"]
 
 STRUCTURAL = frozenset({"pallas_call", "shard_map", "scan", "while", "psum", "psum_invariant", "all_gather",
                         "all_gather_invariant", "reduce_scatter", "psum_scatter", "ppermute", "all_to_all", "pmax",
@@ -134,11 +134,6 @@ def structure(closed: Any) -> list[str]:
     return found
 
 
-def maps_shards(closed: Any) -> bool:
-    """Whether a program runs a `shard_map` anywhere in it: called plainly, such a program runs op by op."""
-    return any(part.startswith("shard_map") for part in structure(closed))
-
-
 def signature(args: Any, kwargs: Any) -> str:
     """The input types of a call or a trace, as one text: each array (or type) as dtype and shape, anything else
     by its value (a static argument changes the program)."""
@@ -181,7 +176,10 @@ def _holds_jaxpr(value: Any) -> bool:
 
 
 def _plain(value: Any) -> str:
-    """A parameter as text without memory addresses (a function's repr carries one)."""
+    """A parameter as text without memory addresses (a function's repr carries one); a set's members sorted, since
+    the order a set of strings prints in changes from one process to the next (string hashes are salted)."""
+    if isinstance(value, set | frozenset):
+        return f"{type(value).__name__}({sorted(_plain(member) for member in value)})"
     return _ADDRESS.sub("0x", repr(value))[:2000]
 
 
