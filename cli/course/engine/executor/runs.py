@@ -33,6 +33,16 @@ def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool
     return entries
 
 
+def plainly(header: dict[str, Any]) -> bool:
+    """Whether a request calls the function as a learner does (for its values, under the strict interpreter or not),
+    so that the judge holds what it ran, JAX's own programs of kernels and loops included, to its trace."""
+    return header.get("jit") is not True and all(header.get(k) is None for k in _KINDS if k != "strict")
+
+
+_KINDS = ("strict", "case", "trace", "watch", "jits", "grad", "aliased")
+"""The kinds of call request besides a plain one (`course.engine.executor.asks`)."""
+
+
 PROBED = ("strict", "case")
 """Requests that run the learner's function under the grader's jit or trace: a plain call is made beside them."""
 
@@ -61,7 +71,7 @@ def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, A
     """In the executor, for a call run under the grader's jit (a plain call with `jit`, a kernel's values with
     `strict` and `jit`, or a traced case) of a function at input types not probed before: copies of the inputs,
     for the plain call made beside it (`plain_call`); None for any other request."""
-    kinds = [k for k in ("strict", "case", "trace", "watch", "jits", "grad", "aliased") if header.get(k) is not None]
+    kinds = [k for k in _KINDS if header.get(k) is not None]
     jitted = header.get("jit") is True and (not kinds or kinds == ["strict"])
     if not (jitted or kinds == ["case"]):
         return None

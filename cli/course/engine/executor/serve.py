@@ -289,7 +289,7 @@ class Executor:
         out: list[bytes] = []
         value = self._encode(result, out)
         reply = {"ok": True, "value": value, "consumed": consumed,
-                 "ran": runs.ran_entries(ran.runs, self.programs_sent, out)}
+                 "ran": runs.ran_entries(ran.runs, self.programs_sent, out, structural=runs.plainly(header))}
         if spare is not None:
             reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out)
         return reply, out

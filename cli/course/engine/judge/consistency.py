@@ -27,6 +27,8 @@ _VERIFIED: set[str] = set()
 """Fingerprints the judge computed itself from a program the executor sent."""
 _PROGRAMS: dict[str, Any] = {}
 """Those programs, by fingerprint, as JAX's own objects."""
+_STRUCTURES: dict[tuple[str, str], dict[str, list[str]]] = {}
+"""Per function and input types, the structure its first trace showed and its first plain call ran."""
 _DIVERGED: str | None = None
 """Why the learner's code can no longer be trusted in this grading, once a function behaved two ways."""
 
@@ -44,9 +46,10 @@ def received(header: dict[str, Any], returned: list[bytes]) -> None:
 
 def note_trace(name: str, inputs: str, closed: Any) -> None:
     """In the judge: a trace of `name` at `inputs` (which the grader reads as the program a jitted call runs)."""
-    from course.grading.judge.fingerprint import fingerprint
+    from course.grading.judge.fingerprint import fingerprint, structure
 
     _agree(name, JITTED, inputs, fingerprint(closed))
+    _same_structure(name, inputs, "traced", structure(closed))
 
 
 def note_call(name: str, inputs: str, kind: str, entries: Any, returned: list[bytes], plain: Any = None) -> None:
@@ -67,7 +70,10 @@ def note_call(name: str, inputs: str, kind: str, entries: Any, returned: list[by
         if plain is not None:
             note_plain(name, inputs, _PROGRAMS[entries[0][1]], plain, returned)
     else:
+        from course.grading.judge.fingerprint import structure
+
         _agree(name, PLAIN, inputs, " ".join(printed))
+        _same_structure(name, inputs, "called", [part for p in printed for part in structure(_PROGRAMS[p])])
 
 
 def note_plain(name: str, inputs: str, program: Any, plain: Any, returned: list[bytes]) -> None:
@@ -124,6 +130,18 @@ def _agree(name: str, kind: str, inputs: str, printed: str) -> None:
         _SEEN = Seen()
     if _SEEN.note(f"{name}/{kind}", inputs, printed) is not None:
         _diverge(name, inputs, "it ran a different program than it did earlier in this grading, for the same types")
+
+
+def _same_structure(name: str, inputs: str, how: str, parts: list[str]) -> None:
+    """A trace of `name` at `inputs` and a plain call at the same types must run the same kernels, `shard_map`s,
+    collectives and loops (`fingerprint.structure`): a grader that reads a trace while its values come from plain
+    calls judges the program the calls ran. The first of each kind is kept; one function, one program holds the
+    later ones of the same kind to it."""
+    kept = _STRUCTURES.setdefault((name, inputs), {})
+    kept.setdefault(how, parts)
+    if len(kept) == 2 and kept["traced"] != kept["called"]:
+        _diverge(name, inputs, "called as a learner calls it, it ran other kernels, collectives or loops than its "
+                               "trace shows")
 
 
 def _diverge(name: str, inputs: str, what: str) -> None:
