@@ -139,25 +139,31 @@ def test_init_workspace_and_not_tried(cli: CliRunner, mini_course: Path, tmp_pat
     assert json.loads(result.stdout)["exercises"][0]["message"].startswith("not tried")
 
 
+HEAVY = ("jax", "typer", "pydantic", "rich.console", "course.engine", "course.stubs", "filelock", "psutil",
+         "hypothesis")
+"""What plain `course list` never imports: its start-up is its imports (benchmarks/bench_list.py)."""
+
+
 def _list_in_subprocess(course: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
     """Run the console script's entry with `argv` inside `course`; report heavy imports on stderr."""
     code = (
         "import sys\nfrom course.entry import main\n"
         f"sys.argv = ['course', *{argv!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write(' '.join(m for m in ('jax', 'typer', 'pydantic') if m in sys.modules))\n"
+        f"sys.stderr.write(' '.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=course)
 
 
 def test_list_never_imports_jax(mini_course: Path) -> None:
-    """`course list` runs without importing JAX; plain `course list` not even typer or pydantic."""
+    """`course list` runs without importing JAX; plain `course list` not even typer, pydantic, rich's Console
+    (`course.ui.plain` prints in its place) or the engine."""
     first = _list_in_subprocess(mini_course, ["list"])
     assert "jax" not in first.stderr and "ex_pass" in first.stdout
     again = _list_in_subprocess(mini_course, ["list"])  # validation memoized by the first run
     assert again.stderr == "" and again.stdout == first.stdout
     with_option = _list_in_subprocess(mini_course, ["list", "--course", str(mini_course)])
-    assert with_option.stderr.split() == ["typer"] and with_option.stdout == first.stdout
+    assert with_option.stderr.split() == ["typer", "rich.console"] and with_option.stdout == first.stdout
 
 
 def test_fast_path_reports_errors_like_the_cli(mini_course: Path) -> None:

@@ -23,6 +23,7 @@ def _fast_list(with_next: bool) -> int:
         from course.session import Session
         from course.ui import views
 
+        ui.use_plain()
         session = Session.open()
         views.course_list(session, with_next=with_next)
         for message in session.warnings:  # under the table, where it stays on screen

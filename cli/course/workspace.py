@@ -10,7 +10,6 @@ from course.errors import CourseError, UsageError
 from course.files import write_atomic, write_new
 from course.paths import WorkspacePaths, marker_rel
 from course.registry import COURSE_FILE, Course, Exercise, load_course
-from course.stubs import LOCK, handed_out, is_handed_out
 
 
 @dataclass
@@ -107,6 +106,8 @@ def init(course: Course, target: Path) -> list[Path]:
     target = target.resolve()
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} is a file; give `course init` a folder.")
+    from course.stubs import handed_out  # imported here: it brings subprocess, which `course list` never needs
+
     made = []
     for exercise in course.exercises:
         dest = target / exercise.stub_rel
@@ -121,6 +122,8 @@ def init(course: Course, target: Path) -> list[Path]:
 
 def reset(context: Context, exercise: Exercise) -> Path | None:
     """Restore the stub; the learner's differing file is first copied to the workspace's backups."""
+    from course.stubs import LOCK, handed_out  # imported here, as in `init`
+
     dest = context.submission(exercise)
     stub = handed_out(exercise, in_place=dest.resolve() == exercise.stub_path.resolve())
     if stub is None:
@@ -170,6 +173,8 @@ def backups(context: Context, exercise: Exercise) -> list[Path]:
 
 def _is_stub(exercise: Exercise, dest: Path, data: bytes) -> bool:
     """True when `data` is the stub as the course hands it out (no need to keep a copy)."""
+    from course.stubs import is_handed_out  # imported here, as in `init`
+
     return is_handed_out(exercise, data, in_place=dest.resolve() == exercise.stub_path.resolve())
 
 

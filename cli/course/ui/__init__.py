@@ -1,5 +1,8 @@
 """All terminal output: one Console for data (stdout), one for status (stderr), and the primitives.
 
+The Consoles are made on first use; plain `course list` prints through `course.ui.plain` instead
+(`use_plain`), which writes the same bytes without importing `rich.console`.
+
 Learner and pytest text is never interpreted as markup: every piece of it goes through `Text`.
 Text wraps at word boundaries to the terminal's width (80 columns when piped, or `COLUMNS`);
 an indented block keeps its indent on every wrapped line, and a word longer than a line (a
@@ -19,10 +22,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.text import Text
+
+if TYPE_CHECKING:  # made on first use (`__getattr__`): plain `course list` prints through `course.ui.plain`
+    from rich.console import Console
 
 
 class _Stdout:
@@ -73,15 +78,6 @@ class _Stdout:
         self._target.flush()
 
 
-class _Console(Console):
-    """A Console that treats a closed pipe as the end of output, not of the command."""
-
-    def on_broken_pipe(self) -> None:
-        """The reader left (`| head`): say nothing more, and let the command finish with its own exit code."""
-        self.quiet = True
-        _silence_stdout()
-
-
 def _silence_stdout() -> None:
     """Point the stdout descriptor at /dev/null, so nothing written later fails at exit."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -90,8 +86,55 @@ def _silence_stdout() -> None:
 
 
 STDOUT = _Stdout()
-out: Console = _Console(file=STDOUT, highlight=False, emoji=False)  # type: ignore[arg-type]
-err: Console = _Console(stderr=True, highlight=False, emoji=False)
+out: Console
+"""The console for data (stdout), made on first use."""
+err: Console
+"""The console for status (stderr), made on first use."""
+
+
+def __getattr__(name: str) -> Console:
+    """`out` and `err` on first use: rich Consoles that treat a closed pipe as the end of output, not of the
+    command."""
+    if name not in ("out", "err"):
+        raise AttributeError(f"module 'course.ui' has no attribute {name!r}")
+    from rich.console import Console  # imported here: plain `course list` prints without it (`use_plain`)
+
+    class _Console(Console):
+        """A Console that treats a closed pipe as the end of output, not of the command."""
+
+        def on_broken_pipe(self) -> None:
+            """The reader left (`| head`): say nothing more, and let the command finish with its own exit code."""
+            self.quiet = True
+            _silence_stdout()
+
+    if name == "out":
+        made = _Console(file=STDOUT, highlight=False, emoji=False)  # type: ignore[arg-type]
+    else:
+        made = _Console(stderr=True, highlight=False, emoji=False)
+    globals()[name] = made
+    return made
+
+
+def use_plain() -> None:
+    """Print through `course.ui.plain` rather than rich's Console where it writes the same bytes (plain
+    `course list`, whose start-up is mostly imports)."""
+    from course.ui import plain
+
+    if plain.fits() and "out" not in globals() and "err" not in globals():
+        globals()["out"] = plain.Plain(STDOUT, on_broken_pipe=_silence_stdout)  # type: ignore[arg-type]
+        globals()["err"] = plain.Plain(stderr=True, on_broken_pipe=_silence_stdout)
+
+
+def _out() -> Console:
+    """`out` as it is now (tests and `height_of` swap it), made if need be."""
+    found = globals().get("out")
+    return found if found is not None else __getattr__("out")
+
+
+def _err() -> Console:
+    """`err` as it is now, made if need be."""
+    found = globals().get("err")
+    return found if found is not None else __getattr__("err")
 
 STYLES = {
     "passed": "bold green",
@@ -111,24 +154,24 @@ LABELS = {"not_tried": "not tried", "timeout": "timed out", "not_run": "not run"
 
 def error(message: str) -> None:
     """One sentence on stderr saying what went wrong and what to do."""
-    err.print(Text.assemble(("error: ", "bold red"), message))
+    _err().print(Text.assemble(("error: ", "bold red"), message))
 
 
 def warning(message: str) -> None:
     """A warning on stderr."""
-    err.print(Text.assemble(("warning: ", "bold yellow"), message))
+    _err().print(Text.assemble(("warning: ", "bold yellow"), message))
 
 
 def info(message: str) -> None:
     """A status line on stderr."""
-    err.print(Text(message, style="dim"))
+    _err().print(Text(message, style="dim"))
 
 
 def line(text: str | Text = "", style: str = "") -> None:
     """A line of data on stdout, never interpreted as markup, wrapped at word boundaries."""
     body = text if isinstance(text, Text) else Text(text, style=style)
     if not body.plain:
-        out.print()
+        _out().print()
         return
     _wrapped(body, Text(), Text())
 
@@ -154,15 +197,16 @@ def _wrapped(body: Text, first: Text, rest: Text) -> None:
     """
     if not body.plain.strip():
         return
-    width = max(out.width - rest.cell_len, 20)
-    if "\n" not in body.plain and first.cell_len + body.cell_len <= out.width:  # most lines: nothing to wrap
-        out.print(Text.assemble(first, body), no_wrap=True, overflow="ignore", crop=False)
+    console = _out()
+    width = max(console.width - rest.cell_len, 20)
+    if "\n" not in body.plain and first.cell_len + body.cell_len <= console.width:  # most lines: nothing to wrap
+        console.print(Text.assemble(first, body), no_wrap=True, overflow="ignore", crop=False)
         return
     lines = [piece for part in body.split("\n", allow_blank=True) for piece in part.divide(_breaks(part.plain, width))]
     for part in lines:
         part.rstrip()
     shown = Text("\n").join(Text.assemble(first if i == 0 else rest, part) for i, part in enumerate(lines))
-    out.print(shown, no_wrap=True, overflow="ignore", crop=False)
+    console.print(shown, no_wrap=True, overflow="ignore", crop=False)
 
 
 def _breaks(text: str, width: int) -> list[int]:
@@ -184,8 +228,10 @@ def height_of(draw: Callable[[], None]) -> int:
     """How many lines `draw` prints to stdout at its width, found by drawing it aside (nothing is shown)."""
     import io
 
+    from rich.console import Console
+
     global out
-    shown = out
+    shown = _out()
     out = Console(file=io.StringIO(), width=shown.width, color_system=None, highlight=False, emoji=False)
     try:
         draw()
@@ -196,7 +242,8 @@ def height_of(draw: Callable[[], None]) -> int:
 
 def room() -> int | None:
     """The terminal's height in lines, or None when stdout is no terminal (a pipe has no height)."""
-    return out.size.height if out.is_terminal else None
+    console = _out()
+    return console.size.height if console.is_terminal else None
 
 
 def emit_json(data: dict[str, Any]) -> None:
@@ -206,19 +253,20 @@ def emit_json(data: dict[str, Any]) -> None:
 
 def raw(text: str) -> None:
     """Text written to stdout exactly as it is (a source file, for instance)."""
+    file = _out().file
     try:
-        if out.file is STDOUT:
+        if file is STDOUT:
             STDOUT.write_exact(text)
         else:  # a console a test or a capture put in place
-            out.file.write(text)
-        out.file.flush()
+            file.write(text)
+        file.flush()
     except BrokenPipeError:
         _silence_stdout()
 
 
 def flush() -> None:
     """Write out everything both consoles hold."""
-    for stream in (out.file, err.file, sys.stdout, sys.stderr):
+    for stream in (_out().file, _err().file, sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
 
@@ -242,13 +290,14 @@ def shown_path(path: Path | str) -> str:
 @contextmanager
 def paged(enabled: bool = True) -> Iterator[None]:
     """Send what is printed inside to a pager when stdout is a terminal and it is taller than the screen."""
-    if not enabled or not out.is_terminal:
+    console = _out()
+    if not enabled or not console.is_terminal:
         yield
         return
-    with out.capture() as captured:
+    with console.capture() as captured:
         yield
     text = captured.get()
-    if text.count("\n") < out.size.height - 1 or not _page(text):
+    if text.count("\n") < console.size.height - 1 or not _page(text):
         raw(text)
 
 
@@ -275,12 +324,13 @@ def live(renderable: Any, *, transient: bool = True, enabled: bool = True,
          refresh_per_second: float = 10) -> Iterator[Callable[[], None]]:
     """Keep `renderable` drawn at the bottom of a terminal while the block runs (printing goes above it);
     yields a function that redraws it now. Nothing is drawn when stdout is no terminal."""
-    if not enabled or not out.is_terminal or os.environ.get("COURSE_NO_PROGRESS"):
+    console = _out()
+    if not enabled or not console.is_terminal or os.environ.get("COURSE_NO_PROGRESS"):
         yield lambda: None
         return
     from rich.live import Live  # imported here: only a terminal shows live output
 
-    with Live(renderable, console=out, transient=transient, refresh_per_second=refresh_per_second,
+    with Live(renderable, console=console, transient=transient, refresh_per_second=refresh_per_second,
               redirect_stdout=False, redirect_stderr=False) as display:
         yield display.refresh
 
@@ -288,7 +338,8 @@ def live(renderable: Any, *, transient: bool = True, enabled: bool = True,
 @contextmanager
 def progress_bar(total: int, label: str, enabled: bool = True) -> Iterator[Callable[[str], None]]:
     """A progress bar on stderr for long work, with the rate and time left; `advance(text)` moves it on."""
-    if not enabled or total <= 1 or not err.is_terminal or os.environ.get("COURSE_NO_PROGRESS"):
+    console = _err()
+    if not enabled or total <= 1 or not console.is_terminal or os.environ.get("COURSE_NO_PROGRESS"):
         yield lambda _text="": None
         return
     from rich import progress as bars  # imported here: only long work shows a bar
@@ -301,6 +352,6 @@ def progress_bar(total: int, label: str, enabled: bool = True) -> Iterator[Calla
         bars.TextColumn("left"),
         bars.TimeRemainingColumn(),
     )
-    with bars.Progress(*columns, console=err, transient=True) as progress:
+    with bars.Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(label, total=total)
         yield lambda text="": progress.update(task, advance=1, description=f"{label} {text}".strip())
