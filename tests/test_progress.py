@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from dataclasses import fields
+import subprocess
+import sys
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import pytest
@@ -120,6 +122,39 @@ def test_entry_fields_match_the_schema() -> None:
 
     assert {f.name for f in fields(Entry)} == ENTRY_FIELDS == set(EntryFile.model_fields)
     assert {f.name for f in fields(Progress)} == set(ProgressFile.model_fields)
+
+
+def test_writing_applies_the_schemas_rules_without_pydantic(tmp_path: Path) -> None:
+    """What `_dump` writes is what pydantic's `ProgressFile` makes of the same progress, and what it refuses, the
+    schema refuses: its field types are the schema's, and a file is written without importing pydantic."""
+    from typing import get_args
+
+    from course.progress import KINDS, STATUSES, _dump
+    from course.schema import EntryFile, ProgressFile
+
+    schema = {name: f.annotation for name, f in EntryFile.model_fields.items()}
+    assert get_args(schema.pop("status")) == STATUSES and schema == {k: v for k, v in KINDS.items() if k != "status"}
+    cases: list[dict[str, object]] = [{}, {"status": "failed", "passed_once": True}, {"status": "not_tried"},
+                                      {"score": 2}, {"passed_once": 1}, {"passed_once": 0}, {"status": "stale"},
+                                      {"grader_hash": 3}, {"last_checked": None}, {"passed_once": "yes please"}]
+    for change in cases:
+        entry = _entry()
+        for key, value in change.items():
+            object.__setattr__(entry, key, value)
+        progress = Progress(exercises={"a": entry, "b": _entry("failed")})
+        try:
+            theirs = json.loads(ProgressFile.model_validate(asdict(progress)).model_dump_json())
+        except ValueError:  # pydantic's ValidationError is one
+            with pytest.raises(ValueError):
+                _dump(progress)
+        else:
+            assert json.loads(_dump(progress)) == theirs, change
+    code = ("import sys; from pathlib import Path; from course.paths import WorkspacePaths; "
+            "from course.progress import Entry, ProgressStore; "
+            "ProgressStore(WorkspacePaths(Path(sys.argv[1]))).record({'a': Entry('passed', 1, 1, 't', 'h')}); "
+            "print('pydantic' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_registry_fields_match_the_schema() -> None:

@@ -126,6 +126,9 @@ def check(
     CPU's, so every learner gets the same grade. Exit code 0 when every selected exercise passes,
     1 when a check fails, 2 for a usage problem, 3 when the course itself failed.
     """
+    from course.engine.contain import protections
+
+    protections.probe_soon()  # what this machine confines gradings with, found while the course is read
     session = open_session(course, workspace)
     selected = session.select(names or [], all_=all_)
     for token, exercise in session.other_files(names or []):

@@ -11,9 +11,10 @@ so the solution stays open. A damaged file is kept as `progress.json.bak`, then 
 `.bak.3`, never overwriting an earlier one; a file of another version is an error, not a loss.
 
 Each entry is signed with a key kept beside the file, so an entry edited by hand is noticed and
-ignored. Only the session writes progress, and only from a verified grading report. Reading
-never imports pydantic: the schema (`course.schema.EntryFile`) is applied when writing, and a
-signature proves an entry was written, already validated, by `course` itself.
+ignored. Only the session writes progress, and only from a verified grading report. Neither
+reading nor writing imports pydantic: the schema's rules (`course.schema.EntryFile`) are applied
+when writing (`_dump`), and a signature proves an entry was written, already checked, by `course`
+itself.
 """
 
 from __future__ import annotations
@@ -202,11 +203,34 @@ def _parse(raw: str) -> Progress:
     return Progress(version=version, exercises=entries)
 
 
-def _dump(progress: Progress) -> str:
-    """Validate with the pydantic schema, then serialize."""
-    from course.schema import ProgressFile  # imported only when writing, after a grading run
+KINDS = {"status": str, "score": float, "max_score": float, "last_checked": str, "grader_hash": str, "signature": str,
+         "passed_once": bool}
+"""Each entry field's type, as `course.schema.EntryFile` has it (`tests/test_progress.py` holds them to it)."""
+STATUSES = ("passed", "failed", "not_tried")
+"""The statuses an entry may record (`EntryFile.status`)."""
 
-    return ProgressFile.model_validate(asdict(progress)).model_dump_json(indent=2)
+
+def _dump(progress: Progress) -> str:
+    """Check every entry against the schema's rules, then serialize.
+
+    The rules are `course.schema.EntryFile`'s, applied here without pydantic: importing it would add a
+    tenth of a second to every `course check`, after the verdict is known."""
+    if not isinstance(progress.version, int) or isinstance(progress.version, bool):
+        raise ValueError(f"progress version {progress.version!r} is not an integer")
+    data = asdict(progress)
+    for name, entry in data["exercises"].items():
+        for key, kind in KINDS.items():
+            value = entry[key]
+            if kind is bool and value in (0, 1):  # pydantic's lax rules: 0 and 1 are booleans, integers are floats
+                value = bool(value)
+            elif kind is float and isinstance(value, int):
+                value = float(value)
+            if not isinstance(value, kind):
+                raise ValueError(f"the progress entry of {name!r} has {key} = {value!r}, not a {kind.__name__}")
+            entry[key] = value
+        if entry["status"] not in STATUSES:
+            raise ValueError(f"the progress entry of {name!r} has status {entry['status']!r}")
+    return json.dumps(data, indent=2)
 
 
 def now_iso() -> str:

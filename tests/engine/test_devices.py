@@ -77,3 +77,18 @@ def test_the_fast_compile_flag_is_given_only_to_a_jaxlib_known_to_accept_it(monk
     assert invocation.environment(eight, None)["XLA_FLAGS"].split() == ["--xla_force_host_platform_device_count=8"]
     monkeypatch.setattr(invocation, "jaxlib_version", lambda: "")
     assert invocation.FAST_COMPILE not in invocation.environment(eight, None)["XLA_FLAGS"]
+
+
+def test_the_jaxlib_version_is_what_its_metadata_says(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Read from the name of jaxlib's `.dist-info` folder, the version is the one importlib.metadata gives; an
+    import path with no such folder asks importlib.metadata."""
+    from importlib import metadata
+
+    invocation.jaxlib_version.cache_clear()
+    assert invocation.jaxlib_version() == metadata.version("jaxlib")
+    invocation.jaxlib_version.cache_clear()
+    monkeypatch.setattr("sys.path", [str(tmp_path)])
+    try:
+        assert invocation.jaxlib_version() == ""
+    finally:
+        invocation.jaxlib_version.cache_clear()

@@ -11,6 +11,7 @@ import functools
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 
 from course.engine.contain.sandbox import Policy, landlock_abi
@@ -164,9 +165,25 @@ def contained() -> Policy | None:
     return Policy(namespace=False, processes=True) if available().pid_namespace else None
 
 
-@functools.cache
+_PROBING = threading.Lock()
+
+
 def available() -> Protections:
-    """Which protections work here, tried once in a throw-away process (never in this one)."""
+    """Which protections work here, tried once in a throw-away process (never in this one). A caller that comes
+    while `probe_soon`'s thread is trying waits for its answer rather than trying again."""
+    with _PROBING:
+        return _available()
+
+
+def probe_soon() -> None:
+    """Start finding out `available()` on a thread of its own: a command about to grade reads its course and
+    imports the engine meanwhile, and finds the answer ready (the probe is a process, so it runs on another core)."""
+    threading.Thread(target=available, name="course-probe", daemon=True).start()
+
+
+@functools.cache
+def _available() -> Protections:
+    """`available()`, once per process."""
     if os.environ.get("COURSE_PORTABLE") == "1" or not sys.platform.startswith("linux"):
         return Protections()
     abi = landlock_abi()

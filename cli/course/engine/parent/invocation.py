@@ -206,7 +206,17 @@ def xla_flags(devices: int) -> str:
 
 @functools.cache
 def jaxlib_version() -> str:
-    """The installed jaxlib's version, read from its metadata (importing it would take a second), or ''."""
+    """The installed jaxlib's version, or ''. Read from the name of its `.dist-info` folder on the import path, as
+    importlib.metadata would find it first: importing that would hold every `course check` up by 15 ms before its
+    grading starts (and importing jaxlib, by a second). A jaxlib installed otherwise (an egg) is asked of it."""
+    for folder in sys.path:
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue
+        found = [name for name in names if name.startswith("jaxlib-") and name.endswith(".dist-info")]
+        if found:
+            return found[0][len("jaxlib-"):-len(".dist-info")]
     from importlib import metadata
 
     try:
