@@ -59,7 +59,8 @@ def _drawn(console: object, workspace: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(ui, "out", console)
     monkeypatch.setattr(ui, "err", console)
     views.course_list(Session.open(REPO, workspace), with_next=True)
-    long = Text.assemble(("a title long enough to wrap at a word " * 4, "bold"), ("then green\nand on", "green"))
+    long = Text.assemble(("a title long enough to wrap at a word " * 4, "bold"),
+                         ("then green\tand a tab\nand on", "green"))
     console.print(long, crop=False)  # type: ignore[attr-defined]
     console.print(long)  # type: ignore[attr-defined]
     console.print()  # type: ignore[attr-defined]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Any, NamedTuple
+from collections.abc import Callable
+from typing import IO, NamedTuple
 
 from rich.color import ColorSystem
 from rich.errors import StyleSyntaxError
@@ -37,22 +38,13 @@ class Size(NamedTuple):
     height: int
 
 
-class _Options(NamedTuple):
-    """The part of rich's ConsoleOptions that `Text` reads when it is printed."""
-
-    max_width: int
-    justify: None
-    overflow: str | None
-    no_wrap: bool | None
-
-
 class Plain:
     """A Console that prints only `Text`, for `course list`: the same terminal, size, colours and bytes."""
 
     tab_size = 8
 
     def __init__(self, file: IO[str] | None = None, *, stderr: bool = False,
-                 on_broken_pipe: Any = None) -> None:
+                 on_broken_pipe: Callable[[], None] | None = None) -> None:
         self._file, self.stderr, self.quiet = file, stderr, False
         self._on_broken_pipe = on_broken_pipe
         environ = os.environ
@@ -130,6 +122,19 @@ class Plain:
                 raise
             return self.get_style(default)
 
+    def _segments(self, whole: Text, overflow: str, no_wrap: bool) -> list[Segment]:
+        """`whole` as Console renders it: each line wrapped at the width (`Text.wrap`), then the lines joined.
+
+        A line that fits is kept as it is, which is what wrapping it gives: the list's rows all fit, and
+        wrapping each costs more than the rest of printing them."""
+        width, lines = self.width, []
+        for line in whole.split(allow_blank=True):
+            if "\t" not in line.plain and len(line) <= width and line.cell_len <= width:
+                lines.append(line)
+            else:
+                lines.extend(line.wrap(self, width, justify="default", overflow=overflow, no_wrap=no_wrap))  # type: ignore[arg-type]
+        return list(Text("\n").join(lines).render(self, end=whole.end))  # type: ignore[arg-type]
+
     def print(self, *objects: Text, crop: bool = True, no_wrap: bool | None = None,
               overflow: str | None = None) -> None:
         """Print `objects` on one line, wrapped at the width unless `no_wrap`, as Console's `print` does."""
@@ -140,8 +145,7 @@ class Plain:
         else:
             if not all(isinstance(o, Text) for o in objects):
                 raise TypeError("Plain prints only rich Text")
-            whole = Text(" ", end="\n").join(objects)
-            segments = list(whole.__rich_console__(self, _Options(self.width, None, overflow, no_wrap)))  # type: ignore[arg-type]
+            segments = self._segments(Text(" ", end="\n").join(objects), overflow or "fold", bool(no_wrap))
             if crop:
                 segments = [s for line in Segment.split_and_crop_lines(segments, self.width, pad=False) for s in line]
         if self.no_color and self.color_system:
