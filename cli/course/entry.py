@@ -43,6 +43,10 @@ def main() -> None:
     args = sys.argv[1:]
     if args in _FAST:
         sys.exit(_fast_list(with_next=not args))
+    if "check" in args:  # a grading needs to know what this machine confines it with: found while the CLI loads
+        from course.engine.contain import protections
+
+        protections.probe_soon()
     from course.cli import app
 
     app()

@@ -176,9 +176,14 @@ def available() -> Protections:
 
 
 def probe_soon() -> None:
-    """Start finding out `available()` on a thread of its own: a command about to grade reads its course and
-    imports the engine meanwhile, and finds the answer ready (the probe is a process, so it runs on another core)."""
-    threading.Thread(target=available, name="course-probe", daemon=True).start()
+    """Start finding out `available()` on a thread of its own (once): a command about to grade loads and reads its
+    course meanwhile, and finds the answer ready (the probe is a process, so it runs on another core)."""
+    if not _SOON:
+        _SOON.append(threading.Thread(target=available, name="course-probe", daemon=True))
+        _SOON[0].start()
+
+
+_SOON: list[threading.Thread] = []
 
 
 @functools.cache
