@@ -25,6 +25,7 @@ def test_a_probe_started_early_is_waited_for_not_repeated(monkeypatch: pytest.Mo
 
     known = protections.available()
     monkeypatch.setattr(protections.subprocess, "run", slow_probe)
+    monkeypatch.setattr(protections, "_SOON", [])  # as in a fresh process: no probe started yet
     protections._available.cache_clear()
     try:
         protections.probe_soon()
