@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     )
     from course.grading.judge.donors import ProgramBuffers, parameter_shapes, program_buffers
     from course.grading.judge.fingerprint import (
-        STRUCTURAL, Seen, fingerprint, kernels, operations, signature, structure,
+        STRUCTURAL, Seen, fingerprint, kernels, maps_shards, operations, signature, structure,
     )
     from course.grading.judge.named import (
         ViewCase, axis_entries, numpy_index, numpy_view, selector_code, selector_entries, selectors, view_cases,
@@ -144,8 +144,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "describe_value": "judge.arrays",
     "ProgramBuffers": "judge.donors", "parameter_shapes": "judge.donors", "program_buffers": "judge.donors",
     "STRUCTURAL": "judge.fingerprint", "Seen": "judge.fingerprint", "fingerprint": "judge.fingerprint",
-    "kernels": "judge.fingerprint", "operations": "judge.fingerprint", "signature": "judge.fingerprint",
-    "structure": "judge.fingerprint",
+    "kernels": "judge.fingerprint", "maps_shards": "judge.fingerprint", "operations": "judge.fingerprint",
+    "signature": "judge.fingerprint", "structure": "judge.fingerprint",
     "ViewCase": "judge.named", "axis_entries": "judge.named", "numpy_index": "judge.named",
     "numpy_view": "judge.named", "selector_code": "judge.named", "selector_entries": "judge.named",
     "selectors": "judge.named", "view_cases": "judge.named",
@@ -286,7 +286,7 @@ __all__ = [
     "BlockMismatch", "assert_array", "assert_dtype", "assert_is_array", "assert_shape", "block_mismatches",
     "describe_value",
     "ProgramBuffers", "parameter_shapes", "program_buffers",
-    "STRUCTURAL", "Seen", "fingerprint", "kernels", "operations", "signature", "structure",
+    "STRUCTURAL", "Seen", "fingerprint", "kernels", "maps_shards", "operations", "signature", "structure",
     "ViewCase", "axis_entries", "numpy_index", "numpy_view", "selector_code", "selector_entries", "selectors",
     "view_cases",
     "assert_gave", "check_property",

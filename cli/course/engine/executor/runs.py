@@ -91,21 +91,36 @@ def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, A
     return jax.tree_util.tree_map(spare, args), jax.tree_util.tree_map(spare, kwargs)
 
 
-def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes]) -> dict[str, Any]:
+_SHARDED: set[str] = set()
+"""The functions whose program runs a `shard_map` that a plain call was made of in this process."""
+
+
+def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes], shown: list[Any],
+               key: str) -> dict[str, Any]:
     """In the executor: call `fn` as a learner calls it, without the grader's jit, on the same inputs (its kernels
     under the fast interpreter: only what they are matters here), and list the programs it ran (`ran_entries`);
     or say what it raised. A function that branches on whether its arguments are tracers runs its other branch
-    here, and the judge sees it. A `shard_map` it calls runs compiled (`compiled_shard_maps`)."""
+    here, and the judge sees it. A `shard_map` it calls runs compiled (`compiled_shard_maps`), once per function
+    (`key`) whose program (`shown`: what the grader's jit or trace of this call ran) runs one."""
     import jax
     from jax.experimental.pallas import tpu as pltpu
 
+    from course.grading.judge.fingerprint import maps_shards
     from course.grading.observe.calls.executions import record_runs
+
+    sharded = any(maps_shards(program) for program in shown)
+    if sharded and key in _SHARDED:
+        # Its plain call compiles the `shard_map` apart from the grader's: at each of a ring's 11 input types,
+        # 2.8 s of a 6.5 s grading, and a validation under load ran past its limit. One per function is made.
+        return {"skipped": "shard_map"}
 
     try:
         with pltpu.force_tpu_interpret_mode(True), record_runs(programs=True) as ran, compiled_shard_maps():
             jax.block_until_ready(fn(*args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - a function that needs the jit shows nothing else without it
         return {"raised": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    if sharded:
+        _SHARDED.add(key)
     return {"ran": ran_entries(ran.runs, sent, out, structural=True)}
 
 

@@ -291,5 +291,8 @@ class Executor:
         reply = {"ok": True, "value": value, "consumed": consumed,
                  "ran": runs.ran_entries(ran.runs, self.programs_sent, out, structural=runs.plainly(header))}
         if spare is not None:
-            reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out)
+            shown = [run.program for run in ran.runs if run.program is not None]  # jitted: the program it ran
+            shown += [result[0]] if isinstance(header.get("case"), dict) else []  # a case: the program traced
+            reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out, shown,
+                                             f"{header.get('handle', '')}/{header.get('name', '')}")
         return reply, out

@@ -27,6 +27,9 @@ _VERIFIED: set[str] = set()
 """Fingerprints the judge computed itself from a program the executor sent."""
 _PROGRAMS: dict[str, Any] = {}
 """Those programs, by fingerprint, as JAX's own objects."""
+_SHARDED: set[str] = set()
+"""Functions whose program runs a `shard_map` and whose plain call was made and held to it: the executor makes one
+per such function (`runs.plain_call`), and says it skipped the later ones."""
 _STRUCTURES: dict[tuple[str, str], dict[str, list[str]]] = {}
 """Per function and input types, the structure its first trace showed and its first plain call ran."""
 _DIVERGED: str | None = None
@@ -80,9 +83,13 @@ def note_plain(name: str, inputs: str, program: Any, plain: Any, returned: list[
     """In the judge: the structure (`fingerprint.structure`: kernels, shard_maps, collectives, loops) a plain call
     ran must be that of the program the grader's jit or trace of the same call ran. A plain call that raised
     says nothing (a function may need the jit to run at all)."""
-    from course.grading.judge.fingerprint import structure
+    from course.grading.judge.fingerprint import maps_shards, structure
 
     if isinstance(plain, dict) and "raised" in plain:
+        return
+    if isinstance(plain, dict) and "skipped" in plain:  # made once per function whose program runs a `shard_map`
+        if not (maps_shards(program) and name in _SHARDED):
+            _diverge(name, inputs, "the process running your code skipped a plain call of it that it owed")
         return
     if not isinstance(plain, dict) or not isinstance(plain.get("ran"), list):
         _diverge(name, inputs, "the process running your code described a plain call of it that is not one")
@@ -93,6 +100,8 @@ def note_plain(name: str, inputs: str, program: Any, plain: Any, returned: list[
     if mine != theirs:
         _diverge(name, inputs, "called as a learner calls it, without a `jax.jit` around it, it ran other kernels, "
                                "collectives or loops than it did under the grader's `jax.jit` or trace")
+    if maps_shards(program):
+        _SHARDED.add(name)
 
 
 def _verified(entry: Any, returned: list[bytes]) -> str:

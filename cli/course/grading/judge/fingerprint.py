@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["STRUCTURAL", "Seen", "fingerprint", "kernels", "operations", "signature", "structure"]
+__all__ = ["STRUCTURAL", "Seen", "fingerprint", "kernels", "maps_shards", "operations", "signature", "structure"]
 
 STRUCTURAL = frozenset({"pallas_call", "shard_map", "scan", "while", "psum", "psum_invariant", "all_gather",
                         "all_gather_invariant", "reduce_scatter", "psum_scatter", "ppermute", "all_to_all", "pmax",
@@ -132,6 +132,11 @@ def structure(closed: Any) -> list[str]:
         for sub in jex.core.jaxprs_in_params(eqn.params):
             found.extend(structure(sub))
     return found
+
+
+def maps_shards(closed: Any) -> bool:
+    """Whether a program runs a `shard_map` anywhere in it."""
+    return any(part.startswith("shard_map") for part in structure(closed))
 
 
 def signature(args: Any, kwargs: Any) -> str:
