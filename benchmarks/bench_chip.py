@@ -310,9 +310,27 @@ def compiles(sink: Sink) -> None:
                 sink.put({**row, "status": "matched" if all(f.ok for f in found) else "differs",
                           "error": max((f.error for f in found), default=0.0)})
 
-# What a learner with a chip types: the references of the kernel exercises and a file the chip refuses, checked and
-# benched through the command line, each command in its own process as a learner would run it.
-E2E_FILES = [(name, None) for name in KERNEL_EXERCISES] + [("ref_reads_writes", "unaligned_store")]
+# What a learner with a chip types: the references of the kernel exercises, and ref_reads_writes' reference with
+# `add_kernel` storing ROWS rows at a time at a dynamic offset (a store only the chip's compiler may refuse), checked
+# and benched through the command line, each command in its own process as a learner would run it.
+E2E_FILES = [(name, None) for name in KERNEL_EXERCISES] + [("ref_reads_writes", rows) for rows in (1, 2)]
+_WHOLE_ADD = """    o_ref[...] = x_ref[...] + y_ref[...]
+"""
+_ROWS_ADD = """    def body(i, carry):
+        rows = pl.ds(i * {rows}, {rows})
+        o_ref[rows, :] = x_ref[rows, :] + y_ref[rows, :]
+        return carry
+
+    lax.fori_loop(0, x_ref.shape[0] // {rows}, body, None)
+"""
+
+
+def _stored_by_rows(reference: Path, rows: int) -> str:
+    """The reference of ref_reads_writes with `add_kernel` storing `rows` rows per step at a dynamic offset."""
+    text = reference.read_text(encoding="utf-8")
+    if _WHOLE_ADD not in text:
+        raise SystemExit("bench_chip: ref_reads_writes' add_kernel changed; update _WHOLE_ADD")
+    return text.replace(_WHOLE_ADD, _ROWS_ADD.format(rows=rows))
 
 
 def e2e(sink: Sink) -> None:
@@ -326,18 +344,18 @@ def e2e(sink: Sink) -> None:
     course = [sys.executable, "-m", "course"]
     subprocess.run([*course, "init", str(work), "--course", str(ROOT)], env=env, check=True, capture_output=True)
     for name, variant in E2E_FILES:
-        folder = next((ROOT / "solutions").glob(f"*_{name}"))
-        source = ROOT / "benchmarks" / "chip" / f"{variant}.py" if variant else folder / f"{name}.py"
-        if not source.exists():
-            sink.put({"part": "e2e", "exercise": name, "file": str(variant), "status": "no such file"})
-            continue
+        reference = next((ROOT / "solutions").glob(f"*_{name}")) / f"{name}.py"
         target = next(work.rglob(f"{name}.py"))
-        shutil.copyfile(source, target)
+        label = f"{variant} rows a store" if variant else "reference"
+        if variant is None:
+            shutil.copyfile(reference, target)
+        else:
+            target.write_text(_stored_by_rows(reference, variant), encoding="utf-8")
         for verb in ("check", "bench") if variant is None and name in _PUBLIC else ("check",):
             started = time.perf_counter()
             done = subprocess.run([*course, verb, name, "--json", "-w", str(work), "--course", str(ROOT)], env=env,
                                   capture_output=True, text=True, timeout=600)
-            row = {"part": "e2e", "verb": verb, "exercise": name, "file": variant or "reference", "rc": done.returncode,
+            row = {"part": "e2e", "verb": verb, "exercise": name, "file": label, "rc": done.returncode,
                    "wall_s": round(time.perf_counter() - started, 1)}
             try:
                 row["json"] = json.loads(done.stdout)
@@ -347,7 +365,7 @@ def e2e(sink: Sink) -> None:
         if variant is not None or name == "tiled_matmul":
             done = subprocess.run([*course, "check", name, "-w", str(work), "--course", str(ROOT)], env=env,
                                   capture_output=True, text=True, timeout=600)
-            sink.put({"part": "e2e", "verb": "check (text)", "exercise": name, "file": variant or "reference",
+            sink.put({"part": "e2e", "verb": "check (text)", "exercise": name, "file": label,
                       "rc": done.returncode,
                       "text": done.stdout[-3000:] + done.stderr[-1500:]})
 

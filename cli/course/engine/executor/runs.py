@@ -133,6 +133,7 @@ def compiled_shard_maps() -> Iterator[None]:
     changes nothing the learner's Python sees (its body is traced either way; the function around it still runs
     with real arrays), and the program it runs is the one the run recorder keeps.
     """
+    import jax
     from jax._src import core
     from jax._src import shard_map as shard_maps
 
@@ -145,8 +146,6 @@ def compiled_shard_maps() -> Iterator[None]:
             flat = shard_maps.shard_map_p.bind(*values, subfuns=(fun,), **params)
             shaped.append(flat)
             return list(flat.vals)
-
-        import jax
 
         results = jax.jit(body)(*args)
         return shaped[0].update(results)
