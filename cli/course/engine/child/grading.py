@@ -119,7 +119,7 @@ class Grading:
                                                                                 else ()))
         # A judge runs no learner code, so nothing there can rebind the machinery: it checks nothing.
         judge = self.split is not None and self.split.role == roles.JUDGE
-        snap = ((), ()) if judge else guard.snapshot(getattr(i, "module", None) for i in session.items)
+        snap = guard.EMPTY if judge else guard.snapshot(getattr(i, "module", None) for i in session.items)
         self.stdio = streams.save_stdio()
         self.flush_output()
         notary.notify("course.manifest", listed, tuple(self.collect_errors),

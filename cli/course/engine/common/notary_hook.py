@@ -45,7 +45,7 @@ def _make_notary(key: bytes, manifest: str, report: str, trusted: frozenset[type
     # Opened now, while nothing refuses it: once armed, the report's folder is closed to everyone.
     report_fd = os_open(report, create, 0o600)
     state: dict[str, Any] = {"armed": False, "sealed": False, "checks": [], "items": {}, "phases": {}, "at": 0,
-                             "tampered": [], "errors": [], "seed": 0, "snapshot": ((), ()), "answering": ((), ()),
+                             "tampered": [], "errors": [], "seed": 0, "snapshot": guard.EMPTY, "answering": guard.EMPTY,
                              "served": 0, "heard": 0}
 
     def text(value: Any) -> str:
