@@ -678,10 +678,10 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Launcher | None, Path]]:
-    """One warm worker and its compilation cache for every exercise this test worker validates, as one
+def warm(shared_xla_cache: Path) -> Iterator[tuple[Launcher | None, Path]]:
+    """One warm worker and the run's compilation cache for every exercise this test worker validates, as one
     `course validate` of the whole course has: each exercise would otherwise start a worker of its own."""
-    cache = tmp_path_factory.mktemp("xla-cache")
+    cache = shared_xla_cache
     worker = start_worker(cache)
     try:
         yield worker, cache
@@ -752,3 +752,20 @@ def test_every_case_is_a_wrong_variant() -> None:
     """Each listed mistake is a wrong variant of an exercise of the course, so no case goes unchecked."""
     variants = {(e.name, p.stem) for e in COURSE.exercises for p in checks.wrong_variants(e)}
     assert set(CASES) <= variants, sorted(set(CASES) - variants)
+
+
+def test_every_grader_imports_jax_as_it_is_collected() -> None:
+    """Each grader (hidden ones too) imports JAX at its top: the grading sets JAX up for counting compiles and the
+    strict interpreter as JAX is imported (`course.engine.child.plugin`), before the guard's snapshot and the
+    learner's file; a grader that imported it only inside a check would find neither in place."""
+    import ast
+
+    def imports_jax(path: Path) -> bool:
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        return any(isinstance(node, ast.Import) and any(a.name.split(".")[0] == "jax" for a in node.names)
+                   or isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "jax"
+                   for node in body)
+
+    graders = [p for e in COURSE.exercises for p in (e.grader_path, e.hidden_grader_path) if p.is_file()]
+    assert len(graders) >= len(COURSE.exercises)
+    assert [p for p in graders if not imports_jax(p)] == []

@@ -199,3 +199,56 @@ def test_answering_the_judge_imports_nothing_after_the_snapshot() -> None:
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             check=True).stdout.split()
     assert len(seen) > 10 and seen <= set(loaded), seen - set(loaded)
+
+
+NO_JAX = '''
+import sys
+
+def test_no_jax(submission):
+    """Nothing imported JAX for a grader that never uses it."""
+    assert "jax" not in sys.modules, "JAX was imported"
+    assert submission.f(1) == 2
+'''
+
+WITH_JAX = '''
+import jax.numpy as jnp
+
+def test_set_up_before_any_check(submission):
+    """The compile listener and whole cache writes were in place when the grader imported JAX."""
+    from jax._src import lru_cache, monitoring
+    from course.grading.observe.calls import compiles
+
+    assert getattr(lru_cache.LRUCache.put, "whole_writes", False)
+    assert compiles._dispatch in monitoring._event_duration_secs_listeners
+    assert submission.f(1) == 2
+'''
+
+
+PLAIN = '''
+def test_plain(submission):
+    """f doubles."""
+    assert submission.f(1) == 2
+'''
+DOUBLE = "def f(x):\n    return 2 * x\n"
+USES_JAX = "import jax.numpy as jnp\n\n\ndef f(x):\n    return int(jnp.asarray(x) * 2)\n"
+
+
+@pytest.mark.parametrize(("grader", "source"), [(NO_JAX, DOUBLE), (WITH_JAX, DOUBLE), (PLAIN, USES_JAX)],
+                         ids=["a grader without JAX", "a grader that imports JAX", "a file that imports JAX itself"])
+def test_jax_is_set_up_as_the_grader_imports_it(pytester: pytest.Pytester, grader: str, source: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grader that never imports JAX grades without paying for its import (a second and more of every grading of
+    such an exercise); one that does finds the compile listener and whole cache writes set up by then, before the
+    guard's snapshot and any learner code; and a learner's file that imports JAX where its grader does not still
+    grades (JAX is set up as it loads, under the armed guard)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # as a grading runs: no plugin of this machine's
+    pytester.makepyfile(test_grader=grader)
+    learner = pytester.path / "learner" / "sub.py"
+    learner.parent.mkdir()
+    learner.write_text(source)
+    out = pytester.path / "report" / "report.json"
+    out.parent.mkdir()
+    pytester.runpytest_subprocess("-p", "course.engine.child.plugin", "--course-report", str(out),
+                                  "--course-submission", str(learner), "--course-seed", "5")
+    final = report.read_signed(out, b"")
+    assert [(c["status"], c["message"]) for c in final["checks"]] == [("passed", "")], final["checks"]

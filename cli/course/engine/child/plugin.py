@@ -10,6 +10,8 @@ terminal and the verdict.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import os
 import sys
 import types
@@ -106,20 +108,53 @@ def _quiet(config: pytest.Config) -> None:
 
 
 def _preload() -> None:
-    """Load now what the armed guard would refuse to let load later, and start counting compiles.
+    """Load now what the armed guard would refuse to let load later, and count compiles from JAX's first import.
 
     NumPy loads ctypes, and ctypes opens the C library as it loads: a way to raw memory once
-    learner code runs. The compile listener is installed now so the notary's snapshot holds it.
+    learner code runs. JAX's part (whole writes to the compilation cache, the compile listener) is set
+    up as JAX finishes importing: now, where it is loaded already (a warm worker's grading), or when the
+    grader imports it at collection, before the guard's snapshot and any learner code, so the snapshot
+    holds the listener. A grader that never imports JAX grades without paying for its import.
     """
     import ctypes  # noqa: F401
 
     import numpy  # noqa: F401
 
+    if "jax" in sys.modules:
+        _jax_loaded()
+    else:
+        sys.meta_path.insert(0, _AfterJax())
+
+
+def _jax_loaded() -> None:
+    """Before any compile: whole writes and touched hits in the compilation cache, and the compile listener."""
     from course.engine.common import compile_cache
     from course.grading.observe.calls import compiles
 
-    compile_cache.in_grading()  # before any compile: whole writes and touched hits
+    compile_cache.in_grading()
     compiles.install_listener()
+
+
+class _AfterJax(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when `jax` is first imported, it has JAX's own loader run `_jax_loaded` after it."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        """JAX's own spec, whose loader sets the grading up once the package has loaded."""
+        if name != "jax":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        if loader is None:
+            return spec
+        load = loader.exec_module
+
+        def exec_module(module: types.ModuleType) -> None:
+            load(module)
+            _jax_loaded()
+
+        loader.exec_module = exec_module
+        return spec
 
 
 def _serving() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
