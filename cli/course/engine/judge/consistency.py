@@ -114,13 +114,14 @@ def _verified(entry: Any, returned: list[bytes]) -> str:
     ok = isinstance(entry, list) and len(entry) == 3 and isinstance(entry[1], str) and type(entry[2]) is int
     if ok and 0 <= entry[2] < len(returned):
         try:
-            mine = fingerprint(decode(returned[entry[2]]))
+            program = decode(returned[entry[2]])
+            mine = fingerprint(program)
         except Exception:  # noqa: BLE001 - a program that cannot be read is no program
-            mine = ""
+            program, mine = None, ""
         ok = mine == entry[1]
         if ok:
             _VERIFIED.add(mine)
-            _PROGRAMS[mine] = decode(returned[entry[2]])
+            _PROGRAMS[mine] = program
     elif ok:
         ok = entry[1] in _VERIFIED
     if not ok:
