@@ -49,6 +49,19 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     return CliRunner()
 
 
+@pytest.fixture(scope="session")
+def shared_xla_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """One compilation cache for the whole run, shared by both test workers, for the tests that grade the real
+    course over a warm worker (its validation, the alternatives, inspections), as one workspace's cache serves a
+    learner's every command. A grader's own programs, and a reference graded again, compile once per run instead of
+    once per file and worker. Gradings write it whole, entry by entry (`course.engine.common.compile_cache`), so
+    two at once never see half an entry; a hit still counts as a compile, so no verdict depends on it."""
+    root = tmp_path_factory.getbasetemp()
+    path = (root if worker_id == "master" else root.parent) / "xla-cache-shared"
+    path.mkdir(exist_ok=True)
+    return path
+
+
 @pytest.fixture(autouse=True, scope="session")
 def wide_output() -> Iterator[None]:
     """Output wide enough that no message wraps: tests look for phrases; tests/ui tests the wrapping."""

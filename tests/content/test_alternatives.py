@@ -48,10 +48,10 @@ def _graded_cases() -> list[tuple[str, Path]]:
 
 
 @pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Worker | None, Path]]:
-    """One warm worker and one compilation cache for every exercise's alternatives, as `course check --all`
+def warm(shared_xla_cache: Path) -> Iterator[tuple[Worker | None, Path]]:
+    """One warm worker and the run's compilation cache for every exercise's alternatives, as `course check --all`
     grades in a workspace: each cold start would import JAX anew, and each grader compile its reference again."""
-    cache = tmp_path_factory.mktemp("xla-cache")
+    cache = shared_xla_cache
     worker = start_worker(cache)
     try:
         yield worker, cache

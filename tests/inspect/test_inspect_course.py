@@ -488,9 +488,9 @@ class Inspected:
 
 
 @pytest.fixture(scope="module")
-def inspected(course: Course, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspected]:
+def inspected(course: Course, shared_xla_cache: Path) -> Iterator[Inspected]:
     """The inspections of FILES, each made when a test first reads it."""
-    found = Inspected(course, tmp_path_factory.mktemp("xla-cache"))
+    found = Inspected(course, shared_xla_cache)
     try:
         yield found
     finally:
