@@ -31,9 +31,9 @@ def test_skipped():
 '''
 
 
-def _run(pytester: pytest.Pytester, source: str, *extra: str) -> tuple[dict, dict]:
+def _run(pytester: pytest.Pytester, source: str, *extra: str, grader: str = GRADER) -> tuple[dict, dict]:
     """Run the grader on a learner file with `source`; return (manifest, report)."""
-    pytester.makepyfile(test_grader=GRADER)
+    pytester.makepyfile(test_grader=grader)
     learner = pytester.path / "learner" / "sub.py"
     learner.parent.mkdir(exist_ok=True)
     learner.write_text(source)
@@ -242,13 +242,5 @@ def test_jax_is_set_up_as_the_grader_imports_it(pytester: pytest.Pytester, grade
     guard's snapshot and any learner code; and a learner's file that imports JAX where its grader does not still
     grades (JAX is set up as it loads, under the armed guard)."""
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # as a grading runs: no plugin of this machine's
-    pytester.makepyfile(test_grader=grader)
-    learner = pytester.path / "learner" / "sub.py"
-    learner.parent.mkdir()
-    learner.write_text(source)
-    out = pytester.path / "report" / "report.json"
-    out.parent.mkdir()
-    pytester.runpytest_subprocess("-p", "course.engine.child.plugin", "--course-report", str(out),
-                                  "--course-submission", str(learner), "--course-seed", "5")
-    final = report.read_signed(out, b"")
+    _, final = _run(pytester, source, grader=grader)
     assert [(c["status"], c["message"]) for c in final["checks"]] == [("passed", "")], final["checks"]
