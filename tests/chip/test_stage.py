@@ -129,3 +129,21 @@ def test_a_lock_the_machine_refuses_is_no_failure(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(filelock, "FileLock", Refused)
     report = stage.run(_exercise(tmp_path), _file(tmp_path), "check")
     assert report.ok and [c["status"] for c in report.calls] == ["matched"]
+
+
+def test_the_learners_file_loads_with_the_strict_interpreter_as_its_default_where_there_is_no_chip(
+        tmp_path: Path) -> None:
+    """The chip's child imports JAX before the learner's file, so that, estimating on a machine with no TPU, a
+    kernel that names no interpreter runs under the strict one, as in a grading (a fresh process: the default
+    is global)."""
+    import subprocess
+    import sys
+
+    learner = tmp_path / "kernel.py"
+    learner.write_text("X = 1\n", encoding="utf-8")
+    probe = ("import sys; from pathlib import Path; from course.chip import child; child._load(Path(sys.argv[1])); "
+             "from jax._src import config; print(config.pallas_tpu_interpret_mode_context_manager.value)")
+    done = subprocess.run([sys.executable, "-c", probe, str(learner)], capture_output=True, text=True, check=False,
+                          env={"JAX_PLATFORMS": "cpu", "PATH": ""}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "InterpretParams" in done.stdout, done.stdout
