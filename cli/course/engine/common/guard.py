@@ -145,7 +145,6 @@ def answering(snap: Snapshot) -> Snapshot:
     return _snapshot(tuple(s for s in snap[0] if s[0].startswith(ANSWERING)), snap[1])
 
 
-
 def _by_namespace(spaces: tuple[Namespace, ...], *, _len: Any = len, _all: Any = all, _tuple: Any = tuple,
                   _map: Any = map, _is: Any = operator.is_, _contents: Any = operator.attrgetter("cell_contents")
                   ) -> list[tuple[int, int, str]]:
@@ -210,8 +209,7 @@ def _removed(k: int, label: str, namespace: Any, entries: Entries, *,
             for i, (name, _, _) in enumerate(entries) if name not in present]
 
 
-def changes(snap: Snapshot, *, _len: Any = len, _any: Any = any, _all: Any = all, _type: Any = type,
-            _str: type = str, _tuple: Any = tuple, _fn: Any = types.FunctionType, _cell: Any = _cell,
+def changes(snap: Snapshot, *, _len: Any = len, _any: Any = any, _all: Any = all, _tuple: Any = tuple,
             _sorted: Any = sorted, _map: Any = map, _is: Any = operator.is_, _chain: Any = itertools.chain,
             _contents: Any = operator.attrgetter("cell_contents"), _values: Any = operator.methodcaller("values"),
             _compare: Any = _by_namespace) -> list[str]:
