@@ -105,10 +105,10 @@ def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes]
     import jax
     from jax.experimental.pallas import tpu as pltpu
 
-    from course.grading.judge.fingerprint import maps_shards
+    from course.grading.judge.fingerprint import maps_shards, structure
     from course.grading.observe.calls.executions import record_runs
 
-    sharded = any(maps_shards(program) for program in shown)
+    sharded = any(maps_shards(structure(program)) for program in shown)
     if sharded and key in _SHARDED:
         # Its plain call compiles the `shard_map` apart from the grader's: at each of a ring's 11 input types,
         # 2.8 s of a 6.5 s grading, and a validation under load ran past its limit. One per function is made.
