@@ -39,6 +39,7 @@ ENDED = r"ended before reporting"
 TAMPERED = r"grading machinery was tampered with"
 REMOVED = r"report was removed or changed while your code ran"
 UNVOUCHED = r"does not vouch for every answer the judge received"
+DAMAGED = r"grading report was damaged"
 # attack on update_with_donate -> (the score of 7 it deserves through `course check`, through `course grade`
 # with the sandbox, and a pattern of what the learner reads through `course check`: the exercise's message, then
 # each check's as "id: message")
@@ -55,7 +56,10 @@ DESERVED = {
     "hide_tampering": (0.0, 0.0, REMOVED),
     "tamper_in_executor": (0.0, 0.0, TAMPERED + r".*is_consumed"),
     "truncate_report": (0.0, 0.0, REMOVED),
-    "replay_report": (0.0, 0.0, UNVOUCHED),
+    # Its child writes the old report back with a plain write, racing the grading's end: read before, during or
+    # after that write, the report says the machinery was tampered with, is damaged, or does not vouch for the
+    # answers. Each is 0 points; which one depends on the machine's load.
+    "replay_report": (0.0, 0.0, f"{UNVOUCHED}|{DAMAGED}|{TAMPERED}"),
     "exit_in_own_check": (5.0, 5.0, r"test_no_read_after_donate: .*" + ENDED),
     "exit_in_last_check": (6.0, 6.0, r"test_no_copy_before_donate: .*" + ENDED),
     "kill_judge": (6.0, 6.0, r"6 of 7 checks passed"),  # in a PID namespace its judge cannot be seen
