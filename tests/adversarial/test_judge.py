@@ -63,6 +63,7 @@ DESERVED = {
     "exit_in_own_check": (5.0, 5.0, r"test_no_read_after_donate: .*" + ENDED),
     "exit_in_last_check": (6.0, 6.0, r"test_no_copy_before_donate: .*" + ENDED),
     "kill_judge": (6.0, 6.0, r"6 of 7 checks passed"),  # in a PID namespace its judge cannot be seen
+    "donate_when_read": (4.0, 4.0, r"test_state_consumed: `update_with_donate` behaves two ways"),
 }
 # attack on remat_policy -> the part of the machinery it rebinds (each deserves 0 of 9: tampering)
 REBINDS = {"rebind_dispatch": r"course\.engine\.executor\.asks\._dispatch",

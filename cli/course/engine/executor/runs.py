@@ -13,9 +13,10 @@ from typing import Any
 
 
 def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool = False) -> list[list[Any]]:
-    """In the executor: [name, fingerprint, buffer index or -1] for each jitted program of the learner's a call
-    ran, in order (with `structural`, also each of JAX's own that holds a kernel, a loop or a collective: an
-    eager `lax.scan` runs as one); a program not sent before is appended to `out` (and noted in `sent`)."""
+    """In the executor: [name, fingerprint, buffer index or -1, the arguments it donated] for each jitted program
+    of the learner's a call ran, in order (with `structural`, also each of JAX's own that holds a kernel, a loop or
+    a collective: an eager `lax.scan` runs as one); a program not sent before is appended to `out` (and noted in
+    `sent`)."""
     from course.engine.wire.jaxprs import encode
     from course.grading.judge.fingerprint import fingerprint, structure
 
@@ -29,14 +30,15 @@ def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool
             out.append(encode(run.program))
             index = len(out) - 1
             sent.add(printed)
-        entries.append([run.fun_name, printed, index])
+        entries.append([run.fun_name, printed, index, [i for i, d in enumerate(run.donated) if d]])
     return entries
 
 
 def plainly(header: dict[str, Any]) -> bool:
-    """Whether a request calls the function as a learner does (for its values, under the strict interpreter or not),
-    so that the judge holds what it ran, JAX's own programs of kernels and loops included, to its trace."""
-    return header.get("jit") is not True and all(header.get(k) is None for k in _KINDS if k != "strict")
+    """Whether a request calls the function as a learner does (for its values, under the strict interpreter or not,
+    or for the programs `jit_calls` reads), so that the judge holds what it ran, JAX's own programs of kernels and
+    loops included, to its trace and to its other plain calls."""
+    return header.get("jit") is not True and all(header.get(k) is None for k in _KINDS if k not in ("strict", "jits"))
 
 
 _KINDS = ("strict", "case", "trace", "watch", "jits", "grad", "aliased")

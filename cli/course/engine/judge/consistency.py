@@ -11,7 +11,9 @@ program it met, from a trace or a call alike. A later one that differs fails the
 it: the function behaved two ways, and nothing it showed can be trusted for the other.
 
 Two kinds are kept apart: a call the grader jitted (one program: the function's whole body, as a
-trace shows it) and a plain call (the sequence of the learner's own jitted programs it ran).
+trace shows it) and a plain call (the sequence of the learner's own jitted programs it ran, each with the
+arguments it donated). The call `jit_calls` makes to read what the programs donate is a plain call like the
+ones whose values and deletions are compared, so the two are held to each other.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def received(header: dict[str, Any], returned: list[bytes]) -> None:
     for entries in (header.get("ran"), plain.get("ran") if isinstance(plain, dict) else None):
         if isinstance(entries, list):
             for entry in entries:
-                if isinstance(entry, list) and len(entry) == 3 and type(entry[2]) is int and entry[2] >= 0:
+                if isinstance(entry, list) and len(entry) == 4 and type(entry[2]) is int and entry[2] >= 0:
                     _verified(entry, returned)
 
 
@@ -75,7 +77,10 @@ def note_call(name: str, inputs: str, kind: str, entries: Any, returned: list[by
     else:
         from course.grading.judge.fingerprint import structure
 
-        _agree(name, PLAIN, inputs, " ".join(printed))
+        # What each program donated is part of what a plain call ran: the call whose deletion of an argument is
+        # reported and the one whose compiled texts `jit_calls` reads must have donated alike.
+        _agree(name, PLAIN, inputs, " ".join(f"{p} donating {entry[3]}" for p, entry in zip(printed, entries,
+                                                                                             strict=True)))
         _same_structure(name, inputs, "called", [part for p in printed for part in structure(_PROGRAMS[p])])
 
 
@@ -112,7 +117,8 @@ def _verified(entry: Any, returned: list[bytes]) -> str:
     from course.grading.feedback import fail
     from course.grading.judge.fingerprint import fingerprint
 
-    ok = isinstance(entry, list) and len(entry) == 3 and isinstance(entry[1], str) and type(entry[2]) is int
+    ok = (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[1], str) and type(entry[2]) is int
+          and isinstance(entry[3], list) and all(type(i) is int for i in entry[3]))
     if ok and 0 <= entry[2] < len(returned):
         try:
             program = decode(returned[entry[2]])

@@ -169,6 +169,8 @@ class RemoteFunction:
         if set(asked) <= {"strict"}:  # a plain call, or a kernel's values: the programs it ran
             consistency.note_call(name, inputs, consistency.JITTED if jit else consistency.PLAIN,
                                   header.get("ran"), returned, header.get("plain"))
+        elif asked == {"jits": True}:  # a plain call too, whose programs' texts `jit_calls` reads
+            consistency.note_call(name, inputs, consistency.PLAIN, header.get("ran"), returned)
 
 
 def _sent(value: Any) -> dict[str, Any] | None:
