@@ -25,12 +25,12 @@ from course.grading import (
     assert_shape,
     check,
     fail,
-    in_executor,
     kernel_memory,
     matches_name,
     pallas_calls,
     strict_values,
     tpu_interpret,
+    traced,
 )
 from course.grading.judge.source import defined_names
 from course.grading.observe.calls.warmup import after_warmup, watched_calls
@@ -143,14 +143,14 @@ def _check_values(got: object, x: np.ndarray, lengths: np.ndarray, name: str) ->
     assert_array(arr, want, name=name, **TOL)
 
 
-@in_executor
 def _trace(submission: ModuleType, x: jax.Array, lengths: np.ndarray) -> Any:
-    """The trace of `masked_row_sum(x, lengths)`, made where the learner's code runs; the judge reads it.
+    """The trace of `masked_row_sum(x, lengths)`, which the judge reads and holds to a plain call at the same
+    arguments (a file that shows one kernel to the trace and runs another fails).
 
     Only x is traced; lengths stay concrete (NumPy), so a wrapper that turns them into Python ints still shows
     its kernel here: the check about compiles is the one for that mistake.
     """
-    return jax.make_jaxpr(lambda x: submission.masked_row_sum(x, lengths))(x)
+    return traced(submission.masked_row_sum, x, static=(lengths,))
 
 
 def _memory(submission: ModuleType, path: Path) -> KernelMemory:

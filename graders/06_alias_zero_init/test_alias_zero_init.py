@@ -24,11 +24,11 @@ from course.grading import (
     callback_error,
     check,
     fail,
-    in_executor,
     learner_line,
     output_origins,
     pallas_calls,
     tpu_interpret,
+    traced,
 )
 
 BLOCK = (8, 128)
@@ -216,11 +216,10 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
                 fail(f"{_head(x, blocks, scale)}: {_explain(found, blocks, moved)}")
 
 
-@in_executor
 def _trace(submission: ModuleType, x: jax.Array, blocks: Blocks, scale: float) -> Any:
-    """The trace of the learner's function on x alone, its static arguments fixed, made where the learner's code
-    runs; the judge reads it."""
-    return jax.make_jaxpr(lambda x: submission.block_sparse_scale(x, blocks, scale))(x)
+    """The trace of the learner's function on x alone, its static arguments fixed, which the judge reads and holds
+    to a plain call at the same arguments (a file that shows one kernel to the trace and runs another fails)."""
+    return traced(submission.block_sparse_scale, x, static=(blocks, scale))
 
 
 def _when_line(calls: list[KernelCall], path: Path) -> int | None:

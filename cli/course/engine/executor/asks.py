@@ -96,7 +96,11 @@ def _trace(fn: Any, args: Any, asked: dict[str, Any]) -> Any:
     # A trace that asks which TPU it runs on (`emit_pipeline`) is made on an abstract one, as graders trace it.
     if asked.get("body") is True:
         return tpu_fallback(lambda: jitted_body(fn, *args))
-    return tpu_fallback(lambda: jax.make_jaxpr(fn)(*args))
+    count = asked.get("static", 0)
+    if type(count) is not int or not 0 <= count <= len(args):
+        raise wire.WireError("a trace's static arguments are malformed")
+    split = len(args) - count
+    return tpu_fallback(lambda: jax.make_jaxpr(lambda *a: fn(*a, *args[split:]))(*args[:split]))
 
 
 def _case(fn: Any, args: Any, kwargs: dict[str, Any], asked: dict[str, Any], path: Path) -> Any:

@@ -69,20 +69,31 @@ def _jit_type() -> type:
     return type(jax.jit(lambda: None))
 
 
+def static_trace(header: dict[str, Any]) -> bool:
+    """Whether a request traces a function with some arguments passed untraced (`traced(..., static=...)`): its
+    program depends on their values, so a plain call at the same arguments is made beside it, even of a `jax.jit`."""
+    trace = header.get("trace")
+    return isinstance(trace, dict) and bool(trace.get("static")) and all(
+        header.get(k) is None for k in _KINDS if k != "trace")
+
+
 def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, Any] | None:
     """In the executor, for a call run under the grader's jit (a plain call with `jit`, a kernel's values with
-    `strict` and `jit`, or a traced case) of a function at input types not probed before: copies of the inputs,
-    for the plain call made beside it (`plain_call`); None for any other request."""
+    `strict` and `jit`, or a traced case), or a trace with arguments passed untraced (`static`), of a function at
+    input types not probed before: copies of the inputs, for the plain call made beside it (`plain_call`); None for
+    any other request."""
     kinds = [k for k in _KINDS if header.get(k) is not None]
     jitted = header.get("jit") is True and (not kinds or kinds == ["strict"])
-    if not (jitted or kinds == ["case"]):
+    static = static_trace(header)
+    if not (jitted or static or kinds == ["case"]):
         return None
     import jax
     import jax.numpy as jnp
 
     from course.grading.judge.fingerprint import signature
 
-    key = (f"{header.get('handle', '')}/{header.get('name', '')}", signature(args, kwargs))
+    key = (f"{header.get('handle', '')}/{header.get('name', '')}{'/static' if static else ''}",
+           signature(args, kwargs))
     if key in _PROBED:
         return None
     _PROBED.add(key)

@@ -279,7 +279,9 @@ class Executor:
         from course.grading.feedback import CheckFailed
         from course.grading.observe.calls.executions import record_runs
 
-        spare = None if runs.jitted_as_it_is(fn) else runs.spare_inputs(header, args, kwargs)  # a plain call beside
+        # A plain call beside (of a `jax.jit` only for a trace whose program its untraced arguments make).
+        plain = runs.static_trace(header) or not runs.jitted_as_it_is(fn)
+        spare = runs.spare_inputs(header, args, kwargs) if plain else None
         try:
             with record_runs(programs=True) as ran:  # what the call really ran, sent with what it returned
                 result = jax.block_until_ready(asks.run_call(fn, header, args, kwargs, self.path, self.module))
@@ -293,6 +295,7 @@ class Executor:
         if spare is not None:
             shown = [run.program for run in ran.runs if run.program is not None]  # jitted: the program it ran
             shown += [result[0]] if isinstance(header.get("case"), dict) else []  # a case: the program traced
+            shown += [result] if isinstance(header.get("trace"), dict) else []  # a trace with static arguments
             reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out, shown,
                                              f"{header.get('handle', '')}/{header.get('name', '')}")
         return reply, out

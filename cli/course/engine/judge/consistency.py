@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["JITTED", "PLAIN", "note_call", "note_plain", "note_trace", "received", "still_one_program"]
+__all__ = ["JITTED", "PLAIN", "note_call", "note_plain", "note_static_trace", "note_trace", "received",
+           "still_one_program"]
 
 JITTED, PLAIN = "jitted", "plain"
 _SEEN: Any = None
@@ -32,6 +33,8 @@ _PROGRAMS: dict[str, Any] = {}
 _SHARDED: set[str] = set()
 """Functions whose program runs a `shard_map` and whose plain call was made and held to it: the executor makes one
 per such function (`runs.plain_call`), and says it skipped the later ones."""
+_STATIC_CALLED: set[tuple[str, str]] = set()
+"""Functions and input types whose trace with untraced arguments came with a plain call (`note_static_trace`)."""
 _STRUCTURES: dict[tuple[str, str], dict[str, list[str]]] = {}
 """Per function and input types, the structure its first trace showed and its first plain call ran."""
 _DIVERGED: str | None = None
@@ -108,6 +111,18 @@ def note_plain(name: str, inputs: str, program: Any, plain: Any, returned: list[
                                "collectives or loops than it did under the grader's `jax.jit` or trace")
     if maps_shards(theirs):
         _SHARDED.add(name)
+
+
+def note_static_trace(name: str, inputs: str, closed: Any, plain: Any, returned: list[bytes]) -> None:
+    """In the judge: a trace of `name` with some arguments passed untraced (`traced(..., static=...)`), whose types
+    alone do not make its program, held to the plain call the executor made at the very same arguments. One such
+    call is made per function and input types; the executor may say nothing of a later one only after that."""
+    if plain is None:
+        if (name, inputs) not in _STATIC_CALLED:
+            _diverge(name, inputs, "the process running your code skipped a plain call of it that it owed")
+        return
+    _STATIC_CALLED.add((name, inputs))
+    note_plain(name, inputs, closed, plain, returned)
 
 
 def _verified(entry: Any, returned: list[bytes]) -> str:

@@ -76,18 +76,22 @@ class RemoteFunction:
         return self._run(args, {}, jit=False, jits=True)
 
     def traced_there(self, *args: Any, kernel: Any = None, aliases: dict[int, int] | None = None,
-                     body: bool = False) -> Any:
+                     body: bool = False, static: tuple[Any, ...] = ()) -> Any:
         """Its closed jaxpr at these arguments, traced there and sent as data (`course.engine.wire.jaxprs`), read here
         as JAX's own objects so that every conclusion about it is drawn in this process. With `kernel` (an output
         type), the jaxpr of a `pallas_call` of it with `aliases`, as `kernel_call` makes one; with `body`, the
-        trace a jitted object gives of its own body, or None when it is no jitted object."""
+        trace a jitted object gives of its own body, or None when it is no jitted object. With `static`, those
+        arguments follow `args` untraced, and the function is also called there plainly at all of them: what that
+        call ran is held to the trace (`consistency.note_plain`)."""
         asked: dict[str, Any] = {"body": bool(body)}
+        if static:
+            asked["static"] = len(static)
         if kernel is not None:
             import jax.numpy as jnp
 
             asked["kernel"] = {"aliases": [[int(i), int(o)] for i, o in (aliases or {}).items()],
                                "shape": [int(d) for d in kernel.shape], "dtype": jnp.dtype(kernel.dtype).name}
-        return self._run(args, {}, jit=False, trace=asked)
+        return self._run((*args, *static), {}, jit=False, trace=asked)
 
     def traced_once(self, *args: Any, static: tuple[Any, ...], name: str) -> Any:
         """(trace, compiled HLO text, result) of `course.grading.traced_once` made there for these arguments, with
@@ -160,6 +164,10 @@ class RemoteFunction:
                 consistency.note_plain(name, inputs, value[0], header["plain"], returned)
             return
         trace = asked.get("trace")
+        if isinstance(trace, dict) and trace.get("static"):  # its types alone do not make its program: held to the
+            if value is not None:                            # plain call made at the very same arguments
+                consistency.note_static_trace(name, inputs, value, header.get("plain"), returned)
+            return
         if isinstance(trace, dict):
             if value is not None:
                 kernel = trace.get("kernel")

@@ -25,18 +25,22 @@ __all__ = ["Dim", "traced", "jitted_body", "sendable", "walk_eqns", "equations",
 Dim = tuple[Any, int | None, int | None]
 
 
-def traced(fn: Any, *args: Any) -> Any:
+def traced(fn: Any, *args: Any, static: tuple[Any, ...] = ()) -> Any:
     """`jax.make_jaxpr(fn)(*args)`, or `fn` itself when it is a trace already (one an `in_executor` observation made
     and sent). In the judge, `fn` is the learner's function seen from afar: the executor traces it and sends the
     trace as data, which is read here as JAX's own objects (`course.engine.wire.jaxpr_objects`), so every conclusion
-    drawn from it is drawn in this process."""
+    drawn from it is drawn in this process.
+
+    `static` arguments follow `args` untraced, as a learner passes them (NumPy lengths a wrapper may read as
+    numbers, a tuple of blocks). In the judge the executor then also calls `fn` plainly at the same arguments, and
+    the trace must show the kernels, loops and collectives that call ran (`course.engine.judge.consistency`)."""
     if isinstance(fn, jex.core.ClosedJaxpr):
         return fn
     if not runs_here(fn):
-        return fn.traced_there(*(sendable(a) for a in args))
+        return fn.traced_there(*(sendable(a) for a in args), static=static)
     import jax
 
-    return jax.make_jaxpr(fn)(*args)
+    return jax.make_jaxpr(lambda *a: fn(*a, *static))(*args)
 
 
 def jitted_body(fn: Any, *args: Any) -> Any:
