@@ -109,3 +109,22 @@ def test_every_file_names_what_it_deserves() -> None:
         deserved = _deserved(attack)
         grader = (REPO / "graders" / _folder(attack.stem) / f"test_{attack.stem}.py").read_text(encoding="utf-8")
         assert deserved and all(f"def {check}(" in grader for check in deserved), (attack.stem, deserved)
+
+
+@pytest.mark.slow
+def test_a_plain_call_that_raises_beside_a_trace_is_no_excuse(tmp_path: Path) -> None:
+    """`probed/smem_scalar.py` shows the SMEM kernel to `jax.make_jaxpr`, runs a VMEM one for its values, and
+    raises in the plain call made beside the trace (found by its stack). It scored 8 of 8 while a plain call that
+    raised said nothing; through `course check` it now fails what it deserves, and the reason names the raise."""
+    attack = ATTACKS / "probed" / "smem_scalar.py"
+    workspace = tmp_path / "ws"
+    init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(REPO)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert init.returncode == 0, init.stderr
+    shutil.copyfile(attack, workspace / "exercises" / _folder("smem_scalar") / attack.name)
+    done = subprocess.run([str(COURSE_BIN), "check", "smem_scalar", "--json", "--no-chip", "-w", str(workspace),
+                           "--course", str(REPO)], capture_output=True, text=True, timeout=900, check=False)
+    (result,) = json.loads(done.stdout)["exercises"]
+    failed = {c["id"]: c["message"] for c in result["checks"] if c["status"] != "passed"}
+    assert done.returncode == 1 and _deserved(attack) <= set(failed), failed
+    assert "it raised RuntimeError: not now" in failed["test_lengths_in_smem"], failed

@@ -279,23 +279,31 @@ class Executor:
         from course.grading.feedback import CheckFailed
         from course.grading.observe.calls.executions import record_runs
 
-        # A plain call beside (of a `jax.jit` only for a trace whose program its untraced arguments make).
-        plain = runs.static_trace(header) or not runs.jitted_as_it_is(fn)
-        spare = runs.spare_inputs(header, args, kwargs) if plain else None
+        # A plain call beside (of a `jax.jit` only for a trace whose program its untraced arguments make). For such a
+        # trace it comes first: a trace may leave tracers in the learner's caches (a jit built and kept while
+        # traced), which a plain call after it would meet.
+        static = runs.static_trace(header)
+        spare = runs.spare_inputs(header, args, kwargs) if static or not runs.jitted_as_it_is(fn) else None
+        out: list[bytes] = []
+        first = self._plain(fn, header, spare, [], out) if static and spare is not None else None
         try:
             with record_runs(programs=True) as ran:  # what the call really ran, sent with what it returned
                 result = jax.block_until_ready(asks.run_call(fn, header, args, kwargs, self.path, self.module))
         except CheckFailed as exc:  # a grader's helper failed the check on the way (a tracing mistake explained)
             return {"ok": True, "failed": str(exc)[:MAX_TEXT * 4]}, []
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
-        out: list[bytes] = []
         value = self._encode(result, out)
         reply = {"ok": True, "value": value, "consumed": consumed,
                  "ran": runs.ran_entries(ran.runs, self.programs_sent, out, structural=runs.plainly(header))}
-        if spare is not None:
+        if first is not None:
+            reply["plain"] = first
+        elif spare is not None:
             shown = [run.program for run in ran.runs if run.program is not None]  # jitted: the program it ran
             shown += [result[0]] if isinstance(header.get("case"), dict) else []  # a case: the program traced
-            shown += [result] if isinstance(header.get("trace"), dict) else []  # a trace with static arguments
-            reply["plain"] = runs.plain_call(fn, *spare, self.programs_sent, out, shown,
-                                             f"{header.get('handle', '')}/{header.get('name', '')}")
+            reply["plain"] = self._plain(fn, header, spare, shown, out)
         return reply, out
+
+    def _plain(self, fn: Any, header: dict[str, Any], spare: Any, shown: list[Any], out: list[bytes]) -> Any:
+        """The plain call made beside a request (`runs.plain_call`), its programs appended to `out`."""
+        return runs.plain_call(fn, *spare, self.programs_sent, out, shown,
+                               f"{header.get('handle', '')}/{header.get('name', '')}")

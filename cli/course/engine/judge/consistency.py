@@ -122,6 +122,9 @@ def note_static_trace(name: str, inputs: str, closed: Any, plain: Any, returned:
             _diverge(name, inputs, "the process running your code skipped a plain call of it that it owed")
         return
     _STATIC_CALLED.add((name, inputs))
+    if isinstance(plain, dict) and "raised" in plain:  # no jit of the grader's is left out here: nothing excuses it
+        _diverge(name, inputs, f"traced, it ran; called as a learner calls it, with the same arguments, it raised "
+                               f"{str(plain['raised'])[:200]}")
     note_plain(name, inputs, closed, plain, returned)
 
 
