@@ -104,6 +104,18 @@ def spare_inputs(header: dict[str, Any], args: Any, kwargs: Any) -> tuple[Any, A
     return jax.tree_util.tree_map(spare, args), jax.tree_util.tree_map(spare, kwargs)
 
 
+def shown(header: dict[str, Any], ran: list[Any], result: Any) -> list[Any]:
+    """The programs a request showed of the function: those a jitted call ran, or a traced case's trace."""
+    programs = [run.program for run in ran if run.program is not None]
+    return programs + ([result[0]] if isinstance(header.get("case"), dict) else [])
+
+
+def beside(fn: Any, header: dict[str, Any], spare: Any, programs: list[Any], sent: set[str], out: list[bytes]) -> Any:
+    """The plain call made beside a request (`plain_call`) with its `spare_inputs`, keyed by the function called;
+    `programs` are those the request showed (`shown`)."""
+    return plain_call(fn, *spare, sent, out, programs, f"{header.get('handle', '')}/{header.get('name', '')}")
+
+
 _SHARDED: set[str] = set()
 """The functions whose program runs a `shard_map` that a plain call was made of in this process."""
 

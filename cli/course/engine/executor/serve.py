@@ -279,13 +279,12 @@ class Executor:
         from course.grading.feedback import CheckFailed
         from course.grading.observe.calls.executions import record_runs
 
-        # A plain call beside (of a `jax.jit` only for a trace whose program its untraced arguments make). For such a
-        # trace it comes first: a trace may leave tracers in the learner's caches (a jit built and kept while
-        # traced), which a plain call after it would meet.
+        # A plain call beside: of a `jax.jit` only for a trace with untraced arguments, and then first, since a trace
+        # may leave tracers in the learner's caches (a jit built and kept while traced) that a later call would meet.
         static = runs.static_trace(header)
         spare = runs.spare_inputs(header, args, kwargs) if static or not runs.jitted_as_it_is(fn) else None
         out: list[bytes] = []
-        first = self._plain(fn, header, spare, [], out) if static and spare is not None else None
+        first = runs.beside(fn, header, spare, [], self.programs_sent, out) if static and spare is not None else None
         try:
             with record_runs(programs=True) as ran:  # what the call really ran, sent with what it returned
                 result = jax.block_until_ready(asks.run_call(fn, header, args, kwargs, self.path, self.module))
@@ -295,15 +294,7 @@ class Executor:
         value = self._encode(result, out)
         reply = {"ok": True, "value": value, "consumed": consumed,
                  "ran": runs.ran_entries(ran.runs, self.programs_sent, out, structural=runs.plainly(header))}
-        if first is not None:
-            reply["plain"] = first
-        elif spare is not None:
-            shown = [run.program for run in ran.runs if run.program is not None]  # jitted: the program it ran
-            shown += [result[0]] if isinstance(header.get("case"), dict) else []  # a case: the program traced
-            reply["plain"] = self._plain(fn, header, spare, shown, out)
+        if first is not None or spare is not None:
+            reply["plain"] = first or runs.beside(fn, header, spare, runs.shown(header, ran.runs, result),
+                                                  self.programs_sent, out)
         return reply, out
-
-    def _plain(self, fn: Any, header: dict[str, Any], spare: Any, shown: list[Any], out: list[bytes]) -> Any:
-        """The plain call made beside a request (`runs.plain_call`), its programs appended to `out`."""
-        return runs.plain_call(fn, *spare, self.programs_sent, out, shown,
-                               f"{header.get('handle', '')}/{header.get('name', '')}")
