@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -75,6 +76,36 @@ def _float32_loss(p: dict[str, Any], batch: dict[str, Any]) -> jax.Array:
 
     h = jnp.tanh(dense(batch["x"], p["w1"]) + p["b1"])
     return jnp.mean(jnp.square(dense(h, p["w2"]) + p["b2"] - batch["y"]))
+
+
+# A hidden value a correct program computes with another summation order than `_float32_loss` may differ from it
+# in its last bits (a few float32 steps for 64 products); where that straddles a bfloat16 rounding boundary, the
+# two round it to neighbouring bfloat16 values, and a 1-row loss moves by up to 1e-3.
+STRADDLE = 4e-6
+MAX_STRADDLES = 8  # more only in batches of many rows, whose mean averages each straddle out
+
+
+def _straddled_losses(p: dict[str, Any], batch: dict[str, Any]) -> list[float]:
+    """The loss for each way of rounding the hidden values that sit within STRADDLE of a bfloat16 rounding
+    boundary, the others rounded as `_float32_loss` rounds them; [] when none does, or too many."""
+    def rounded(a: Any) -> np.ndarray:
+        return np.asarray(a, np.float32).astype(_BF16).astype(np.float64)
+
+    z = np.asarray(jnp.dot(jnp.asarray(batch["x"], jnp.bfloat16), jnp.asarray(p["w1"], jnp.bfloat16),
+                           preferred_element_type=jnp.float32) + p["b1"])
+    h = np.asarray(jnp.tanh(z), np.float32)
+    low, high = rounded(h * np.float32(1 - STRADDLE)), rounded(h * np.float32(1 + STRADDLE))
+    where = [tuple(i) for i in np.argwhere(low != high)]
+    if not 0 < len(where) <= MAX_STRADDLES:
+        return []
+    w2, b2, y = rounded(p["w2"]), np.asarray(p["b2"], np.float64), np.asarray(batch["y"], np.float64)
+    losses = []
+    for picks in itertools.product((low, high), repeat=len(where)):
+        hb = rounded(h)
+        for at, pick in zip(where, picks, strict=True):
+            hb[at] = pick[at]
+        losses.append(float(np.mean(np.square(hb @ w2 + b2 - y))))
+    return losses
 
 
 def _spec_grads(p: dict[str, Any], batch: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -203,7 +234,8 @@ def test_loss_values(submission: ModuleType, rng: np.random.Generator) -> None:
               f"loss_fn(params, batch) is {describe_value(loss)}; it is a float32 scalar.")
         got, want = float(loss), float(_float32_loss(params, batch))
         rel = abs(got - want) / abs(want)
-        if rel > LOSS_TOL:
+        straddled = _straddled_losses(params, batch) if rel > LOSS_TOL else []
+        if rel > LOSS_TOL and not any(abs(got - alt) <= LOSS_TOL * abs(alt) for alt in straddled):
             size = "1 row" if rows == 1 else f"{rows} rows"
             fail(f"loss_fn gives {got:.7g} for a batch of {size}, expected {want:.7g} (relative error {rel:.1e}, "
                  f"allowed {LOSS_TOL:g}){_loss_cause(got, want, rows)}")
