@@ -99,9 +99,9 @@ def _straddled_losses(p: dict[str, Any], batch: dict[str, Any]) -> list[float]:
     if not 0 < len(where) <= MAX_STRADDLES:
         return []
     w2, b2, y = rounded(p["w2"]), np.asarray(p["b2"], np.float64), np.asarray(batch["y"], np.float64)
-    losses = []
+    base, losses = rounded(h), []
     for picks in itertools.product((low, high), repeat=len(where)):
-        hb = rounded(h)
+        hb = base.copy()
         for at, pick in zip(where, picks, strict=True):
             hb[at] = pick[at]
         losses.append(float(np.mean(np.square(hb @ w2 + b2 - y))))
