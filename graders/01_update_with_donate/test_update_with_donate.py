@@ -24,6 +24,7 @@ from course.grading import (
     is_deleted_error,
     jit_calls,
     learner_location,
+    rerun,
 )
 from course.grading.observe.calls.warmup import WatchedCall, unreported_compiles, watched_calls
 
@@ -92,11 +93,29 @@ def _donating(calls: list[JitCall]) -> list[JitCall]:
 @pytest.mark.judge
 @pytest.mark.points(1)
 def test_values(submission: types.ModuleType, submission_path: Path, rng: np.random.Generator, odd: int) -> None:
-    """Returns state + delta for lengths 0, 1, odd, 32, 64 and large."""
+    """Returns state + delta for lengths 0, 1, odd, 32, 64 and large, computed by the jitted program that ran."""
     for n in (0, 1, odd, 32, 64, LARGE):
         state, delta, s, d = _inputs(rng, n)
         out = _call(submission, submission_path, state, delta)
         assert_array(out, s + d, name=f"the result for length {n}", **TOL)
+        _check_program_values(submission, rng, n)
+
+
+def _check_program_values(submission: types.ModuleType, rng: np.random.Generator, n: int) -> None:
+    """The result of the call just made must be what its jitted program computes: the grader runs that program
+    itself on fresh inputs, apart from the process running the learner's code. A call that ran no program at all,
+    or an ahead-of-time compiled one (which keeps no program to run), is left to the donation checks."""
+    state, delta, s, d = _inputs(rng, n)
+    again = rerun(submission.update_with_donate, state, delta)
+    if again is not None and (again.aot or not again.ran_programs):
+        return
+    if again is None or again.computed(0) is None:
+        fail(f"for length {n}, the result is not computed by the jitted program your call ran from `state` and "
+             "`delta`: it is made outside that program (by NumPy, Python or an eager operation after it), while "
+             "the program only stands beside it. The point of the donating helper is that its result takes over "
+             "`state`'s buffer, so the sum itself must be the jitted program's output, returned as it is.")
+    assert_array(again.computed(0), s + d, name=f"what your jitted program computes for length {n}, run by the "
+                 "grader on fresh inputs", **TOL)
 
 
 @pytest.mark.judge

@@ -27,6 +27,7 @@ from course.grading import (
     fail,
     jit_calls,
     per_device_bytes,
+    rerun,
     sharding_text,
     unreported_compiles,
     watched_calls,
@@ -81,6 +82,27 @@ def test_values(submission: ModuleType, rng: np.random.Generator) -> None:
                 assert_array(out[k], p[k] - np.float32(lr) * g[k], name=name, rtol=1e-6, atol=1e-6)
             except CheckFailed as exc:
                 fail(f"{exc}.{_why_values(np.asarray(out[k]), p[k], g[k], lr)}")
+        _check_program_values(submission, rng, mesh, lr)
+
+
+def _check_program_values(submission: ModuleType, rng: np.random.Generator, mesh: jax.sharding.Mesh,
+                          lr: float) -> None:
+    """The new params of the call just made must be what the programs it ran compute: the grader runs them itself
+    on fresh params and grads (the same `lr`), apart from the process running the learner's code. A call that ran
+    no program, or an ahead-of-time compiled one, is left to the donation checks."""
+    (params, p), (grads, g) = _tree(rng, mesh), _tree(rng, mesh)
+    again = rerun(submission.sgd_step, params, grads, lr)
+    if again is not None and (again.aot or not again.ran_programs):
+        return
+    expected = jax.tree_util.tree_leaves({k: p[k] - np.float32(lr) * g[k] for k in LAYOUT})
+    if again is None or len(again.values) != len(expected) or any(v is None for v in again.values):
+        fail("the new params are not all computed by the programs your call of `sgd_step` ran from `params`, "
+             "`grads` and `lr`: some are made outside them (by NumPy or Python), while a donating program only "
+             "stands beside. Donation saves memory only when the step's own output takes over each param's "
+             "buffer, so the update must be the jitted step's output, returned as it is.")
+    for k, value, want in zip(sorted(LAYOUT), again.values, expected, strict=True):
+        assert_array(value, want, name=f"params[{k!r}] as the programs your call ran compute it, run by the "
+                     f"grader on fresh params and grads (lr = {lr:.4g})", rtol=1e-6, atol=1e-6)
 
 
 def _why_values(got: np.ndarray, p: np.ndarray, g: np.ndarray, lr: float) -> str:

@@ -64,6 +64,8 @@ DESERVED = {
     "exit_in_last_check": (6.0, 6.0, r"test_no_copy_before_donate: .*" + ENDED),
     "kill_judge": (6.0, 6.0, r"6 of 7 checks passed"),  # in a PID namespace its judge cannot be seen
     "donate_when_read": (4.0, 4.0, r"test_state_consumed: `update_with_donate` behaves two ways"),
+    # Right values from NumPy, `state` donated to a program beside them: the judge runs the call's programs itself.
+    "side_program": (6.0, 6.0, r"test_values: for length 0, the result is not computed by the jitted program"),
 }
 # attack on remat_policy -> the part of the machinery it rebinds (each deserves 0 of 9: tampering)
 REBINDS = {"rebind_dispatch": r"course\.engine\.executor\.asks\._dispatch",
@@ -81,6 +83,8 @@ OTHER_EXERCISES = {
     "time_step_patched": ("19_no_host_sync", "test_time_step_uses_clock", r"should return 0\.25; it returned 0\.75"),
     "mp_rows_patched": ("25_multi_process", "test_reads_own_rows", r"not those rows in order"),
     "hide_eager_programs": ("18_mixed_precision", "test_train_step_jitted", r"its calls ran no `jax.jit` of yours"),
+    "sharded_side_program": ("12_sharded_donated_step", "test_values",
+                             r"not all computed by the programs your call of `sgd_step` ran"),
 }
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {
@@ -89,6 +93,7 @@ EXPECTED = {
     "hunt_judge": WRONG_VALUES,
     "exit_in_call": GONE,
     "close_link": r"ended before reporting|process running your code ended",
+    "side_program": r"the result is not computed by the jitted program your call ran",
 }
 
 

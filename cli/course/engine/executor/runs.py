@@ -18,12 +18,10 @@ def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool
     a collective: an eager `lax.scan` runs as one); a program not sent before is appended to `out` (and noted in
     `sent`)."""
     from course.engine.wire.jaxprs import encode
-    from course.grading.judge.fingerprint import fingerprint, structure
+    from course.grading.judge.fingerprint import fingerprint
 
     entries = []
-    for run in runs:
-        if run.program is None or (run.helper and not (structural and structure(run.program))):
-            continue
+    for run in listed(runs, structural=structural):
         printed = fingerprint(run.program)
         index = -1
         if printed not in sent:
@@ -32,6 +30,71 @@ def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool
             sent.add(printed)
         entries.append([run.fun_name, printed, index, [i for i, d in enumerate(run.donated) if d]])
     return entries
+
+
+def listed(runs: Any, *, structural: bool = False) -> list[Any]:
+    """The runs `ran_entries` lists, in order: the learner's jitted programs (with `structural`, also JAX's own that
+    hold a kernel, a loop or a collective)."""
+    from course.grading.judge.fingerprint import structure
+
+    return [run for run in runs
+            if run.program is not None and not (run.helper and not (structural and structure(run.program)))]
+
+
+MAX_CHAIN = 64
+"""A call that ran more programs than this (a loop of steps, an unjitted model) sends no chain (`fed`)."""
+
+
+def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> dict[str, Any] | None:
+    """In the executor, for a plain call: every program it ran (JAX's own eager operations too, in order), and where
+    each one's inputs and each leaf of what it returned came from, so that the judge can run them itself
+    (`course.engine.judge.replay`); None past `MAX_CHAIN` programs. A program is ["sent", b, t] (its trace, appended
+    to `out`, known as t from now on) or ["seen", t] (sent before); a source is ["arg", k] (the call's k-th
+    argument leaf, as itself), ["out", p, j] (output j of program p), ["const", c] (a Python or NumPy scalar, the
+    c-th of "consts") or ["other"] (made outside the programs: by NumPy from an array's values, say). A call that
+    ran an ahead-of-time compiled program, which has none to send, says only that ("aot")."""
+    import jax
+    import numpy as np
+
+    from course.engine.wire.jaxprs import encode
+
+    chain = [run for run in runs if run.program is not None]
+    if len(chain) > MAX_CHAIN:
+        return None
+    if any(run.program is None and not run.helper for run in runs):  # an ahead-of-time `Compiled`: no program
+        return {"programs": [], "inputs": [], "result": [], "consts": [], "aot": True}
+    constants: list[Any] = []
+
+    def source(value: Any, before: int) -> list[Any]:
+        for k, leaf in enumerate(leaves):
+            if value is leaf:
+                return ["arg", k]
+        for p in range(before - 1, -1, -1):
+            for j, made in enumerate(chain[p].outs):
+                if value is made:
+                    return ["out", p, j]
+        if type(value) in (bool, int, float) or isinstance(value, np.generic):
+            constants.append(value)
+            return ["const", len(constants) - 1]
+        return ["other"]
+
+    def named(run: Any) -> list[Any]:
+        token = _SENT.get(id(run.program))
+        if token is not None and token[0] is run.program:
+            return ["seen", token[1]]
+        out.append(encode(run.program))
+        _SENT[id(run.program)] = (run.program, len(_SENT))
+        return ["sent", len(out) - 1, _SENT[id(run.program)][1]]
+
+    return {"programs": [named(run) for run in chain],
+            "inputs": [[source(arg, p) for arg in run.args] for p, run in enumerate(chain)],
+            "result": [source(leaf, len(chain)) for leaf in jax.tree_util.tree_leaves(result)],
+            "consts": constants}
+
+
+_SENT: dict[int, tuple[Any, int]] = {}
+"""Each program sent in a chain so far, by identity (JAX keeps one per jit and input types; two that differ only in
+a constant baked into them are two), with the number the judge knows it by."""
 
 
 def plainly(header: dict[str, Any]) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from course.engine.common.submission import PlatformFailure, SubmissionError, describe_exception
-from course.engine.judge import consistency
+from course.engine.judge import consistency, replay
 from course.engine.judge.link import GONE, ExecutorGone, Link, Opaque, _asked, _returned, encoded
 from course.engine.wire import wire
 from course.engine.wire.placement import array_leaf, describe_mesh
@@ -75,6 +75,14 @@ class RemoteFunction:
         texts of the programs, from which the judge reads what is really reused."""
         return self._run(args, {}, jit=False, jits=True)
 
+    def rerun(self, *args: Any) -> Any:
+        """The programs this function's last plain call ran, run here on `args` (`course.engine.judge.replay.rerun`)."""
+        return replay.rerun(self._key(), self.__name__, leaves_of(args, {}))
+
+    def _key(self) -> str:
+        """The name this function's programs are kept under."""
+        return self.__name__ if self._handle is None else f"{self.__name__}#{self._handle}"
+
     def traced_there(self, *args: Any, kernel: Any = None, aliases: dict[int, int] | None = None,
                      body: bool = False, static: tuple[Any, ...] = ()) -> Any:
         """Its closed jaxpr at these arguments, traced there and sent as data (`course.engine.wire.jaxprs`), read here
@@ -128,13 +136,7 @@ class RemoteFunction:
         returned."""
         leaves: list[Any] = []
         buffers: list[bytes] = []
-
-        def sending(value: Any) -> dict[str, Any] | None:
-            described = _sent(value)
-            if described is not None:
-                leaves.append(value)
-            return described
-
+        sending = _noting(leaves)
         body = {"op": "call", "name": self.__name__, "args": encoded(list(args), buffers, sending),
                 "kwargs": encoded(dict(kwargs), buffers, sending), "jit": jit}
         if self._handle is not None:  # a method of an object the judge holds (or that object, called)
@@ -157,7 +159,7 @@ class RemoteFunction:
               value: Any) -> None:
         """Keep what this call ran, or what this trace showed, beside every other program of the function at these
         input types (`course.engine.judge.consistency`): a function that runs one program and shows another fails."""
-        name = self.__name__ if self._handle is None else f"{self.__name__}#{self._handle}"
+        name = self._key()
         if "case" in asked and isinstance(value, tuple | list) and value:  # a traced case: its trace, and a plain call
             consistency.note_trace(name, inputs, value[0])
             if header.get("plain") is not None:
@@ -177,8 +179,28 @@ class RemoteFunction:
         if set(asked) <= {"strict"}:  # a plain call, or a kernel's values: the programs it ran
             consistency.note_call(name, inputs, consistency.JITTED if jit else consistency.PLAIN,
                                   header.get("ran"), returned, header.get("plain"))
+            if not jit:  # and where their inputs came from, for the judge to run them itself
+                replay.keep(name, header, returned, _returning(self._link, self._path))
         elif asked == {"jits": True}:  # a plain call too, whose programs' texts `jit_calls` reads
             consistency.note_call(name, inputs, consistency.PLAIN, header.get("ran"), returned)
+
+
+def leaves_of(args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+    """The argument leaves a call with `args` and `kwargs` sends, in the order the executor numbers them."""
+    leaves: list[Any] = []
+    encoded([list(args), dict(kwargs)], [], _noting(leaves))
+    return leaves
+
+
+def _noting(leaves: list[Any]) -> Any:
+    """`_sent`, noting in `leaves` each leaf sent as one, in order."""
+    def sending(value: Any) -> dict[str, Any] | None:
+        described = _sent(value)
+        if described is not None:
+            leaves.append(value)
+        return described
+
+    return sending
 
 
 def _sent(value: Any) -> dict[str, Any] | None:

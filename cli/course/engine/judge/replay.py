@@ -1,0 +1,254 @@
+"""The judge running the programs a learner's call ran, on inputs of its own: values from what ran, in this process.
+
+A plain call's answer lists the jitted programs it ran (`course.engine.judge.consistency` reads and keeps them)
+and, beside them, where each program's inputs came from and where each leaf of the result did
+(`course.engine.executor.runs.fed`). Here those programs become runnable again: each one's equations lose the
+executor's source information (the judge's own stands in) and each kernel runs under the strict interpreter. A
+grader then runs the chain on fresh inputs the executor never saw (`course.grading.judge.reruns`), so the values it
+judges are those the program computes, and nothing the learner's process does after the program ran reaches them.
+
+What the executor says of the sources is its word, but a false word only feeds the judge's own inputs to the
+programs another way: a program that computes a wrong result from them still fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Chain", "fits", "keep", "last", "note", "rerun", "run"]
+
+MAX_PROGRAMS = 64
+"""A call that ran more programs than this is not run again here (a loop of jitted steps, say)."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The programs one plain call ran, in order, and where their inputs and the call's result came from."""
+
+    programs: tuple[Any, ...]
+    """Each program's closed jaxpr, as the judge read it (JAX's own eager operations among them)."""
+    inputs: tuple[tuple[tuple[Any, ...], ...], ...]
+    """Per program, per input: ("arg", k), ("out", p, j), ("const", c) or ("other",)."""
+    result: tuple[tuple[Any, ...], ...]
+    """Per leaf of what the call returned, the same."""
+    consts: tuple[Any, ...]
+    """The small values the executor sent for ("const", c)."""
+    aot: bool = False
+    """The call ran an ahead-of-time compiled program (`jit(f).lower(...).compile()`), which has no program to send:
+    the chain is empty."""
+
+    def source(self, leaf: int) -> tuple[Any, ...]:
+        """Where leaf `leaf` of the result came from, ("other",) when it does not exist."""
+        return self.result[leaf] if 0 <= leaf < len(self.result) else ("other",)
+
+
+_LAST: dict[str, Chain | None] = {}
+"""Per function, the chain of its last plain call (None when that call sent none this judge could read)."""
+
+
+def keep(name: str, header: dict[str, Any], returned: list[bytes], rebuilt: Any) -> None:
+    """In the judge, after a plain call of `name`: keep its chain from the answer's `header`, its constants rebuilt
+    by `rebuilt` (as the answer's values are), or None when what came is not one."""
+    from course.engine.wire import wire
+
+    fed = header.get("fed")
+    try:
+        consts = wire.decode(fed.get("consts"), returned, rebuilt) if isinstance(fed, dict) else None
+    except Exception:  # noqa: BLE001 - constants that cannot be read make no chain
+        consts = None
+    note(name, fed, consts, returned)
+
+
+def note(name: str, fed: Any, consts: Any, returned: list[bytes]) -> None:
+    """Keep the chain of `name`'s last plain call from what the executor said of it (`runs.fed`), its constants
+    read; None when it is not one."""
+    _LAST[name] = _chain(fed, consts, returned)
+
+
+def last(name: str) -> Chain | None:
+    """The chain of `name`'s last plain call in this grading, or None."""
+    return _LAST.get(name)
+
+
+def _chain(fed: Any, consts: Any, returned: list[bytes]) -> Chain | None:
+    """A `Chain` from an answer's parts, or None when they do not make one (each part checked)."""
+    if not isinstance(fed, dict) or not isinstance(consts, list):
+        return None
+    if fed.get("aot") is True:
+        return Chain((), (), (), (), aot=True)
+    named, inputs, result = fed.get("programs"), fed.get("inputs"), fed.get("result")
+    if not (isinstance(named, list) and len(named) <= MAX_PROGRAMS and isinstance(inputs, list)
+            and len(inputs) == len(named) and isinstance(result, list)):
+        return None
+    programs = [_program(node, returned) for node in named]
+    if any(p is None for p in programs):
+        return None
+    checked = []
+    for p, (closed, feeds) in enumerate(zip(programs, inputs, strict=True)):
+        if not isinstance(feeds, list) or len(feeds) != len(closed.jaxpr.invars):
+            return None
+        checked.append(tuple(_source(s, p, programs, len(consts)) for s in feeds))
+    ends = tuple(_source(s, len(programs), programs, len(consts)) for s in result)
+    if any(s is None for s in ends) or any(s is None for feeds in checked for s in feeds):
+        return None
+    return Chain(tuple(programs), tuple(checked), ends, tuple(consts))  # type: ignore[arg-type]
+
+
+def _program(node: Any, returned: list[bytes]) -> Any:
+    """A chain's program: one sent with this answer, read here and kept by the number the executor gave it, or
+    one sent before under that number."""
+    if not (isinstance(node, list) and node and all(type(v) is int for v in node[1:])):
+        return None
+    if node[0] == "seen" and len(node) == 2:
+        return _KNOWN.get(node[1])
+    if node[0] == "sent" and len(node) == 3 and 0 <= node[1] < len(returned) and node[2] not in _KNOWN:
+        from course.engine.wire.jaxpr_objects import decode
+
+        try:
+            _KNOWN[node[2]] = decode(returned[node[1]])
+        except Exception:  # noqa: BLE001 - a program that cannot be read makes no chain
+            return None
+        return _KNOWN[node[2]]
+    return None
+
+
+_KNOWN: dict[int, Any] = {}
+"""The programs chains sent, by the executor's number for each."""
+
+
+def _source(node: Any, before: int, programs: list[Any], consts: int) -> tuple[Any, ...] | None:
+    """One source, if it is well formed and names an earlier program's output or a constant that exists."""
+    if not isinstance(node, list) or not node or not all(type(v) in (str, int) for v in node):
+        return None
+    kind = node[0]
+    if kind == "other" and len(node) == 1:
+        return ("other",)
+    if kind == "arg" and len(node) == 2 and type(node[1]) is int and node[1] >= 0:
+        return ("arg", node[1])
+    if kind == "const" and len(node) == 2 and type(node[1]) is int and 0 <= node[1] < consts:
+        return ("const", node[1])
+    if (kind == "out" and len(node) == 3 and type(node[1]) is int and 0 <= node[1] < before
+            and type(node[2]) is int and 0 <= node[2] < len(programs[node[1]].jaxpr.outvars)):
+        return ("out", node[1], node[2])
+    return None
+
+
+def rerun(key: str, name: str, leaves: list[Any]) -> tuple[bool, int, list[tuple[Any, Any]]] | None:
+    """The chain of the last plain call kept under `key` (of the learner's `name`), run on `leaves`: whether it ran
+    an ahead-of-time compiled program, how many programs it ran, and per leaf of its result (where it came from,
+    the value computed here or None); None when no chain can be run, or `leaves` are not of its types. Programs
+    that fail to run here fail the check: they are what the learner's process sent."""
+    chain = last(key)
+    if chain is None or not fits(chain, leaves):
+        return None
+    try:
+        values = run(chain, leaves)
+    except Exception as exc:  # noqa: BLE001 - whatever failed, the programs came from the learner's process
+        from course.engine.common.submission import describe_exception
+        from course.grading.feedback import fail
+
+        fail(f"the grader could not run the programs your call of `{name}` ran on inputs of its own: "
+             f"{describe_exception(exc)[:300]}. Something in your file changed what it sends, or a program of yours "
+             "needs more than its inputs (a callback into your Python, say)")
+    return chain.aot, len(chain.programs), list(zip(chain.result, values, strict=True))
+
+
+def fits(chain: Chain, leaves: list[Any]) -> bool:
+    """Whether `leaves` can stand for the call's arguments: each one a program takes is an array of the type the
+    program takes there."""
+    import jax
+
+    for closed, feeds in zip(chain.programs, chain.inputs, strict=True):
+        for var, source in zip(closed.jaxpr.invars, feeds, strict=True):
+            if source[0] != "arg":
+                continue
+            if source[1] >= len(leaves) or not isinstance(leaves[source[1]], jax.Array):
+                return False
+            given, wanted = leaves[source[1]].aval, var.aval
+            if (tuple(given.shape), given.dtype) != (tuple(wanted.shape), wanted.dtype):
+                return False
+    return True
+
+
+def run(chain: Chain, leaves: list[Any]) -> list[Any]:
+    """Run the chain's programs here on the call's argument leaves `leaves` (fresh ones of the same types): per
+    leaf of the call's result, the value the programs computed (an argument or constant returned as it is, itself),
+    or None for a leaf made outside them. A program fed by something made outside the programs is not run, and what
+    depends on it is None too."""
+    outs: list[list[Any] | None] = []
+    for closed, feeds in zip(chain.programs, chain.inputs, strict=True):
+        values = [_fed(source, leaves, outs, chain.consts) for source in feeds]
+        if any(v is None for v in values):
+            outs.append(None)
+            continue
+        outs.append(list(_runnable(closed)(*values)))
+    return [_fed(source, leaves, outs, chain.consts) for source in chain.result]
+
+
+def _fed(source: tuple[Any, ...], leaves: list[Any], outs: list[list[Any] | None], consts: tuple[Any, ...]) -> Any:
+    """The value a source names, here, or None."""
+    if source[0] == "arg":
+        return leaves[source[1]] if source[1] < len(leaves) else None
+    if source[0] == "const":
+        return consts[source[1]]
+    if source[0] == "out":
+        made = outs[source[1]] if source[1] < len(outs) else None
+        return None if made is None else made[source[2]]
+    return None
+
+
+_RUNNABLE: dict[int, Any] = {}
+"""Per program read (by identity: the judge keeps each program once), its runnable `jax.jit`."""
+
+
+def _runnable(closed: Any) -> Any:
+    """`closed` as a `jax.jit` this process can run: the executor's source information dropped, every kernel under
+    the strict interpreter."""
+    if id(closed) not in _RUNNABLE:
+        import jax
+        from jax._src import core
+
+        _RUNNABLE[id(closed)] = (closed, jax.jit(core.jaxpr_as_fun(_rebuilt(closed, {}))))
+    return _RUNNABLE[id(closed)][1]
+
+
+def _rebuilt(closed: Any, memo: dict[int, Any]) -> Any:
+    """A copy of a closed jaxpr with the judge's own source information on every equation, at every depth."""
+    from jax._src import core
+
+    return core.ClosedJaxpr(_jaxpr(closed.jaxpr, memo), closed.consts)
+
+
+def _jaxpr(jaxpr: Any, memo: dict[int, Any]) -> Any:
+    """`_rebuilt` of one open jaxpr, each shared one rebuilt once."""
+    from jax._src import source_info_util
+
+    if id(jaxpr) not in memo:
+        eqns = [eqn.replace(source_info=source_info_util.new_source_info(),
+                            params=_params(eqn.primitive.name, eqn.params, memo)) for eqn in jaxpr.eqns]
+        memo[id(jaxpr)] = (jaxpr, jaxpr.replace(eqns=eqns))
+    return memo[id(jaxpr)][1]
+
+
+def _params(primitive: str, params: dict[str, Any], memo: dict[int, Any]) -> dict[str, Any]:
+    """An equation's parameters with their jaxprs rebuilt, and a kernel's interpreter the judge's strict one."""
+    rebuilt = {key: _param(value, memo) for key, value in params.items()}
+    if primitive == "pallas_call":
+        from course.grading.observe.calls.tpu import strict_params
+
+        rebuilt["interpret"] = strict_params()
+    return rebuilt
+
+
+def _param(value: Any, memo: dict[int, Any]) -> Any:
+    """One parameter, its jaxprs rebuilt (inside tuples and lists too)."""
+    from jax._src import core
+
+    if isinstance(value, core.ClosedJaxpr):
+        return _rebuilt(value, memo)
+    if isinstance(value, core.Jaxpr):
+        return _jaxpr(value, memo)
+    if isinstance(value, tuple | list) and any(isinstance(v, core.ClosedJaxpr | core.Jaxpr) for v in value):
+        return type(value)(_param(v, memo) for v in value)
+    return value
