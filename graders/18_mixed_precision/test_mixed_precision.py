@@ -16,9 +16,10 @@ import pytest
 from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_is_array, describe_value
 from course.grading.observe.calls.recompiles import later_calls
+from course.grading.observe.calls.reruns import called_programs
 from course.grading.observe.calls.there import in_executor
 from course.grading.observe.traces.loops import line_text
-from course.grading.observe.traces.matmuls import Matmul, float32_matmuls, matmuls_of
+from course.grading.observe.traces.matmuls import Matmul, float32_matmuls, matmuls_in, matmuls_of
 
 B, K, N, D_OUT = 256, 64, 128, 8
 DENSE_TOL = 1e-5  # of the largest |entry|: the right product is off by ~1e-7, a bf16 output by ~3e-3
@@ -387,15 +388,28 @@ def test_step_follows_lr(submission: ModuleType, rng: np.random.Generator) -> No
 @in_executor
 def _step_trace(submission: ModuleType, params: Any, batch: Any) -> Any:
     """The trace of `train_step(params, batch, LR)` at these types, made where the learner's code runs (the learning
-    rate stays a Python float, as a learner passes it); the judge reads it."""
+    rate stays a Python float, as a learner passes it); the judge reads it. Only for a call whose programs cannot be
+    sent (`_ran_matmuls`)."""
     return jax.make_jaxpr(lambda p, b: submission.train_step(p, b, LR))(params, batch)
 
 
+def _ran_matmuls(submission: ModuleType, rng: np.random.Generator, path: Path) -> list[Matmul]:
+    """The matmuls of every program one real call of `train_step` ran (its jit's, or, unjitted, those of each eager
+    operation), read in the judge from what that call sent: the call's own programs, held like every plain call to
+    the step's other calls. A call that ran an ahead-of-time compiled program, or more than 64 programs, sends none:
+    then its trace, made where the learner's code runs."""
+    _, programs = called_programs(submission.train_step, _params(rng), _batch(rng), LR)
+    if programs is None:
+        return matmuls_of(_step_trace(submission, _spec(_PARAMS), _spec(_BATCH)), path=path)
+    return [m for closed in programs for m in matmuls_in(closed, path=path)]
+
+
 @pytest.mark.judge
-def test_train_step_matmuls(submission: ModuleType, submission_path: Path) -> None:
+def test_train_step_matmuls(submission: ModuleType, rng: np.random.Generator, submission_path: Path) -> None:
     """`train_step` runs no float32 x float32 matmul, forward or backward"""
-    found = matmuls_of(_step_trace(submission, _spec(_PARAMS), _spec(_BATCH)), path=submission_path)
-    check(found, "train_step runs no matmul (no `dot_general` in its jaxpr): it computes loss_fn and its gradient.")
+    found = _ran_matmuls(submission, rng, submission_path)
+    check(found, "train_step runs no matmul (no `dot_general` in the programs it ran): it computes loss_fn and its "
+                 "gradient.")
     wide = float32_matmuls(found)
     if wide:
         fail(f"train_step has {len(wide)} float32 x float32 matmul(s) of {len(found)}: "

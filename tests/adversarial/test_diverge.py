@@ -128,3 +128,23 @@ def test_a_plain_call_that_raises_beside_a_trace_is_no_excuse(tmp_path: Path) ->
     failed = {c["id"]: c["message"] for c in result["checks"] if c["status"] != "passed"}
     assert done.returncode == 1 and _deserved(attack) <= set(failed), failed
     assert "it raised RuntimeError: not now" in failed["test_lengths_in_smem"], failed
+
+
+@pytest.mark.slow
+def test_a_step_shown_to_the_graders_trace_is_judged_by_what_its_calls_ran(tmp_path: Path) -> None:
+    """`shown/mixed_precision.py` calls a jit of bfloat16 matmuls when `jax.make_jaxpr` is on its stack and a jit of
+    float32 matmuls on rounded operands otherwise (the same numbers). It scored 13 of 13 while the matmuls were read
+    from a trace the grader made where the learner's code runs; they are read from the programs of a real call now,
+    and it fails what it deserves, naming the float32 matmul."""
+    attack = ATTACKS / "shown" / "mixed_precision.py"
+    workspace = tmp_path / "ws"
+    init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(REPO)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert init.returncode == 0, init.stderr
+    shutil.copyfile(attack, workspace / "exercises" / _folder("mixed_precision") / attack.name)
+    done = subprocess.run([str(COURSE_BIN), "check", "mixed_precision", "--json", "--no-chip", "-w", str(workspace),
+                           "--course", str(REPO)], capture_output=True, text=True, timeout=900, check=False)
+    (result,) = json.loads(done.stdout)["exercises"]
+    failed = {c["id"]: c["message"] for c in result["checks"] if c["status"] != "passed"}
+    assert done.returncode == 1 and set(failed) == _deserved(attack), failed
+    assert "float32 x float32 matmul(s) of 5" in failed["test_train_step_matmuls"], failed

@@ -168,3 +168,15 @@ def test_programs_that_differ_only_in_a_baked_constant_each_run_with_their_own()
         assert chain is not None
         state, delta, s, _ = _fresh(4, 17)
         np.testing.assert_allclose(np.asarray(replay.run(chain, [state, delta])[0]), s * rate, rtol=1e-6)
+
+
+def test_an_input_the_program_never_reads_may_come_from_anywhere() -> None:
+    """An input made outside the programs that the program never reads blocks nothing; one it reads does."""
+    unused = jax.jit(lambda s, d, scale: s + d, donate_argnums=(0,))
+    chain = _kept(lambda s, d: unused(s, d, jnp.asarray(np.float32(np.asarray(d).sum()))), *_fresh(8, 18)[:2])
+    assert chain is not None and ("other",) in [source for feeds in chain.inputs for source in feeds]
+    state, delta, s, d = _fresh(8, 19)
+    np.testing.assert_allclose(np.asarray(replay.run(chain, [state, delta])[0]), s + d, rtol=1e-6)
+    used = jax.jit(lambda s, d, scale: s + d * scale)
+    chain = _kept(lambda s, d: used(s, d, jnp.asarray(np.float32(np.asarray(d).sum()))), *_fresh(8, 20)[:2])
+    assert chain is not None and replay.run(chain, list(_fresh(8, 21)[:2])) == [None]

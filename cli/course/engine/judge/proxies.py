@@ -79,6 +79,11 @@ class RemoteFunction:
         """The programs this function's last plain call ran, run here on `args` (`course.engine.judge.replay.rerun`)."""
         return replay.rerun(self._key(), self.__name__, leaves_of(args, {}))
 
+    def ran_programs(self) -> list[Any] | None:
+        """Every program this function's last plain call ran, as read here, or None (`reruns.called_programs`)."""
+        chain = replay.last(self._key())
+        return None if chain is None or chain.aot else list(chain.programs)
+
     def _key(self) -> str:
         """The name this function's programs are kept under."""
         return self.__name__ if self._handle is None else f"{self.__name__}#{self._handle}"

@@ -175,15 +175,29 @@ def run(chain: Chain, leaves: list[Any]) -> list[Any]:
     """Run the chain's programs here on the call's argument leaves `leaves` (fresh ones of the same types): per
     leaf of the call's result, the value the programs computed (an argument or constant returned as it is, itself),
     or None for a leaf made outside them. A program fed by something made outside the programs is not run, and what
-    depends on it is None too."""
+    depends on it is None too, unless the program never reads that input (zeros stand in for it)."""
     outs: list[list[Any] | None] = []
     for closed, feeds in zip(chain.programs, chain.inputs, strict=True):
         values = [_fed(source, leaves, outs, chain.consts) for source in feeds]
+        values = [_unused(closed, i) if v is None else v for i, v in enumerate(values)]
         if any(v is None for v in values):
             outs.append(None)
             continue
         outs.append(list(_runnable(closed)(*values)))
     return [_fed(source, leaves, outs, chain.consts) for source in chain.result]
+
+
+def _unused(closed: Any, index: int) -> Any:
+    """Zeros of the type of input `index` of `closed` when the program never reads that input, else None."""
+    from jax._src import core
+
+    var = closed.jaxpr.invars[index]
+    read = any(v is var for eqn in closed.jaxpr.eqns for v in eqn.invars if isinstance(v, core.Var))
+    if read or any(v is var for v in closed.jaxpr.outvars if isinstance(v, core.Var)):
+        return None
+    import numpy as np
+
+    return np.zeros(var.aval.shape, var.aval.dtype)
 
 
 def _fed(source: tuple[Any, ...], leaves: list[Any], outs: list[list[Any] | None], consts: tuple[Any, ...]) -> Any:

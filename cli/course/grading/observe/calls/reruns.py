@@ -14,7 +14,7 @@ from typing import Any
 
 import jax
 
-__all__ = ["Rerun", "rerun"]
+__all__ = ["Rerun", "called_programs", "rerun"]
 
 
 @dataclass(frozen=True)
@@ -72,3 +72,23 @@ def _in_one_process(fn: Callable[..., Any], args: tuple[Any, ...]) -> Rerun | No
     values = [None if s[0] == "other" else leaf for s, leaf in zip(sources, jax.tree_util.tree_leaves(result),
                                                                     strict=True)]
     return Rerun(tuple(sources), tuple(values), len(chain["programs"]), chain.get("aot") is True)
+
+
+def called_programs(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[Any] | None]:
+    """Call `fn(*args)` as a learner calls it: what it returned, and every program the call ran (its jits, and JAX's
+    own programs of its eager operations), in order, as closed jaxprs; None for the programs when the call sent none
+    that can be read (an ahead-of-time compiled one among them, or more than `runs.MAX_CHAIN`).
+
+    In the judge the programs are those the call's own answer carried (`course.engine.judge.replay`), so what a check
+    reads of them is what that call ran, held like every plain call to the function's other plain calls."""
+    programs = getattr(fn, "ran_programs", None)
+    if programs is not None:  # the learner's function seen from the judge
+        result = fn(*args)
+        return result, programs()
+    from course.grading.observe.calls.executions import record_runs
+
+    with record_runs(programs=True) as ran:
+        result = jax.block_until_ready(fn(*args))
+    if any(run.program is None and not run.helper for run in ran.runs):
+        return result, None
+    return result, [run.program for run in ran.runs if run.program is not None]
