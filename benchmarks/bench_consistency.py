@@ -3,8 +3,9 @@ the reference, with the consistency layer and without it, interleaved.
 
 The layer is everything the judge and the executor do so that what is judged is what ran: the run recorder
 around every call, each program a call ran fingerprinted and sent (`course.engine.executor.runs.ran_entries`),
-the plain call beside a jitted one (`spare_inputs`, `plain_call`), and the judge's reading and comparing of all
-of it (`course.engine.judge.consistency`). "Without" is a copy of this tree (a `git worktree` of HEAD, with
+the plain call beside a jitted one (`spare_inputs`, `plain_call`), the judge's reading and comparing of all
+of it (`course.engine.judge.consistency`), and each plain call's chain (`runs.fed`) with the judge running it
+again on fresh inputs (`course.grading.rerun`, `course.grading.called_programs`). "Without" is a copy of this tree (a `git worktree` of HEAD, with
 uncommitted changes to those files copied in) in which those functions return at once; nothing in the product
 can switch the layer off. Each side grades its own solved workspace (its own compile cache), warmed by one
 grading first.
@@ -28,7 +29,8 @@ from pathlib import Path
 from _common import ROOT, RUNS, solved_names
 
 DEFAULT = ["update_with_donate", "ref_reads_writes", "smem_scalar", "alias_zero_init", "tiled_matmul",
-           "flash_attention", "scan_layers", "remat_policy", "shard_and_reduce", "fsdp_step", "ring_allreduce"]
+           "flash_attention", "scan_layers", "remat_policy", "shard_and_reduce", "fsdp_step", "ring_allreduce",
+           "sharded_donated_step", "mixed_precision"]
 GOAL = 1.2
 
 # (file under cli/course, function, what it returns at once) for the tree without the layer.
@@ -40,6 +42,11 @@ STUBS = [
     ("engine/judge/consistency.py", "note_call", "None"),
     ("engine/judge/consistency.py", "note_plain", "None"),
     ("engine/judge/consistency.py", "note_static_trace", "None"),
+    # The chain of each plain call, and the judge running it: a rerun says no program ran (the grader skips it), and
+    # `called_programs` sends the grader back to its trace, as before the chain.
+    ("engine/executor/runs.py", "fed", "None"),
+    ("grading/observe/calls/reruns.py", "rerun", "Rerun((), ())"),
+    ("grading/observe/calls/reruns.py", "called_programs", "fn(*args), None"),
 ]
 RECORDER = ("engine/executor/serve.py", "record_runs(programs=True) as ran:", 'record_runs(["\\0"]) as ran:')
 """The recorder around every call, narrowed to a name no function has."""
