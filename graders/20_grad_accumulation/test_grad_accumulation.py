@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,8 +18,8 @@ from course.grading.feedback import CheckFailed, check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
 from course.grading.judge.source import describe_exception, learner_location
 from course.grading.observe.calls.programs import call_jitted, compile_program, size_text
-from course.grading.observe.calls.there import in_executor
 from course.grading.observe.calls.warmup import after_warmup, watched_calls
+from course.grading.observe.traces.jaxprs import traced
 from course.grading.observe.traces.loops import EqnRuns, eqn_runs, line_text, loops_in, type_text
 from course.grading.observe.traces.matmuls import Matmul, matmuls_of
 
@@ -44,22 +44,14 @@ def _spec(rows: int) -> tuple[dict[str, jax.ShapeDtypeStruct], dict[str, jax.Sha
             {"x": s((rows, D), f32), "y": s((rows,), f32)})
 
 
-def _with(submission: ModuleType, num_micro: int) -> Callable[[Any, Any], Any]:
-    """`accumulated_grads` with num_micro fixed, as one function of the arrays (the same text for every check)."""
-    return lambda params, batch: submission.accumulated_grads(params, batch, num_micro)
-
-
-@in_executor
-def _trace(submission: ModuleType, num_micro: int, params: Any, batch: Any) -> Any:
-    """The trace of `accumulated_grads` with num_micro fixed, at these types, made where the learner's code runs;
-    the judge reads it."""
-    return jax.make_jaxpr(_with(submission, num_micro))(params, batch)
-
-
 def _traced(submission: ModuleType, path: Path, num_micro: int, rows: int) -> Any:
-    """`_trace` at the shapes of a batch of `rows` rows, a traced num_micro explained."""
+    """The trace of `accumulated_grads` at a batch of `rows` rows with num_micro passed untraced, as a learner
+    passes it (a traced num_micro explained). Made where the learner's code runs, beside a plain call at the very
+    same arguments whose loops and kernels the trace must show (`traced(..., static=...)`): its inputs are real
+    arrays, so that call can run."""
     with _num_micro_explained(path):
-        return _trace(submission, num_micro, *_spec(rows))
+        return traced(submission.accumulated_grads, *_inputs(np.random.default_rng(rows), rows),
+                      static=(num_micro,))
 
 
 @contextlib.contextmanager
