@@ -180,3 +180,23 @@ def test_an_input_the_program_never_reads_may_come_from_anywhere() -> None:
     used = jax.jit(lambda s, d, scale: s + d * scale)
     chain = _kept(lambda s, d: used(s, d, jnp.asarray(np.float32(np.asarray(d).sum()))), *_fresh(8, 20)[:2])
     assert chain is not None and replay.run(chain, list(_fresh(8, 21)[:2])) == [None]
+
+
+@jax.custom_vjp
+def _clipped_gradient(x: jax.Array) -> jax.Array:
+    """The identity, whose gradient is clipped: a derivative rule that is a Python function."""
+    return x
+
+
+_clipped_gradient.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -1.0, 1.0),))
+
+
+def test_custom_derivatives_and_checkpoints_run_forward() -> None:
+    """`jax.nn.relu` (a custom JVP), a custom VJP and `jax.checkpoint` run here as their functions: their rules,
+    Python functions of the process that traced them, are not needed forward."""
+    layer = jax.jit(lambda s, d: jax.checkpoint(lambda a: jax.nn.relu(a) * 2.0)(s) + _clipped_gradient(d))
+    chain = _kept(layer, *_fresh(8, 22)[:2])
+    assert chain is not None
+    state, delta, s, d = _fresh(8, 23)
+    np.testing.assert_allclose(np.asarray(replay.run(chain, [state, delta])[0]), np.maximum(s, 0) * 2 + d,
+                               rtol=1e-6)
