@@ -396,7 +396,7 @@ def _step_trace(submission: ModuleType, params: Any, batch: Any) -> Any:
 def _ran_matmuls(submission: ModuleType, rng: np.random.Generator, path: Path) -> list[Matmul]:
     """The matmuls of every program one real call of `train_step` ran (its jit's, or, unjitted, those of each eager
     operation), read in the judge from what that call sent: the call's own programs, held like every plain call to
-    the step's other calls. A call that ran an ahead-of-time compiled program, or more than 64 programs, sends none:
+    the step's other calls. A call that ran an ahead-of-time compiled program, or more than 256 programs, sends none:
     then its trace, made where the learner's code runs."""
     _, programs = called_programs(submission.train_step, _params(rng), _batch(rng), LR)
     if programs is None:

@@ -149,7 +149,7 @@ def test_inputs_of_other_types_do_not_fit() -> None:
     lambda c: c["programs"].__setitem__(0, ["sent", 99, 10**6]),
     lambda c: c["programs"].__setitem__(0, ["made", 0]),
     lambda c: c.__setitem__("result", "all"),
-    lambda c: c["programs"].extend([c["programs"][0]] * 70),
+    lambda c: c["programs"].extend([c["programs"][0]] * 260),
 ])
 def test_a_malformed_chain_is_none(change: Any) -> None:
     """Sources out of range, of an unknown kind, a program fed by itself or too many: no chain at all."""

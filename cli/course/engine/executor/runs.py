@@ -41,7 +41,7 @@ def listed(runs: Any, *, structural: bool = False) -> list[Any]:
             if run.program is not None and not (run.helper and not (structural and structure(run.program)))]
 
 
-MAX_CHAIN = 64
+MAX_CHAIN = 256
 """A call that ran more programs than this (a loop of steps, an unjitted model) sends no chain (`fed`)."""
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 __all__ = ["Chain", "fits", "keep", "last", "note", "rerun", "run"]
 
-MAX_PROGRAMS = 64
+MAX_PROGRAMS = 256
 """A call that ran more programs than this is not run again here (a loop of jitted steps, say)."""
 
 
