@@ -85,6 +85,11 @@ OTHER_EXERCISES = {
     # Hiding its programs also hides its matmuls from the check that reads them from what the call ran.
     "hide_eager_programs": ("18_mixed_precision", "test_train_step_matmuls test_train_step_jitted",
                             r"its calls ran no `jax.jit` of yours"),
+}
+# Right values made outside the programs a call ran, a program of the learner's beside them for its facts: attack ->
+# (the exercise's folder, the one check it loses, a pattern of its message). The judge runs the call's programs
+# itself on fresh inputs (`course.grading.rerun`); `side_program` above is the same for `update_with_donate`.
+SIDE_PROGRAMS = {
     "sharded_side_program": ("12_sharded_donated_step", "test_values",
                              r"not all computed by the programs your call of `sgd_step` ran"),
     "scan_side_program": ("16_scan_layers", "test_forward_values", r"is not computed by the programs your call ran"),
@@ -120,7 +125,8 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, di
     root = tmp_path_factory.mktemp("judge")
     files = [*sorted(ATTACKS.glob("*.py")), SOLUTION]
     files = [f for f in files if f.stem not in ("hidden_lookup", "mp_zeros_patched", "hide_compiles",
-                                                "hide_budget_compiles", *OTHER_EXERCISES, *REBINDS)]
+                                                "hide_budget_compiles", *OTHER_EXERCISES, *REBINDS,
+                                                *SIDE_PROGRAMS)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip([f.stem for f in files], pool.map(lambda f: _check(root, f), files), strict=True))
 
@@ -303,6 +309,23 @@ def test_compiles_hidden_from_the_count_show_in_update_with_donates_programs(
     failed = [c for c in result["checks"] if c["status"] != "passed"]
     assert code == 1 and [c["id"] for c in failed] == ["test_helper_built_once"], result
     assert "runs a program that no earlier call ran" in failed[0]["message"], failed[0]
+
+
+class TestSidePrograms:
+    """A scope of its own (a worker grades these while another runs the rest)."""
+
+    def test_values_made_beside_the_programs_fail(self, tmp_path: Path) -> None:
+        """Each of `SIDE_PROGRAMS` scored full marks while the judge compared only what the call returned; through
+        `course check` it now fails its values check alone, in words that say the result was made outside the
+        programs its call ran."""
+        folders = sorted({folder for folder, _, _ in SIDE_PROGRAMS.values()})
+        results = _checked_all(tmp_path / "ws", _course_of(tmp_path, *folders), folders,
+                               {folder: attack for attack, (folder, _, _) in SIDE_PROGRAMS.items()})
+        for attack, (folder, check, said) in SIDE_PROGRAMS.items():
+            result = results[folder.split("_", 1)[1]]
+            failed = [c for c in result["checks"] if c["status"] != "passed"]
+            assert [c["id"] for c in failed] == [check], (attack, result)
+            assert re.search(said, failed[0]["message"]), failed[0]
 
 
 class TestThroughCourseGrade:
