@@ -130,11 +130,13 @@ def test_an_ahead_of_time_program_says_so() -> None:
 
 
 def test_inputs_of_other_types_do_not_fit() -> None:
-    """Fresh inputs must have the types the programs took."""
+    """Fresh inputs must be arrays of the types the programs took."""
     chain = _kept(_guarded, *_fresh(16, 10)[:2])
     assert chain is not None
     assert not replay.fits(chain, list(_fresh(8, 11)[:2]))
-    assert not replay.fits(chain, [np.zeros(16, np.float32), _fresh(16, 12)[1]])
+    assert not replay.fits(chain, [jnp.zeros(16, jnp.int32), _fresh(16, 12)[1]])
+    assert not replay.fits(chain, [[0.0] * 16, _fresh(16, 12)[1]])
+    assert replay.fits(chain, [np.zeros(16, np.float32), _fresh(16, 12)[1]])  # a NumPy argument is one too
 
 
 @pytest.mark.parametrize("change", [

@@ -4,8 +4,10 @@ A plain call's answer lists the jitted programs it ran (`course.engine.judge.con
 and, beside them, where each program's inputs came from and where each leaf of the result did
 (`course.engine.executor.runs.fed`). Here those programs become runnable again: each one's equations lose the
 executor's source information (the judge's own stands in) and each kernel runs under the strict interpreter. A
-grader then runs the chain on fresh inputs the executor never saw (`course.grading.judge.reruns`), so the values it
-judges are those the program computes, and nothing the learner's process does after the program ran reaches them.
+grader then runs the chain on fresh inputs the executor never saw (`course.grading.observe.calls.reruns`), so the
+values it judges are those the program computes, and nothing the learner's process does after the program ran
+reaches them. The executor numbers the programs it sends once per process, and one executor serves one grading (a
+fresh fork or process each time), as one judge does.
 
 What the executor says of the sources is its word, but a false word only feeds the judge's own inputs to the
 programs another way: a program that computes a wrong result from them still fails.
@@ -158,15 +160,16 @@ def fits(chain: Chain, leaves: list[Any]) -> bool:
     """Whether `leaves` can stand for the call's arguments: each one a program takes is an array of the type the
     program takes there."""
     import jax
+    import numpy as np
 
     for closed, feeds in zip(chain.programs, chain.inputs, strict=True):
         for var, source in zip(closed.jaxpr.invars, feeds, strict=True):
             if source[0] != "arg":
                 continue
-            if source[1] >= len(leaves) or not isinstance(leaves[source[1]], jax.Array):
+            if source[1] >= len(leaves) or not isinstance(leaves[source[1]], jax.Array | np.ndarray):
                 return False
-            given, wanted = leaves[source[1]].aval, var.aval
-            if (tuple(given.shape), given.dtype) != (tuple(wanted.shape), wanted.dtype):
+            given, wanted = leaves[source[1]], var.aval
+            if (tuple(given.shape), np.dtype(given.dtype)) != (tuple(wanted.shape), np.dtype(wanted.dtype)):
                 return False
     return True
 
