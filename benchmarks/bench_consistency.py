@@ -42,10 +42,10 @@ STUBS = [
     ("engine/judge/consistency.py", "note_call", "None"),
     ("engine/judge/consistency.py", "note_plain", "None"),
     ("engine/judge/consistency.py", "note_static_trace", "None"),
-    # The chain of each plain call, and the judge running it: a rerun says no program ran (the grader skips it), and
+    # The chain of each plain call, and the judge running it: a rerun says nothing could be run (the graders skip it),
     # `called_programs` sends the grader back to its trace, as before the chain.
     ("engine/executor/runs.py", "fed", "None"),
-    ("grading/observe/calls/reruns.py", "rerun", "Rerun((), ())"),
+    ("grading/observe/calls/reruns.py", "rerun", "Rerun((), (), aot=True)"),
     ("grading/observe/calls/reruns.py", "called_programs", "fn(*args), None"),
 ]
 RECORDER = ("engine/executor/serve.py", "record_runs(programs=True) as ran:", 'record_runs(["\\0"]) as ran:')
