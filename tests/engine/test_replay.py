@@ -202,3 +202,18 @@ def test_custom_derivatives_and_checkpoints_run_forward() -> None:
     state, delta, s, d = _fresh(8, 23)
     np.testing.assert_allclose(np.asarray(replay.run(chain, [state, delta])[0]), np.maximum(s, 0) * 2 + d,
                                rtol=1e-6)
+
+
+def test_an_argument_put_on_the_device_is_followed_through_the_transfer() -> None:
+    """A NumPy argument made a device array by `jnp.asarray` (a transfer, no program) reaches the jit that takes it:
+    the fresh argument is put here and fed on. A NumPy value made from an array's contents is not an argument."""
+    scaled = jax.jit(lambda x, t: x / t)
+    chain = _kept(lambda x, t: scaled(x, jnp.asarray(t, jnp.float32)), jnp.ones(4, jnp.float32),
+                  np.array(2.0, np.float32))
+    assert chain is not None and isinstance(chain.programs[0], replay.Put) and chain.inputs[0] == (("arg", 1),)
+    x = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_allclose(np.asarray(replay.run(chain, [x, np.array(4.0, np.float32)])[0]), np.arange(4) / 4.0)
+    chain = _kept(lambda x, t: scaled(x, jnp.asarray(np.asarray(x).sum() + t)), jnp.ones(4, jnp.float32),
+                  np.array(2.0, np.float32))
+    assert chain is not None and chain.inputs[0] == (("other",),)
+    assert replay.run(chain, [x, np.array(4.0, np.float32)]) == [None]

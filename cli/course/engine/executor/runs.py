@@ -49,7 +49,8 @@ def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> di
     """In the executor, for a plain call: every program it ran (JAX's own eager operations too, in order), and where
     each one's inputs and each leaf of what it returned came from, so that the judge can run them itself
     (`course.engine.judge.replay`); None past `MAX_CHAIN` programs. A program is ["sent", b, t] (its trace, appended
-    to `out`, known as t from now on) or ["seen", t] (sent before); a source is ["arg", k] (the call's k-th
+    to `out`, known as t from now on), ["seen", t] (sent before) or ["put", n] (a transfer of n values, which has no
+    program); a source is ["arg", k] (the call's k-th
     argument leaf, as itself), ["out", p, j] (output j of program p), ["const", c] (a Python or NumPy scalar, the
     c-th of "consts") or ["other"] (made outside the programs: by NumPy from an array's values, say). A call that
     ran an ahead-of-time compiled program, which has none to send, says only that ("aot")."""
@@ -58,7 +59,7 @@ def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> di
 
     from course.engine.wire.jaxprs import encode
 
-    chain = [run for run in runs if run.program is not None]
+    chain = [run for run in runs if run.program is not None or _transfer(run)]
     if len(chain) > MAX_CHAIN:
         return None
     if any(run.program is None and not run.helper for run in runs):  # an ahead-of-time `Compiled`: no program
@@ -67,7 +68,7 @@ def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> di
 
     def source(value: Any, before: int) -> list[Any]:
         for k, leaf in enumerate(leaves):
-            if value is leaf:
+            if value is leaf or _view_of(value, leaf):
                 return ["arg", k]
         for p in range(before - 1, -1, -1):
             for j, made in enumerate(chain[p].outs):
@@ -79,6 +80,8 @@ def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> di
         return ["other"]
 
     def named(run: Any) -> list[Any]:
+        if run.program is None:  # a transfer
+            return ["put", len(run.args)]
         token = _SENT.get(id(run.program))
         if token is not None and token[0] is run.program:
             return ["seen", token[1]]
@@ -90,6 +93,20 @@ def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> di
             "inputs": [[source(arg, p) for arg in run.args] for p, run in enumerate(chain)],
             "result": [source(leaf, len(chain)) for leaf in jax.tree_util.tree_leaves(result)],
             "consts": constants}
+
+
+def _view_of(value: Any, leaf: Any) -> bool:
+    """Whether `value` is a NumPy view of the NumPy argument `leaf`, whole (JAX wraps a NumPy value it transfers)."""
+    import numpy as np
+
+    return (isinstance(value, np.ndarray) and isinstance(leaf, np.ndarray) and value.base is leaf
+            and value.shape == leaf.shape and value.dtype == leaf.dtype)
+
+
+def _transfer(run: Any) -> bool:
+    """Whether a run is an eager transfer (`jax.device_put`, `jnp.asarray` of a NumPy value): no program, each input
+    its own output."""
+    return run.program is None and run.helper and run.fun_name == "device_put" and 0 < len(run.args) == len(run.outs)
 
 
 _SENT: dict[int, tuple[Any, int]] = {}

@@ -82,7 +82,7 @@ class RemoteFunction:
     def ran_programs(self) -> list[Any] | None:
         """Every program this function's last plain call ran, as read here, or None (`reruns.called_programs`)."""
         chain = replay.last(self._key())
-        return None if chain is None or chain.aot else list(chain.programs)
+        return None if chain is None or chain.aot else [p for p in chain.programs if not isinstance(p, replay.Put)]
 
     def _key(self) -> str:
         """The name this function's programs are kept under."""

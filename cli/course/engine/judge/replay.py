@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Chain", "fits", "keep", "last", "note", "rerun", "run"]
+__all__ = ["Chain", "Put", "arity", "fits", "keep", "last", "note", "rerun", "run"]
 
 MAX_PROGRAMS = 256
 """A call that ran more programs than this is not run again here (a loop of jitted steps, say)."""
@@ -43,6 +43,25 @@ class Chain:
     def source(self, leaf: int) -> tuple[Any, ...]:
         """Where leaf `leaf` of the result came from, ("other",) when it does not exist."""
         return self.result[leaf] if 0 <= leaf < len(self.result) else ("other",)
+
+
+@dataclass(frozen=True)
+class Put:
+    """A transfer a call made (`jax.device_put`, `jnp.asarray` of a NumPy value): no program, each input its own
+    output, put on the judge's default device here (where a later program runs it, placement changes no value)."""
+
+    count: int
+
+    def arity(self) -> tuple[int, int]:
+        """Inputs and outputs."""
+        return self.count, self.count
+
+
+def arity(program: Any) -> tuple[int, int]:
+    """How many inputs and outputs a chain's program has."""
+    if isinstance(program, Put):
+        return program.arity()
+    return len(program.jaxpr.invars), len(program.jaxpr.outvars)
 
 
 _LAST: dict[str, Chain | None] = {}
@@ -88,7 +107,7 @@ def _chain(fed: Any, consts: Any, returned: list[bytes]) -> Chain | None:
         return None
     checked = []
     for p, (closed, feeds) in enumerate(zip(programs, inputs, strict=True)):
-        if not isinstance(feeds, list) or len(feeds) != len(closed.jaxpr.invars):
+        if not isinstance(feeds, list) or len(feeds) != arity(closed)[0]:
             return None
         checked.append(tuple(_source(s, p, programs, len(consts)) for s in feeds))
     ends = tuple(_source(s, len(programs), programs, len(consts)) for s in result)
@@ -102,6 +121,8 @@ def _program(node: Any, returned: list[bytes]) -> Any:
     one sent before under that number."""
     if not (isinstance(node, list) and node and all(type(v) is int for v in node[1:])):
         return None
+    if node[0] == "put" and len(node) == 2 and 0 < node[1] <= 4096:
+        return Put(node[1])
     if node[0] == "seen" and len(node) == 2:
         return _KNOWN.get(node[1])
     if node[0] == "sent" and len(node) == 3 and 0 <= node[1] < len(returned) and node[2] not in _KNOWN:
@@ -131,7 +152,7 @@ def _source(node: Any, before: int, programs: list[Any], consts: int) -> tuple[A
     if kind == "const" and len(node) == 2 and type(node[1]) is int and 0 <= node[1] < consts:
         return ("const", node[1])
     if (kind == "out" and len(node) == 3 and type(node[1]) is int and 0 <= node[1] < before
-            and type(node[2]) is int and 0 <= node[2] < len(programs[node[1]].jaxpr.outvars)):
+            and type(node[2]) is int and 0 <= node[2] < arity(programs[node[1]])[1]):
         return ("out", node[1], node[2])
     return None
 
@@ -163,6 +184,8 @@ def fits(chain: Chain, leaves: list[Any]) -> bool:
     import numpy as np
 
     for closed, feeds in zip(chain.programs, chain.inputs, strict=True):
+        if isinstance(closed, Put):  # takes any array: what it feeds checks its types
+            continue
         for var, source in zip(closed.jaxpr.invars, feeds, strict=True):
             if source[0] != "arg":
                 continue
@@ -186,14 +209,23 @@ def run(chain: Chain, leaves: list[Any]) -> list[Any]:
         if any(v is None for v in values):
             outs.append(None)
             continue
-        outs.append(list(_runnable(closed)(*values)))
+        outs.append([_put(v) for v in values] if isinstance(closed, Put) else list(_runnable(closed)(*values)))
     return [_fed(source, leaves, outs, chain.consts) for source in chain.result]
+
+
+def _put(value: Any) -> Any:
+    """A value put on this process's default device, as a transfer does."""
+    import jax
+
+    return jax.device_put(value)
 
 
 def _unused(closed: Any, index: int) -> Any:
     """Zeros of the type of input `index` of `closed` when the program never reads that input, else None."""
     from jax._src import core
 
+    if isinstance(closed, Put):
+        return None
     var = closed.jaxpr.invars[index]
     read = any(v is var for eqn in closed.jaxpr.eqns for v in eqn.invars if isinstance(v, core.Var))
     if read or any(v is var for v in closed.jaxpr.outvars if isinstance(v, core.Var)):
