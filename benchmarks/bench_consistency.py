@@ -5,10 +5,10 @@ The layer is everything the judge and the executor do so that what is judged is 
 around every call, each program a call ran fingerprinted and sent (`course.engine.executor.runs.ran_entries`),
 the plain call beside a jitted one (`spare_inputs`, `plain_call`), the judge's reading and comparing of all
 of it (`course.engine.judge.consistency`), and each plain call's chain (`runs.fed`) with the judge running it
-again on fresh inputs (`course.grading.rerun`, `course.grading.called_programs`). "Without" is a copy of this tree (a `git worktree` of HEAD, with
-uncommitted changes to those files copied in) in which those functions return at once; nothing in the product
-can switch the layer off. Each side grades its own solved workspace (its own compile cache), warmed by one
-grading first.
+again on fresh inputs (`course.grading.rerun`, `course.grading.called_programs`). "Without" is a copy of this tree
+(a `git worktree` of HEAD, with uncommitted changes to those files copied in) in which those functions return at
+once; nothing in the product can switch the layer off. Each side grades its own solved workspace (its own compile
+cache), warmed by one grading first.
 
     .venv/bin/python benchmarks/bench_consistency.py          # a few exercises of each kind
     BENCH_EXERCISES=all BENCH_RUNS=3 .venv/bin/python benchmarks/bench_consistency.py
