@@ -217,3 +217,19 @@ def test_an_argument_put_on_the_device_is_followed_through_the_transfer() -> Non
                   np.array(2.0, np.float32))
     assert chain is not None and chain.inputs[0] == (("other",),)
     assert replay.run(chain, [x, np.array(4.0, np.float32)]) == [None]
+
+
+def test_a_chain_that_cannot_be_made_is_not_sent_and_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should making a chain fail (a program the wire cannot write, say), the answer goes without one, none of its
+    programs is left in the buffers, and no program is remembered as sent: a later call sends it whole."""
+    from course.engine.executor import runs
+
+    never_sent = jax.jit(lambda s: s * 3.0 + 1.0)  # a program no other test sent
+    with record_runs(programs=True) as ran:
+        result = jax.block_until_ready(never_sent(_fresh(8, 24)[0]))
+    out: list[bytes] = [b"earlier"]
+    known = dict(runs._SENT)
+    monkeypatch.setattr("course.engine.wire.jaxprs.encode", lambda closed: (_ for _ in ()).throw(ValueError("no")))
+    assert fed(ran.runs, [], result, out) is None
+    assert out == [b"earlier"]
+    assert known == runs._SENT

@@ -48,12 +48,25 @@ MAX_CHAIN = 256
 def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> dict[str, Any] | None:
     """In the executor, for a plain call: every program it ran (JAX's own eager operations too, in order), and where
     each one's inputs and each leaf of what it returned came from, so that the judge can run them itself
-    (`course.engine.judge.replay`); None past `MAX_CHAIN` programs. A program is ["sent", b, t] (its trace, appended
-    to `out`, known as t from now on), ["seen", t] (sent before) or ["put", n] (a transfer of n values, which has no
-    program); a source is ["arg", k] (the call's k-th
-    argument leaf, as itself), ["out", p, j] (output j of program p), ["const", c] (a Python or NumPy scalar, the
-    c-th of "consts") or ["other"] (made outside the programs: by NumPy from an array's values, say). A call that
-    ran an ahead-of-time compiled program, which has none to send, says only that ("aot")."""
+    (`course.engine.judge.replay`); None past `MAX_CHAIN` programs, or when a chain cannot be made (nothing of it is
+    then kept or sent, and a grader that needs one says so). A program is ["sent", b, t] (its trace, appended to
+    `out`, known as t from now on), ["seen", t] (sent before) or ["put", n] (a transfer of n values, which has no
+    program); a source is ["arg", k] (the call's k-th argument leaf, as itself), ["out", p, j] (output j of program
+    p), ["const", c] (a Python or NumPy scalar, the c-th of "consts") or ["other"] (made outside the programs: by
+    NumPy from an array's values, say). A call that ran an ahead-of-time compiled program, which has none to send,
+    says only that ("aot")."""
+    before, known = len(out), dict(_SENT)
+    try:
+        return _fed(runs, leaves, result, out)
+    except Exception:  # noqa: BLE001 - whatever failed, the call's answer goes without a chain
+        del out[before:]
+        _SENT.clear()
+        _SENT.update(known)
+        return None
+
+
+def _fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> dict[str, Any] | None:
+    """`fed`, which may raise."""
     import jax
     import numpy as np
 
