@@ -311,114 +311,107 @@ def test_compiles_hidden_from_the_count_show_in_update_with_donates_programs(
     assert "runs a program that no earlier call ran" in failed[0]["message"], failed[0]
 
 
-class TestSidePrograms:
-    """A scope of its own (a worker grades these while another runs the rest)."""
+def test_values_made_beside_the_programs_fail(tmp_path: Path) -> None:
+    """Each of `SIDE_PROGRAMS` scored full marks while the judge compared only what the call returned; through
+    `course check` it now fails its values check alone, in words that say the result was made outside the
+    programs its call ran."""
+    folders = sorted({folder for folder, _, _ in SIDE_PROGRAMS.values()})
+    results = _checked_all(tmp_path / "ws", _course_of(tmp_path, *folders), folders,
+                           {folder: attack for attack, (folder, _, _) in SIDE_PROGRAMS.items()})
+    for attack, (folder, check, said) in SIDE_PROGRAMS.items():
+        result = results[folder.split("_", 1)[1]]
+        failed = [c for c in result["checks"] if c["status"] != "passed"]
+        assert [c["id"] for c in failed] == [check], (attack, result)
+        assert re.search(said, failed[0]["message"]), failed[0]
 
-    def test_values_made_beside_the_programs_fail(self, tmp_path: Path) -> None:
-        """Each of `SIDE_PROGRAMS` scored full marks while the judge compared only what the call returned; through
-        `course check` it now fails its values check alone, in words that say the result was made outside the
-        programs its call ran."""
-        folders = sorted({folder for folder, _, _ in SIDE_PROGRAMS.values()})
-        results = _checked_all(tmp_path / "ws", _course_of(tmp_path, *folders), folders,
-                               {folder: attack for attack, (folder, _, _) in SIDE_PROGRAMS.items()})
-        for attack, (folder, check, said) in SIDE_PROGRAMS.items():
+
+def test_several_processes_are_judged_too(tmp_path: Path) -> None:
+    """`multi_process`, graded by two processes at once, with a mean of zeros in processes where every
+    NumPy closeness test says yes: NumPy's own `isclose` and `allclose` are rebound, which the guard sees,
+    so the processes' reports say the machinery was tampered with, and no check counts (0 points), the
+    judges' included. (`mp_rows_patched`, through `course grade`, rebinds only what the guard does not note:
+    there each process's judge decides, and the one check it forged fails.)"""
+    from course.engine.parent.runner import grade
+
+    exercise = load_course(REPO).get("multi_process")
+    result = grade(exercise, ATTACKS / "mp_zeros_patched.py", skip_stub=False)
+    assert (result.status, result.score, result.tampered) == ("failed", 0.0, True), result.message
+    assert re.search(TAMPERED + r".*numpy\.(allclose|isclose)", result.message), result.message
+    assert result.checks[0].id == "test_imports" and len(result.checks) == 5  # the grader's order
+
+
+def test_course_grade_judges_the_values_too(tmp_path: Path) -> None:
+    """Through `course grade` with the sandbox, as an instructor grades a class: the file that patches
+    NumPy scores the points of the checks it can forge in its own process, never the values check, and
+    every attack scores what it deserves (`DESERVED`, `REBINDS`: what removing, emptying or replaying a
+    report, tampering, exiting or rebinding the executor's machinery earns), while its classmate's reference
+    solutions score everything."""
+    course = _course_of(tmp_path, "01_update_with_donate", "17_remat_policy")
+    students: dict[str, Path | dict[str, Path]] = {
+        "ada": {"update_with_donate": SOLUTION, "remat_policy": REMAT},
+        **{attack: {"update_with_donate": ATTACKS / f"{attack}.py"} for attack in DESERVED},
+        **{attack: {"remat_policy": ATTACKS / f"{attack}.py"} for attack in REBINDS}}
+    graded = _graded_class(tmp_path, course, "", students)
+    assert graded["ada"]["score"] == 16.0, graded["ada"]["output"]
+    mallory = graded["rebind_less_equal"]
+    values = [t for t in mallory["tests"] if "Returns state + delta" in t["name"]]
+    assert len(values) == 1 and values[0]["score"] == 0, mallory["tests"]
+    assert mallory["extra_data"]["exercises"]["update_with_donate"]["status"] == "failed"
+    # Compiles hidden from the count, in the sandbox too: the programs' texts give them away.
+    lost = [t for t in graded["hide_recompiles"]["tests"] if t["score"] < t["max_score"]
+            and t["name"].startswith("update_with_donate: ")]
+    assert len(lost) == 1 and lost[0]["name"].endswith("Compiles once per shape, not once per call."), lost
+    assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
+    scores = {attack: graded[attack]["score"] for attack in [*DESERVED, *REBINDS]}
+    assert scores == {**{a: d[1] for a, d in DESERVED.items()}, **dict.fromkeys(REBINDS, 0.0)}, scores
+    for attack in [*DESERVED, *REBINDS]:  # every check of the grader is listed, none dropped
+        name = "remat_policy" if attack in REBINDS else "update_with_donate"
+        tests = [t for t in graded[attack]["tests"] if t["name"].startswith(f"{name}: ")]
+        assert sum(t["max_score"] for t in tests) == (9.0 if attack in REBINDS else 7.0), (attack, tests)
+
+
+def test_reported_facts_are_checked_against_the_programs(tmp_path: Path) -> None:
+    """Facts only the learner's process can report, checked against the programs it compiled, and values it
+    computed, compared in the judge: `smem_scalar` with a new program on every call and its compiles hidden from
+    the count, `aliasing_order` that deletes `x` by hand instead of donating it, `aliasing_order` whose kernels
+    are wrong under aliasing, `named_ref` whose reads are wrong inside the grader's `jax.jit`, `no_host_sync`
+    whose `time_step` returns the total time, and `multi_process` (two processes) whose `load_shard` returns its
+    rows reversed, each of those four in a process where NumPy's comparisons say yes, and `mixed_precision` whose
+    unjitted `train_step` hides its eager programs from the recorder of programs run. Each scored full marks
+    while its process had the last word. Through `course grade` with the sandbox (each attack a student of its
+    own) and through `course check`, each now fails the check it forged (`mixed_precision`'s also the one that
+    reads its matmuls from the programs its call ran, which it hid). The same `course grade` grades
+    `HIDDEN_COMPILES` beside a classmate's reference solutions."""
+    folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()} | {f for f, *_ in HIDDEN_COMPILES})
+    course = _course_of(tmp_path, *folders)
+    pairs = [(attack, folder) for attack, (folder, _, _) in OTHER_EXERCISES.items()]
+    pairs += [(attack, folder) for folder, attack, *_ in HIDDEN_COMPILES]
+    students: dict[str, Path | dict[str, Path]] = {
+        attack: {_name(folder): ATTACKS / f"{attack}.py"} for attack, folder in pairs}
+    students["ada"] = {_name(f): REPO / "solutions" / f / f"{_name(f)}.py" for f, *_ in HIDDEN_COMPILES}
+    graded = _graded_class(tmp_path, course, "", students)
+    _hidden_compiles_lose_one_check(graded)
+    for attack, (folder, check, said) in OTHER_EXERCISES.items():
+        name = folder.split("_", 1)[1]
+        tests = [t for t in graded[attack]["tests"] if t["name"].startswith(f"{name}: ")]
+        lost = [t for t in tests if t["score"] < t["max_score"]]
+        assert len(tests) > 1 and [t["extra_data"]["check"] for t in lost] == check.split(), (attack, tests)
+        assert any(re.search(said, t["output"]) for t in lost), lost
+    # Through `course check --all`: as few workspaces as hold one attack per exercise, each graded by one command.
+    workspaces: list[dict[str, str]] = []
+    for attack, (folder, _, _) in OTHER_EXERCISES.items():
+        free = next((w for w in workspaces if folder not in w), None)
+        if free is None:
+            workspaces.append(free := {})
+        free[folder] = attack
+    for k, chosen in enumerate(workspaces):
+        results = _checked_all(tmp_path / f"check{k}", course, folders, chosen)
+        for folder, attack in chosen.items():
+            _, check, said = OTHER_EXERCISES[attack]
             result = results[folder.split("_", 1)[1]]
             failed = [c for c in result["checks"] if c["status"] != "passed"]
-            assert [c["id"] for c in failed] == [check], (attack, result)
-            assert re.search(said, failed[0]["message"]), failed[0]
-
-
-class TestThroughCourseGrade:
-    """Classes of hostile files through `course grade` (with the sandbox), and `course check --all` of the same:
-    a scope of its own, so that a worker runs these while another runs the checks above."""
-
-    def test_several_processes_are_judged_too(self, tmp_path: Path) -> None:
-        """`multi_process`, graded by two processes at once, with a mean of zeros in processes where every
-        NumPy closeness test says yes: NumPy's own `isclose` and `allclose` are rebound, which the guard sees,
-        so the processes' reports say the machinery was tampered with, and no check counts (0 points), the
-        judges' included. (`mp_rows_patched`, through `course grade`, rebinds only what the guard does not note:
-        there each process's judge decides, and the one check it forged fails.)"""
-        from course.engine.parent.runner import grade
-
-        exercise = load_course(REPO).get("multi_process")
-        result = grade(exercise, ATTACKS / "mp_zeros_patched.py", skip_stub=False)
-        assert (result.status, result.score, result.tampered) == ("failed", 0.0, True), result.message
-        assert re.search(TAMPERED + r".*numpy\.(allclose|isclose)", result.message), result.message
-        assert result.checks[0].id == "test_imports" and len(result.checks) == 5  # the grader's order
-
-
-    def test_course_grade_judges_the_values_too(self, tmp_path: Path) -> None:
-        """Through `course grade` with the sandbox, as an instructor grades a class: the file that patches
-        NumPy scores the points of the checks it can forge in its own process, never the values check, and
-        every attack scores what it deserves (`DESERVED`, `REBINDS`: what removing, emptying or replaying a
-        report, tampering, exiting or rebinding the executor's machinery earns), while its classmate's reference
-        solutions score everything."""
-        course = _course_of(tmp_path, "01_update_with_donate", "17_remat_policy")
-        students: dict[str, Path | dict[str, Path]] = {
-            "ada": {"update_with_donate": SOLUTION, "remat_policy": REMAT},
-            **{attack: {"update_with_donate": ATTACKS / f"{attack}.py"} for attack in DESERVED},
-            **{attack: {"remat_policy": ATTACKS / f"{attack}.py"} for attack in REBINDS}}
-        graded = _graded_class(tmp_path, course, "", students)
-        assert graded["ada"]["score"] == 16.0, graded["ada"]["output"]
-        mallory = graded["rebind_less_equal"]
-        values = [t for t in mallory["tests"] if "Returns state + delta" in t["name"]]
-        assert len(values) == 1 and values[0]["score"] == 0, mallory["tests"]
-        assert mallory["extra_data"]["exercises"]["update_with_donate"]["status"] == "failed"
-        # Compiles hidden from the count, in the sandbox too: the programs' texts give them away.
-        lost = [t for t in graded["hide_recompiles"]["tests"] if t["score"] < t["max_score"]
-                and t["name"].startswith("update_with_donate: ")]
-        assert len(lost) == 1 and lost[0]["name"].endswith("Compiles once per shape, not once per call."), lost
-        assert "runs a program that no earlier call ran" in lost[0]["output"], lost[0]
-        scores = {attack: graded[attack]["score"] for attack in [*DESERVED, *REBINDS]}
-        assert scores == {**{a: d[1] for a, d in DESERVED.items()}, **dict.fromkeys(REBINDS, 0.0)}, scores
-        for attack in [*DESERVED, *REBINDS]:  # every check of the grader is listed, none dropped
-            name = "remat_policy" if attack in REBINDS else "update_with_donate"
-            tests = [t for t in graded[attack]["tests"] if t["name"].startswith(f"{name}: ")]
-            assert sum(t["max_score"] for t in tests) == (9.0 if attack in REBINDS else 7.0), (attack, tests)
-
-
-    def test_reported_facts_are_checked_against_the_programs(self, tmp_path: Path) -> None:
-        """Facts only the learner's process can report, checked against the programs it compiled, and values it
-        computed, compared in the judge: `smem_scalar` with a new program on every call and its compiles hidden from
-        the count, `aliasing_order` that deletes `x` by hand instead of donating it, `aliasing_order` whose kernels
-        are wrong under aliasing, `named_ref` whose reads are wrong inside the grader's `jax.jit`, `no_host_sync`
-        whose `time_step` returns the total time, and `multi_process` (two processes) whose `load_shard` returns its
-        rows reversed, each of those four in a process where NumPy's comparisons say yes, and `mixed_precision` whose
-        unjitted `train_step` hides its eager programs from the recorder of programs run. Each scored full marks
-        while its process had the last word. Through `course grade` with the sandbox (each attack a student of its
-        own) and through `course check`, each now fails the check it forged (`mixed_precision`'s also the one that
-        reads its matmuls from the programs its call ran, which it hid). The same `course grade` grades
-        `HIDDEN_COMPILES` beside a classmate's reference solutions."""
-        folders = sorted({folder for folder, _, _ in OTHER_EXERCISES.values()} | {f for f, *_ in HIDDEN_COMPILES})
-        course = _course_of(tmp_path, *folders)
-        pairs = [(attack, folder) for attack, (folder, _, _) in OTHER_EXERCISES.items()]
-        pairs += [(attack, folder) for folder, attack, *_ in HIDDEN_COMPILES]
-        students: dict[str, Path | dict[str, Path]] = {
-            attack: {_name(folder): ATTACKS / f"{attack}.py"} for attack, folder in pairs}
-        students["ada"] = {_name(f): REPO / "solutions" / f / f"{_name(f)}.py" for f, *_ in HIDDEN_COMPILES}
-        graded = _graded_class(tmp_path, course, "", students)
-        _hidden_compiles_lose_one_check(graded)
-        for attack, (folder, check, said) in OTHER_EXERCISES.items():
-            name = folder.split("_", 1)[1]
-            tests = [t for t in graded[attack]["tests"] if t["name"].startswith(f"{name}: ")]
-            lost = [t for t in tests if t["score"] < t["max_score"]]
-            assert len(tests) > 1 and [t["extra_data"]["check"] for t in lost] == check.split(), (attack, tests)
-            assert any(re.search(said, t["output"]) for t in lost), lost
-        # Through `course check --all`: as few workspaces as hold one attack per exercise, each graded by one command.
-        workspaces: list[dict[str, str]] = []
-        for attack, (folder, _, _) in OTHER_EXERCISES.items():
-            free = next((w for w in workspaces if folder not in w), None)
-            if free is None:
-                workspaces.append(free := {})
-            free[folder] = attack
-        for k, chosen in enumerate(workspaces):
-            results = _checked_all(tmp_path / f"check{k}", course, folders, chosen)
-            for folder, attack in chosen.items():
-                _, check, said = OTHER_EXERCISES[attack]
-                result = results[folder.split("_", 1)[1]]
-                failed = [c for c in result["checks"] if c["status"] != "passed"]
-                assert [c["id"] for c in failed] == check.split(), (attack, result)
-                assert any(re.search(said, c["message"]) for c in failed), failed
+            assert [c["id"] for c in failed] == check.split(), (attack, result)
+            assert any(re.search(said, c["message"]) for c in failed), failed
 
 
 def _checked_all(workspace: Path, course: Path, folders: list[str], files: dict[str, str]) -> dict[str, dict]:
