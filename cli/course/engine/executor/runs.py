@@ -55,13 +55,13 @@ def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> di
     p), ["const", c] (a Python or NumPy scalar, the c-th of "consts") or ["other"] (made outside the programs: by
     NumPy from an array's values, say). A call that ran an ahead-of-time compiled program, which has none to send,
     says only that ("aot")."""
-    before, known = len(out), dict(_SENT)
+    before, numbered = len(out), len(_SENT)
     try:
         return _fed(runs, leaves, result, out)
     except Exception:  # noqa: BLE001 - whatever failed, the call's answer goes without a chain
         del out[before:]
-        _SENT.clear()
-        _SENT.update(known)
+        for key in [key for key, (_, number) in _SENT.items() if number >= numbered]:  # numbered by this call
+            del _SENT[key]
         return None
 
 

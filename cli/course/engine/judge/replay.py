@@ -52,15 +52,11 @@ class Put:
 
     count: int
 
-    def arity(self) -> tuple[int, int]:
-        """Inputs and outputs."""
-        return self.count, self.count
-
 
 def arity(program: Any) -> tuple[int, int]:
     """How many inputs and outputs a chain's program has."""
     if isinstance(program, Put):
-        return program.arity()
+        return program.count, program.count
     return len(program.jaxpr.invars), len(program.jaxpr.outvars)
 
 
@@ -274,9 +270,9 @@ def _jaxpr(jaxpr: Any, memo: dict[int, Any]) -> Any:
     from jax._src import source_info_util
 
     if id(jaxpr) not in memo:
-        eqns = [_called(eqn).replace(source_info=source_info_util.new_source_info(),
-                                     params=_params(eqn.primitive.name, _called(eqn).params, memo))
-                for eqn in jaxpr.eqns]
+        eqns = [eqn.replace(source_info=source_info_util.new_source_info(),
+                            params=_params(eqn.primitive.name, eqn.params, memo))
+                for eqn in map(_called, jaxpr.eqns)]
         memo[id(jaxpr)] = (jaxpr, jaxpr.replace(eqns=eqns))
     return memo[id(jaxpr)][1]
 
@@ -288,18 +284,11 @@ _CUSTOM = frozenset({"custom_jvp_call", "custom_vjp_call"})
 def _called(eqn: Any) -> Any:
     """An equation as it runs forward: a custom derivative's call becomes a plain call of its function's jaxpr (its
     rules, functions of the learner's process, never run forward and never crossed)."""
-    if eqn.primitive.name not in _CUSTOM or not isinstance(eqn.params.get("call_jaxpr"), _closed_type()):
+    from jax._src import core
+
+    if eqn.primitive.name not in _CUSTOM or not isinstance(eqn.params.get("call_jaxpr"), core.ClosedJaxpr):
         return eqn
-    from jax._src import core
-
     return eqn.replace(primitive=core.closed_call_p, params={"call_jaxpr": eqn.params["call_jaxpr"]})
-
-
-def _closed_type() -> type:
-    """JAX's closed jaxpr class."""
-    from jax._src import core
-
-    return core.ClosedJaxpr
 
 
 def _params(primitive: str, params: dict[str, Any], memo: dict[int, Any]) -> dict[str, Any]:

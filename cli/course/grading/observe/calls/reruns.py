@@ -60,12 +60,9 @@ def rerun(fn: Callable[..., Any], *args: Any) -> Rerun | None:
 def _in_one_process(fn: Callable[..., Any], args: tuple[Any, ...]) -> Rerun | None:
     """`rerun` where the learner's code runs in this process: call it, and read where its result came from."""
     from course.engine.executor.runs import fed
-    from course.grading.observe.calls.executions import record_runs
 
-    leaves = jax.tree_util.tree_leaves(list(args))
-    with record_runs(programs=True) as ran:
-        result = jax.block_until_ready(fn(*args))
-    chain = fed(ran.runs, leaves, result, [])
+    result, ran = _recorded(fn, args)
+    chain = fed(ran, jax.tree_util.tree_leaves(list(args)), result, [])
     if chain is None:
         return None
     sources = [tuple(s) for s in chain["result"]]
@@ -85,10 +82,16 @@ def called_programs(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[Any] 
     if programs is not None:  # the learner's function seen from the judge
         result = fn(*args)
         return result, programs()
+    result, ran = _recorded(fn, args)
+    if any(run.program is None and not run.helper for run in ran):
+        return result, None
+    return result, [run.program for run in ran if run.program is not None]
+
+
+def _recorded(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, list[Any]]:
+    """`fn(*args)` called in this process, finished, with every run it made (programs kept)."""
     from course.grading.observe.calls.executions import record_runs
 
     with record_runs(programs=True) as ran:
         result = jax.block_until_ready(fn(*args))
-    if any(run.program is None and not run.helper for run in ran.runs):
-        return result, None
-    return result, [run.program for run in ran.runs if run.program is not None]
+    return result, ran.runs
