@@ -93,6 +93,8 @@ SIDE_PROGRAMS = {
     "sharded_side_program": ("12_sharded_donated_step", "test_values",
                              r"not all computed by the programs your call of `sgd_step` ran"),
     "scan_side_program": ("16_scan_layers", "test_forward_values", r"is not computed by the programs your call ran"),
+    "mixed_side_program": ("18_mixed_precision", "test_small_updates_kept",
+                           r"not all computed by the programs its call ran"),
 }
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {

@@ -175,13 +175,27 @@ def test_programs_that_differ_only_in_a_baked_constant_each_run_with_their_own()
 def test_an_input_the_program_never_reads_may_come_from_anywhere() -> None:
     """An input made outside the programs that the program never reads blocks nothing; one it reads does."""
     unused = jax.jit(lambda s, d, scale: s + d, donate_argnums=(0,))
-    chain = _kept(lambda s, d: unused(s, d, jnp.asarray(np.float32(np.asarray(d).sum()))), *_fresh(8, 18)[:2])
+    chain = _kept(lambda s, d: unused(s, d, np.asarray(d) * 2), *_fresh(8, 18)[:2])
     assert chain is not None and ("other",) in [source for feeds in chain.inputs for source in feeds]
     state, delta, s, d = _fresh(8, 19)
     np.testing.assert_allclose(np.asarray(replay.run(chain, [state, delta])[0]), s + d, rtol=1e-6)
     used = jax.jit(lambda s, d, scale: s + d * scale)
-    chain = _kept(lambda s, d: used(s, d, jnp.asarray(np.float32(np.asarray(d).sum()))), *_fresh(8, 20)[:2])
+    chain = _kept(lambda s, d: used(s, d, np.asarray(d) * 2), *_fresh(8, 20)[:2])
     assert chain is not None and replay.run(chain, list(_fresh(8, 21)[:2])) == [None]
+
+
+def test_a_number_made_outside_is_the_calls_own_here() -> None:
+    """A number made on the host from an array's values (a 0-d array, as JAX's own eager operations pass theirs)
+    is sent as a constant: run on fresh inputs, the programs compute with the call's number, not one made from
+    the fresh inputs, so a value check on fresh inputs tells it apart."""
+    used = jax.jit(lambda s, d, scale: s + d * scale)
+    chain = _kept(lambda s, d: used(s, d, jnp.asarray(np.float32(np.asarray(d).sum()))), *_fresh(8, 20)[:2])
+    assert chain is not None and chain.inputs[0] == (("const", 0),)
+    _, _, _, d_call = _fresh(8, 20)
+    state, delta, s, d = _fresh(8, 21)
+    (value,) = replay.run(chain, [state, delta])
+    np.testing.assert_allclose(np.asarray(value), s + d * np.float32(d_call.sum()), rtol=1e-5)
+    assert not np.allclose(np.asarray(value), s + d * np.float32(d.sum()))
 
 
 @jax.custom_vjp
@@ -213,7 +227,7 @@ def test_an_argument_put_on_the_device_is_followed_through_the_transfer() -> Non
     assert chain is not None and isinstance(chain.programs[0], replay.Put) and chain.inputs[0] == (("arg", 1),)
     x = jnp.arange(4, dtype=jnp.float32)
     np.testing.assert_allclose(np.asarray(replay.run(chain, [x, np.array(4.0, np.float32)])[0]), np.arange(4) / 4.0)
-    chain = _kept(lambda x, t: scaled(x, jnp.asarray(np.asarray(x).sum() + t)), jnp.ones(4, jnp.float32),
+    chain = _kept(lambda x, t: scaled(x, jnp.asarray(np.asarray(x) + t)), jnp.ones(4, jnp.float32),
                   np.array(2.0, np.float32))
     assert chain is not None and chain.inputs[0] == (("other",),)
     assert replay.run(chain, [x, np.array(4.0, np.float32)]) == [None]
@@ -233,3 +247,32 @@ def test_a_chain_that_cannot_be_made_is_not_sent_and_leaves_nothing_behind(monke
     assert fed(ran.runs, [], result, out) is None
     assert out == [b"earlier"]
     assert known == runs._SENT
+
+
+def test_a_number_passed_as_an_argument_is_a_fresh_one_of_the_programs_type() -> None:
+    """A NumPy scalar the call passed is an argument of its program: a fresh number stands for it here, cast to the
+    type the program takes (as `jax.jit` casts it), never baked in as the call's own."""
+    scaled = jax.jit(lambda x, k: x * k)
+    chain = _kept(scaled, jnp.arange(4.0), np.float32(3.0))
+    assert chain is not None and chain.inputs[0][1] == ("arg", 1)
+    assert replay.fits(chain, [jnp.ones(4), np.float32(2.0)]) and replay.fits(chain, [jnp.ones(4), 2])
+    assert not replay.fits(chain, [jnp.ones(4), np.ones(2, np.float32)])
+    (value,) = replay.run(chain, [jnp.ones(4), 2])
+    assert value.dtype == jnp.float32 and np.asarray(value).tolist() == [2.0] * 4
+
+
+def test_an_unjitted_gradient_runs_here_with_the_numbers_jax_made_for_it() -> None:
+    """Eager `jax.value_and_grad` feeds its programs numbers of JAX's own making (a derivative's seed, a mean's
+    count, as 0-d NumPy arrays): they are sent as constants, so every leaf of the result is computed here."""
+    def loss(w: jax.Array, x: jax.Array) -> jax.Array:
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+
+    grad = jax.value_and_grad(loss)
+    w, x = jnp.full((4, 3), 0.1, jnp.float32), jnp.ones((5, 4), jnp.float32)
+    chain = _kept(grad, w, x)
+    assert chain is not None and all(s[0] != "other" for feeds in chain.inputs for s in feeds)
+    fresh_w = jnp.asarray(np.random.default_rng(3).standard_normal((4, 3)), jnp.float32)
+    value, dw = replay.run(chain, [fresh_w, x])
+    want_value, want_dw = grad(fresh_w, x)
+    np.testing.assert_allclose(np.asarray(value), np.asarray(want_value), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(dw), np.asarray(want_dw), rtol=1e-5)

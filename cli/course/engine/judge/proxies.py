@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from course.engine.common.submission import PlatformFailure, SubmissionError, describe_exception
-from course.engine.judge import consistency, replay
+from course.engine.judge import arguments, consistency, replay
 from course.engine.judge.link import GONE, ExecutorGone, Link, Opaque, _asked, _returned, encoded
 from course.engine.wire import wire
 from course.engine.wire.placement import array_leaf, describe_mesh
@@ -77,7 +77,8 @@ class RemoteFunction:
 
     def rerun(self, *args: Any) -> Any:
         """The programs this function's last plain call ran, run here on `args` (`course.engine.judge.replay.rerun`)."""
-        return replay.rerun(self._key(), self.__name__, leaves_of(args, {}))
+        leaves, at = leaves_of(args, {})
+        return replay.rerun(self._key(), self.__name__, leaves, at)
 
     def ran_programs(self) -> list[Any] | None:
         """Every program this function's last plain call ran, as read here, or None (`reruns.called_programs`)."""
@@ -157,13 +158,14 @@ class RemoteFunction:
             if isinstance(index, int) and 0 <= index < len(leaves) and hasattr(leaves[index], "delete"):
                 leaves[index].delete()  # the call donated it there: it is gone here too
         value = _value(self._link, self._path, header, returned)
-        self._note(asked, jit, inputs, header, returned, value)
+        self._note(asked, jit, inputs, header, returned, value, arguments.places(body["args"], body["kwargs"]))
         return value
 
     def _note(self, asked: dict[str, Any], jit: bool, inputs: str, header: dict[str, Any], returned: list[bytes],
-              value: Any) -> None:
+              value: Any, at: list[arguments.Place]) -> None:
         """Keep what this call ran, or what this trace showed, beside every other program of the function at these
-        input types (`course.engine.judge.consistency`): a function that runs one program and shows another fails."""
+        input types (`course.engine.judge.consistency`): a function that runs one program and shows another fails.
+        `at` is where each argument leaf sat in the call."""
         name = self._key()
         if "case" in asked and isinstance(value, tuple | list) and value:  # a traced case: its trace, and a plain call
             consistency.note_trace(name, inputs, value[0])
@@ -185,16 +187,18 @@ class RemoteFunction:
             consistency.note_call(name, inputs, consistency.JITTED if jit else consistency.PLAIN,
                                   header.get("ran"), returned, header.get("plain"))
             if not jit:  # and where their inputs came from, for the judge to run them itself
-                replay.keep(name, header, returned, _returning(self._link, self._path))
+                replay.keep(name, header, returned, _returning(self._link, self._path), at)
         elif asked == {"jits": True}:  # a plain call too, whose programs' texts `jit_calls` reads
             consistency.note_call(name, inputs, consistency.PLAIN, header.get("ran"), returned)
 
 
-def leaves_of(args: tuple, kwargs: dict[str, Any]) -> list[Any]:
-    """The argument leaves a call with `args` and `kwargs` sends, in the order the executor numbers them."""
+def leaves_of(args: tuple, kwargs: dict[str, Any]) -> tuple[list[Any], list[arguments.Place]]:
+    """The argument leaves a call with `args` and `kwargs` sends, in the order the executor numbers them, and where
+    each sits in the arguments."""
     leaves: list[Any] = []
-    encoded([list(args), dict(kwargs)], [], _noting(leaves))
-    return leaves
+    sending, buffers = _noting(leaves), []
+    at = arguments.places(encoded(list(args), buffers, sending), encoded(dict(kwargs), buffers, sending))
+    return leaves, at
 
 
 def _noting(leaves: list[Any]) -> Any:

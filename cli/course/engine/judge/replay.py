@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from course.engine.judge import arguments
+
 __all__ = ["Chain", "Put", "arity", "fits", "keep", "last", "note", "rerun", "run"]
 
 MAX_PROGRAMS = 256
@@ -62,11 +64,14 @@ def arity(program: Any) -> tuple[int, int]:
 
 _LAST: dict[str, Chain | None] = {}
 """Per function, the chain of its last plain call (None when that call sent none this judge could read)."""
+_PLACES: dict[str, list[Any]] = {}
+"""Per function, where each argument leaf of its last plain call sat (`course.engine.judge.arguments`)."""
 
 
-def keep(name: str, header: dict[str, Any], returned: list[bytes], rebuilt: Any) -> None:
+def keep(name: str, header: dict[str, Any], returned: list[bytes], rebuilt: Any, at: list[Any]) -> None:
     """In the judge, after a plain call of `name`: keep its chain from the answer's `header`, its constants rebuilt
-    by `rebuilt` (as the answer's values are), or None when what came is not one."""
+    by `rebuilt` (as the answer's values are), or None when what came is not one; `at`, where each of the call's
+    argument leaves sat (`course.engine.judge.arguments`)."""
     from course.engine.wire import wire
 
     fed = header.get("fed")
@@ -75,6 +80,7 @@ def keep(name: str, header: dict[str, Any], returned: list[bytes], rebuilt: Any)
     except Exception:  # noqa: BLE001 - constants that cannot be read make no chain
         consts = None
     note(name, fed, consts, returned)
+    _PLACES[name] = at
 
 
 def note(name: str, fed: Any, consts: Any, returned: list[bytes]) -> None:
@@ -153,14 +159,17 @@ def _source(node: Any, before: int, programs: list[Any], consts: int) -> tuple[A
     return None
 
 
-def rerun(key: str, name: str, leaves: list[Any]) -> tuple[bool, int, list[tuple[Any, Any]]] | None:
-    """The chain of the last plain call kept under `key` (of the learner's `name`), run on `leaves`: whether it ran
-    an ahead-of-time compiled program, how many programs it ran, and per leaf of its result (where it came from,
-    the value computed here or None); None when no chain can be run, or `leaves` are not of its types. Programs
-    that fail to run here fail the check: they are what the learner's process sent."""
+def rerun(key: str, name: str, leaves: list[Any], at: list[Any]) -> tuple[bool, int, list[tuple[Any, Any]]] | None:
+    """The chain of the last plain call kept under `key` (of the learner's `name`), run on `leaves` (which sit at
+    `at` in their arguments, put in the order the call had its own): whether it ran an ahead-of-time compiled
+    program, how many programs it ran, and per leaf of its result (where it came from, the value computed here or
+    None); None when no chain can be run, or `leaves` are not of its types. Programs that fail to run here fail the
+    check: they are what the learner's process sent."""
     chain = last(key)
-    if chain is None or not fits(chain, leaves):
+    ordered = arguments.arranged(leaves, at, _PLACES.get(key))
+    if chain is None or ordered is None or not fits(chain, ordered):
         return None
+    leaves = ordered
     try:
         values = run(chain, leaves)
     except Exception as exc:  # noqa: BLE001 - whatever failed, the programs came from the learner's process
@@ -185,9 +194,13 @@ def fits(chain: Chain, leaves: list[Any]) -> bool:
         for var, source in zip(closed.jaxpr.invars, feeds, strict=True):
             if source[0] != "arg":
                 continue
-            if source[1] >= len(leaves) or not isinstance(leaves[source[1]], jax.Array | np.ndarray):
+            if source[1] >= len(leaves):
                 return False
             given, wanted = leaves[source[1]], var.aval
+            if isinstance(given, bool | int | float | np.generic) and wanted.shape == ():
+                continue  # a Python or NumPy number the call passed, as jit takes it: cast to the program's type
+            if not isinstance(given, jax.Array | np.ndarray):
+                return False
             if (tuple(given.shape), np.dtype(given.dtype)) != (tuple(wanted.shape), np.dtype(wanted.dtype)):
                 return False
     return True
@@ -201,12 +214,22 @@ def run(chain: Chain, leaves: list[Any]) -> list[Any]:
     outs: list[list[Any] | None] = []
     for closed, feeds in zip(chain.programs, chain.inputs, strict=True):
         values = [_fed(source, leaves, outs, chain.consts) for source in feeds]
-        values = [_unused(closed, i) if v is None else v for i, v in enumerate(values)]
+        values = [_unused(closed, i) if v is None else _typed(closed, i, v) for i, v in enumerate(values)]
         if any(v is None for v in values):
             outs.append(None)
             continue
         outs.append([_put(v) for v in values] if isinstance(closed, Put) else list(_runnable(closed)(*values)))
     return [_fed(source, leaves, outs, chain.consts) for source in chain.result]
+
+
+def _typed(closed: Any, index: int, value: Any) -> Any:
+    """`value` for input `index` of `closed`: a Python or NumPy number cast to the type the program takes there, as
+    `jax.jit` casts a number passed to it; anything else as it is."""
+    import numpy as np
+
+    if isinstance(closed, Put) or not isinstance(value, bool | int | float | np.generic):
+        return value
+    return np.asarray(value, closed.jaxpr.invars[index].aval.dtype)
 
 
 def _put(value: Any) -> Any:
