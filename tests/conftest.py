@@ -13,7 +13,6 @@ import pytest
 from typer.testing import CliRunner
 
 from course import ui
-from course.paths import CACHE_ENV
 from support import FIXTURES, git_commit
 
 pytest_plugins = ["pytester"]
@@ -61,21 +60,6 @@ def shared_xla_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -
     path = (root if worker_id == "master" else root.parent) / "xla-cache-shared"
     path.mkdir(exist_ok=True)
     return path
-
-
-@pytest.fixture(autouse=True, scope="session")
-def commands_share_the_cache(shared_xla_cache: Path) -> Iterator[None]:
-    """Every `course` command the suite runs keeps its compiled programs in the run's one cache (`COURSE_CACHE`),
-    as a learner's second command finds them in their workspace: a grader's programs compile once per run, not
-    once per fresh workspace. A hit still counts as a compile, so no verdict depends on it; a test of the setting
-    itself (tests/test_workspace.py) gives its commands an environment of its own."""
-    before = os.environ.get(CACHE_ENV)
-    os.environ[CACHE_ENV] = str(shared_xla_cache)
-    yield
-    if before is None:
-        os.environ.pop(CACHE_ENV, None)
-    else:
-        os.environ[CACHE_ENV] = before
 
 
 @pytest.fixture(autouse=True, scope="session")

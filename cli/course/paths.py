@@ -5,14 +5,10 @@ Every path to a file of ours is derived here, so the folder's name is written on
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 STATE_DIR = ".course"
-CACHE_ENV = "COURSE_CACHE"
-"""Names one folder for the compiled programs of every workspace that sees it (several clones of a course on
-one machine, a CI job), in place of each workspace's own."""
 
 
 @dataclass(frozen=True)
@@ -67,9 +63,8 @@ class WorkspacePaths:
 
     @property
     def cache(self) -> Path:
-        """JAX's compilation cache for this workspace's gradings: the folder `COURSE_CACHE` names, if any."""
-        shared = os.environ.get(CACHE_ENV, "").strip()
-        return Path(shared).expanduser().absolute() if shared else self.state / "xla-cache"
+        """JAX's compilation cache for this workspace's gradings."""
+        return self.state / "xla-cache"
 
     @property
     def marker(self) -> Path:
