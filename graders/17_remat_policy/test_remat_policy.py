@@ -119,8 +119,8 @@ _FRESH: list[_Case] = []
 
 
 def _fresh_case(rng: np.random.Generator) -> _Case:
-    """Fresh params and x for the programs to run on, and the spec's loss and gradients there: made once, for both
-    functions' checks (the spec's gradients take half a second in float64), and never sent to the executor."""
+    """Fresh params and x for the programs to run on, and the spec's loss and gradients there: made once for both
+    functions' checks, and never sent to the executor."""
     if not _FRESH:
         params, x = _inputs(rng)
         _FRESH.append((params, x, _numpy_loss_and_grads(params, x)))
