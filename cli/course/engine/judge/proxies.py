@@ -158,14 +158,14 @@ class RemoteFunction:
             if isinstance(index, int) and 0 <= index < len(leaves) and hasattr(leaves[index], "delete"):
                 leaves[index].delete()  # the call donated it there: it is gone here too
         value = _value(self._link, self._path, header, returned)
-        self._note(asked, jit, inputs, header, returned, value, arguments.places(body["args"], body["kwargs"]))
+        self._note(asked, jit, inputs, header, returned, value, body)
         return value
 
     def _note(self, asked: dict[str, Any], jit: bool, inputs: str, header: dict[str, Any], returned: list[bytes],
-              value: Any, at: list[arguments.Place]) -> None:
+              value: Any, body: dict[str, Any]) -> None:
         """Keep what this call ran, or what this trace showed, beside every other program of the function at these
         input types (`course.engine.judge.consistency`): a function that runs one program and shows another fails.
-        `at` is where each argument leaf sat in the call."""
+        `body` is the request, whose encoded arguments say where each argument leaf sat in the call."""
         name = self._key()
         if "case" in asked and isinstance(value, tuple | list) and value:  # a traced case: its trace, and a plain call
             consistency.note_trace(name, inputs, value[0])
@@ -187,7 +187,8 @@ class RemoteFunction:
             consistency.note_call(name, inputs, consistency.JITTED if jit else consistency.PLAIN,
                                   header.get("ran"), returned, header.get("plain"))
             if not jit:  # and where their inputs came from, for the judge to run them itself
-                replay.keep(name, header, returned, _returning(self._link, self._path), at)
+                replay.keep(name, header, returned, _returning(self._link, self._path),
+                            arguments.places(body["args"], body["kwargs"]))
         elif asked == {"jits": True}:  # a plain call too, whose programs' texts `jit_calls` reads
             consistency.note_call(name, inputs, consistency.PLAIN, header.get("ran"), returned)
 

@@ -15,7 +15,7 @@ programs another way: a program that computes a wrong result from them still fai
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from course.engine.judge import arguments
@@ -41,6 +41,8 @@ class Chain:
     aot: bool = False
     """The call ran an ahead-of-time compiled program (`jit(f).lower(...).compile()`), which has no program to send:
     the chain is empty."""
+    places: tuple[Any, ...] | None = None
+    """Where each of the call's argument leaves sat in its arguments (`course.engine.judge.arguments`), when known."""
 
     def source(self, leaf: int) -> tuple[Any, ...]:
         """Where leaf `leaf` of the result came from, ("other",) when it does not exist."""
@@ -64,8 +66,6 @@ def arity(program: Any) -> tuple[int, int]:
 
 _LAST: dict[str, Chain | None] = {}
 """Per function, the chain of its last plain call (None when that call sent none this judge could read)."""
-_PLACES: dict[str, list[Any]] = {}
-"""Per function, where each argument leaf of its last plain call sat (`course.engine.judge.arguments`)."""
 
 
 def keep(name: str, header: dict[str, Any], returned: list[bytes], rebuilt: Any, at: list[Any]) -> None:
@@ -79,14 +79,14 @@ def keep(name: str, header: dict[str, Any], returned: list[bytes], rebuilt: Any,
         consts = wire.decode(fed.get("consts"), returned, rebuilt) if isinstance(fed, dict) else None
     except Exception:  # noqa: BLE001 - constants that cannot be read make no chain
         consts = None
-    note(name, fed, consts, returned)
-    _PLACES[name] = at
+    note(name, fed, consts, returned, at)
 
 
-def note(name: str, fed: Any, consts: Any, returned: list[bytes]) -> None:
+def note(name: str, fed: Any, consts: Any, returned: list[bytes], at: list[Any] | None = None) -> None:
     """Keep the chain of `name`'s last plain call from what the executor said of it (`runs.fed`), its constants
-    read; None when it is not one."""
-    _LAST[name] = _chain(fed, consts, returned)
+    read, and `at`, where its argument leaves sat; None when it is not one."""
+    chain = _chain(fed, consts, returned)
+    _LAST[name] = chain if chain is None or at is None else replace(chain, places=tuple(at))
 
 
 def last(name: str) -> Chain | None:
@@ -166,12 +166,12 @@ def rerun(key: str, name: str, leaves: list[Any], at: list[Any]) -> tuple[bool, 
     None); None when no chain can be run, or `leaves` are not of its types. Programs that fail to run here fail the
     check: they are what the learner's process sent."""
     chain = last(key)
-    ordered = arguments.arranged(leaves, at, _PLACES.get(key))
+    ordered = None if chain is None else arguments.arranged(
+        leaves, at, None if chain.places is None else list(chain.places))
     if chain is None or ordered is None or not fits(chain, ordered):
         return None
-    leaves = ordered
     try:
-        values = run(chain, leaves)
+        values = run(chain, ordered)
     except Exception as exc:  # noqa: BLE001 - whatever failed, the programs came from the learner's process
         from course.engine.common.submission import describe_exception
         from course.grading.feedback import fail
@@ -197,7 +197,7 @@ def fits(chain: Chain, leaves: list[Any]) -> bool:
             if source[1] >= len(leaves):
                 return False
             given, wanted = leaves[source[1]], var.aval
-            if isinstance(given, bool | int | float | np.generic) and wanted.shape == ():
+            if _number(given) and wanted.shape == ():
                 continue  # a Python or NumPy number the call passed, as jit takes it: cast to the program's type
             if not isinstance(given, jax.Array | np.ndarray):
                 return False
@@ -227,9 +227,16 @@ def _typed(closed: Any, index: int, value: Any) -> Any:
     `jax.jit` casts a number passed to it; anything else as it is."""
     import numpy as np
 
-    if isinstance(closed, Put) or not isinstance(value, bool | int | float | np.generic):
+    if isinstance(closed, Put) or not _number(value):
         return value
     return np.asarray(value, closed.jaxpr.invars[index].aval.dtype)
+
+
+def _number(value: Any) -> bool:
+    """Whether `value` is a Python or NumPy number, which `jax.jit` casts to the type its program takes."""
+    import numpy as np
+
+    return isinstance(value, bool | int | float | np.generic)
 
 
 def _put(value: Any) -> Any:
