@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -139,8 +140,11 @@ def _params(cases: list[Case]) -> list[object]:
 
 
 def _course(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the installed `course` command as a learner would, with no course settings inherited."""
+    """Run the installed `course` command as a learner would, with no course settings inherited; its
+    temporary folder is one of the test's own, so what an attack writes there goes with the test."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
+    (scratch := cwd / "tmp").mkdir(exist_ok=True)
+    env["TMPDIR"] = str(scratch)
     return subprocess.run(
         [str(COURSE_BIN), *args, "--course", str(COURSE_DIR)],
         cwd=cwd,
@@ -220,6 +224,7 @@ def _check_case(case: Case, tmp_path: Path) -> Graded:
         assert re.search(case.message, _words(result), re.S), _words(result)
         assert "wall-clock time" not in _words(result), "stopped by the clock: a busy machine decided this"
         assert not _strays([graded.token.encode(), str(graded.stub).encode()]), "a process outlived grading"
+        assert not (Path(tempfile.gettempdir()) / f"{graded.token}.json").exists(), "written outside TMPDIR"
         _assert_workspace(case, graded)
         return graded
     finally:

@@ -233,7 +233,8 @@ def base_environment(cache_dir: Path | None = None) -> dict[str, str]:
     of a grading's time on the CPU. Compile events still fire on a cache hit, so compile counts
     are unchanged. `course.engine.common.compile_cache` keeps it within its size.
     """
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "TZ")
+    # TMPDIR too: the learner's temporary folder (macOS gives each user one) stays theirs, not the machine's.
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "TZ", "TMPDIR")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(
         {
