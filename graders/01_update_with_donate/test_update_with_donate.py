@@ -24,7 +24,7 @@ from course.grading import (
     is_deleted_error,
     jit_calls,
     learner_location,
-    rerun,
+    program_values,
 )
 from course.grading.observe.calls.warmup import WatchedCall, unreported_compiles, watched_calls
 
@@ -106,16 +106,15 @@ def _check_program_values(submission: types.ModuleType, rng: np.random.Generator
     itself on fresh inputs, apart from the process running the learner's code. A call that ran no program at all,
     or an ahead-of-time compiled one (which keeps no program to run), is left to the donation checks."""
     state, delta, s, d = _inputs(rng, n)
-    again = rerun(submission.update_with_donate, state, delta)
-    if again is not None and (again.aot or not again.ran_programs):
-        return
-    if again is None or again.computed(0) is None:
-        fail(f"for length {n}, the result is not computed by the jitted program your call ran from `state` and "
-             "`delta`: it is made outside that program (by NumPy, Python or an eager operation after it), while "
-             "the program only stands beside it. The point of the donating helper is that its result takes over "
-             "`state`'s buffer, so the sum itself must be the jitted program's output, returned as it is.")
-    assert_array(again.computed(0), s + d, name=f"what your jitted program computes for length {n}, run by the "
-                 "grader on fresh inputs", **TOL)
+    values = program_values(
+        submission.update_with_donate, state, delta,
+        made_outside=f"for length {n}, the result is not computed by the jitted program your call ran from `state` "
+        "and `delta`: it is made outside that program (by NumPy, Python or an eager operation after it), while "
+        "the program only stands beside it. The point of the donating helper is that its result takes over "
+        "`state`'s buffer, so the sum itself must be the jitted program's output, returned as it is.")
+    if values is not None:
+        assert_array(values[0], s + d, name=f"what your jitted program computes for length {n}, run by the grader on "
+                     "fresh inputs", **TOL)
 
 
 @pytest.mark.judge

@@ -22,7 +22,7 @@ from course.grading import (
     check,
     fail,
     parameter_shapes,
-    rerun,
+    program_values,
     unreported_compiles,
     watched_calls,
 )
@@ -92,15 +92,14 @@ def _programs_compute(submission: ModuleType, rng: np.random.Generator, n: int, 
     fresh x (the same temperature: a Python number is taken as the call had it), apart from the process running the
     learner's code. A call that ran no program, or an ahead-of-time compiled one, is left to the compile checks."""
     x = _x(rng, n)
-    again = rerun(submission.scaled_softmax, jax.device_put(x), t)
-    if again is not None and (again.aot or not again.ran_programs):
-        return
-    if again is None or again.computed(0) is None:
-        fail(f"{name}: the result is not computed by the programs your call ran from `x` and the temperature: it "
-             "is made outside them (by NumPy or Python), while they only stand beside. What a bucket saves is "
-             "compiles of the programs that compute the softmax, so they must be the ones that make it.")
-    assert_array(again.computed(0), _softmax(x, t).astype(np.float32), name=f"{name}, as the programs your call "
-                 "ran compute it, run by the grader on a fresh x", rtol=2e-5, atol=1e-6)
+    values = program_values(
+        submission.scaled_softmax, jax.device_put(x), t,
+        made_outside=f"{name}: the result is not computed by the programs your call ran from `x` and the temperature: "
+        "it is made outside them (by NumPy or Python), while they only stand beside. What a bucket saves is "
+        "compiles of the programs that compute the softmax, so they must be the ones that make it.")
+    if values is not None:
+        assert_array(values[0], _softmax(x, t).astype(np.float32), name=f"{name}, as the programs your call ran "
+                     "compute it, run by the grader on a fresh x", rtol=2e-5, atol=1e-6)
 
 
 @pytest.mark.judge

@@ -27,7 +27,7 @@ from course.grading import (
     fail,
     jit_calls,
     per_device_bytes,
-    rerun,
+    program_values,
     sharding_text,
     unreported_compiles,
     watched_calls,
@@ -91,16 +91,16 @@ def _check_program_values(submission: ModuleType, rng: np.random.Generator, mesh
     on fresh params and grads (the same `lr`), apart from the process running the learner's code. A call that ran
     no program, or an ahead-of-time compiled one, is left to the donation checks."""
     (params, p), (grads, g) = _tree(rng, mesh), _tree(rng, mesh)
-    again = rerun(submission.sgd_step, params, grads, lr)
-    if again is not None and (again.aot or not again.ran_programs):
-        return
     expected = jax.tree_util.tree_leaves({k: p[k] - np.float32(lr) * g[k] for k in LAYOUT})
-    if again is None or len(again.values) != len(expected) or any(v is None for v in again.values):
-        fail("the new params are not all computed by the programs your call of `sgd_step` ran from `params`, "
-             "`grads` and `lr`: some are made outside them (by NumPy or Python), while a donating program only "
-             "stands beside. Donation saves memory only when the step's own output takes over each param's "
-             "buffer, so the update must be the jitted step's output, returned as it is.")
-    for k, value, want in zip(sorted(LAYOUT), again.values, expected, strict=True):
+    values = program_values(
+        submission.sgd_step, params, grads, lr, needed=len(expected), count=len(expected),
+        made_outside="the new params are not all computed by the programs your call of `sgd_step` ran from "
+        "`params`, `grads` and `lr`: some are made outside them (by NumPy or Python), while a donating program "
+        "only stands beside. Donation saves memory only when the step's own output takes over each param's "
+        "buffer, so the update must be the jitted step's output, returned as it is.")
+    if values is None:
+        return
+    for k, value, want in zip(sorted(LAYOUT), values, expected, strict=True):
         assert_array(value, want, name=f"params[{k!r}] as the programs your call ran compute it, run by the "
                      f"grader on fresh params and grads (lr = {lr:.4g})", rtol=1e-6, atol=1e-6)
 

@@ -14,7 +14,7 @@ from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array
 from course.grading.judge.source import describe_exception, learner_location
 from course.grading.observe.calls.programs import compile_program, grad_of_sum
-from course.grading.observe.calls.reruns import rerun
+from course.grading.observe.calls.reruns import program_values
 from course.grading.observe.calls.warmup import after_warmup, watched_calls
 from course.grading.observe.traces.jaxprs import traced
 from course.grading.observe.traces.loops import jaxpr_size, line_text, loops_in
@@ -124,16 +124,15 @@ def _check_program_values(submission: ModuleType, rng: np.random.Generator, n: i
     layers and x, apart from the process running the learner's code. A call of an ahead-of-time compiled program
     (which keeps no program to run) is left to the other checks."""
     layers, x = _layers(rng, n), _x(rng)
-    again = rerun(submission.forward, _stacked(layers), jnp.asarray(x))
-    if again is not None and again.aot:
-        return
     name = f"forward(<{_rows(n)}>, x)"
-    if again is None or again.computed(0) is None:
-        fail(f"{name} is not computed by the programs your call ran (or it ran more than 256): its result is made "
-             "outside them (by NumPy or Python on the host, say), while the programs only stand beside it. The "
-             "forward pass is the scan's work: return what the scan computes, as it is.")
-    assert_array(again.computed(0), _numpy_forward(layers, x).astype(np.float32), name=f"{name} as the programs "
-                 "your call ran compute it, run by the grader on fresh layers and x", rtol=TOL, atol=TOL)
+    values = program_values(
+        submission.forward, _stacked(layers), jnp.asarray(x), skip_without_programs=False,
+        made_outside=f"{name} is not computed by the programs your call ran (or it ran more than 256): its result is "
+        "made outside them (by NumPy or Python on the host, say), while the programs only stand beside it. The "
+        "forward pass is the scan's work: return what the scan computes, as it is.")
+    if values is not None:
+        assert_array(values[0], _numpy_forward(layers, x).astype(np.float32), name=f"{name} as the programs your "
+                     "call ran compute it, run by the grader on fresh layers and x", rtol=TOL, atol=TOL)
 
 
 def _numpy_grads(layers: list[dict[str, np.ndarray]], x: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:

@@ -15,7 +15,7 @@ from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_array, assert_is_array, describe_value
 from course.grading.observe.calls.programs import compile_program, size_text
 from course.grading.observe.calls.recompiles import later_calls
-from course.grading.observe.calls.reruns import rerun
+from course.grading.observe.calls.reruns import program_values
 from course.grading.observe.traces.jaxprs import learner_line, traced, walk_eqns
 from course.grading.observe.traces.loops import line_text, type_text
 from course.grading.observe.traces.matmuls import matmul_flops, matmuls_in, mflop, repeated_matmuls
@@ -132,22 +132,22 @@ def _programs_compute(submission: ModuleType, rng: np.random.Generator, name: st
     itself on fresh params and x, apart from the process running the learner's code. A call that ran no program,
     or an ahead-of-time compiled one, is left to the checks of its jit and its memory."""
     params, x, (want_loss, want_grads) = _fresh_case(rng)
-    again = rerun(getattr(submission, name), params, x)
-    if again is not None and (again.aot or not again.ran_programs):
-        return
     keys = sorted(want_grads)  # the result's leaves: the loss, then the grads dict's in key order
-    if again is None or len(again.values) != 1 + len(keys) or any(v is None for v in again.values):
-        fail(f"the loss and gradients {name} returns are not all computed by the programs its call ran from `params` "
-             "and `x`: some are made outside them (by NumPy or Python), while the programs only stand beside. "
-             "What the checkpointing saves is memory of the programs that compute the gradients, so they must be "
-             "the ones that make them.")
+    values = program_values(
+        getattr(submission, name), params, x, needed=1 + len(keys), count=1 + len(keys),
+        made_outside=f"the loss and gradients {name} returns are not all computed by the programs its call ran from "
+        "`params` and `x`: some are made outside them (by NumPy or Python), while the programs only stand beside. "
+        "What the checkpointing saves is memory of the programs that compute the gradients, so they must be "
+        "the ones that make them.")
+    if values is None:
+        return
     name_of = f"as the programs your call of {name} ran compute it, run by the grader on fresh params and x"
-    loss = np.asarray(again.computed(0), np.float64)
+    loss = np.asarray(values[0], np.float64)
     check(loss.shape == () and abs(float(loss) - want_loss) <= LOSS_RTOL * abs(want_loss),
-          f"the loss {name_of}: {describe_value(again.computed(0))}, expected {want_loss:.6g}.")
-    for i, key in enumerate(keys, start=1):
+          f"the loss {name_of}: {describe_value(values[0])}, expected {want_loss:.6g}.")
+    for key, value in zip(keys, values[1:], strict=True):
         scale = float(np.max(np.abs(want_grads[key])))
-        assert_array(again.computed(i), want_grads[key].astype(np.float32), name=f"grads[{key!r}] {name_of}",
+        assert_array(value, want_grads[key].astype(np.float32), name=f"grads[{key!r}] {name_of}",
                      rtol=GRAD_RTOL, atol=GRAD_RTOL * scale)
 
 

@@ -16,7 +16,7 @@ import pytest
 from course.grading.feedback import check, fail
 from course.grading.judge.arrays import assert_is_array, describe_value
 from course.grading.observe.calls.recompiles import later_calls
-from course.grading.observe.calls.reruns import called_programs, rerun
+from course.grading.observe.calls.reruns import called_programs, program_values
 from course.grading.observe.calls.there import in_executor
 from course.grading.observe.traces.loops import line_text
 from course.grading.observe.traces.matmuls import Matmul, float32_matmuls, matmuls_in, matmuls_of
@@ -347,18 +347,18 @@ def _programs_make_the_step(submission: ModuleType, rng: np.random.Generator) ->
     itself on fresh params and a fresh batch, apart from the process running the learner's code. A call that ran no
     program at all, or an ahead-of-time compiled one, is left to the checks of its matmuls and its jit."""
     params, batch = _params(rng), _batch(rng)
-    again = rerun(submission.train_step, params, batch, LR)
-    if again is not None and (again.aot or not again.ran_programs):
-        return
     keys = sorted(_PARAMS)  # the result's leaves: the params dict's, in key order, then the loss
-    if again is None or len(again.values) != len(keys) + 1 or any(again.computed(i) is None for i in range(len(keys))):
-        fail("the params train_step returns are not all computed by the programs its call ran from `params` and "
-             "`batch`: some are made outside them (by NumPy or Python), while the programs with the bfloat16 "
-             "matmuls only stand beside. The step's own programs must make the update, and it is returned as "
-             "they make it.")
+    values = program_values(
+        submission.train_step, params, batch, LR, needed=len(keys), count=len(keys) + 1,
+        made_outside="the params train_step returns are not all computed by the programs its call ran from `params` "
+        "and `batch`: some are made outside them (by NumPy or Python), while the programs with the bfloat16 "
+        "matmuls only stand beside. The step's own programs must make the update, and it is returned as they "
+        "make it.")
+    if values is None:
+        return
     want, start = _spec_sgd(params, batch, 1, LR), {k: np.asarray(v, np.float64) for k, v in params.items()}
-    for i, key in enumerate(keys):
-        moved = np.asarray(again.computed(i), np.float64) - start[key]
+    for key, value in zip(keys, values[:len(keys)], strict=True):
+        moved = np.asarray(value, np.float64) - start[key]
         off = _off(moved, want[key] - start[key]) if moved.shape == start[key].shape else np.inf
         check(off <= MOVE_TOL, f"the programs your call of train_step ran, run by the grader on fresh params and "
                                f"a fresh batch (lr={LR:g}), move params['{key}'] off by {off:.0%} of one float32 "

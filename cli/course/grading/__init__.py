@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         jitted_functions, ran_jit_calls, runs_as_jit_calls,
     )
     from course.grading.observe.calls.executions import ProgramRun, RunRecorder, record_runs
-    from course.grading.observe.calls.reruns import Rerun, called_programs, rerun
+    from course.grading.observe.calls.reruns import Rerun, called_programs, program_values, rerun
     from course.grading.observe.calls.ownership import call_is_jax_helper, eqn_is_jax_helper, is_jax_helper
     from course.grading.observe.calls.patching import JitBuilds, count_jit_builds, jit_builds_per_call, replaced
     from course.grading.observe.calls.processes import RowLog, own_rows, rows_text, step
@@ -170,7 +170,8 @@ HELPERS: Mapping[str, str] = MappingProxyType({
     "is_consumed": "observe.calls.donation", "is_deleted_error": "observe.calls.donation",
     "jit_calls": "observe.calls.donation", "jitted_functions": "observe.calls.donation",
     "ran_jit_calls": "observe.calls.donation", "runs_as_jit_calls": "observe.calls.donation",
-    "Rerun": "observe.calls.reruns", "called_programs": "observe.calls.reruns", "rerun": "observe.calls.reruns",
+    "Rerun": "observe.calls.reruns", "called_programs": "observe.calls.reruns",
+    "program_values": "observe.calls.reruns", "rerun": "observe.calls.reruns",
     "ProgramRun": "observe.calls.executions", "RunRecorder": "observe.calls.executions",
     "record_runs": "observe.calls.executions",
     "call_is_jax_helper": "observe.calls.ownership", "eqn_is_jax_helper": "observe.calls.ownership",
@@ -298,7 +299,7 @@ __all__ = [
     "learner_traceback", "raised_in", "store_dtypes", "syntax_message",
     "BACKEND_COMPILE_EVENT", "CompileEvent", "CompileRecorder", "install_listener", "matches_name",
     "own_function_names", "record_compiles", "via_interpreter",
-    "Rerun", "called_programs", "rerun",
+    "Rerun", "called_programs", "program_values", "rerun",
     "Copy", "DonationInfo", "JitCall", "Source", "WarningsCall", "alias_bytes", "argument_copies", "assert_consumed",
     "assert_not_consumed", "call_recording_warnings", "donation_info", "is_consumed", "is_deleted_error", "jit_calls",
     "jitted_functions", "ran_jit_calls", "runs_as_jit_calls",

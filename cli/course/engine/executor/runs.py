@@ -72,7 +72,7 @@ def _fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> d
 
     from course.engine.wire.jaxprs import encode
 
-    chain = [run for run in runs if run.program is not None or _transfer(run)]
+    chain = chained(runs)
     if len(chain) > MAX_CHAIN:
         return None
     if any(run.program is None and not run.helper for run in runs):  # an ahead-of-time `Compiled`: no program
@@ -109,6 +109,11 @@ def _fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> d
             "inputs": [[source(arg, p) for arg in run.args] for p, run in enumerate(chain)],
             "result": [source(leaf, len(chain)) for leaf in jax.tree_util.tree_leaves(result)],
             "consts": constants}
+
+
+def chained(runs: list[Any]) -> list[Any]:
+    """The runs of a call that make its chain, in order: its programs and its transfers."""
+    return [run for run in runs if run.program is not None or _transfer(run)]
 
 
 def _view_of(value: Any, leaf: Any) -> bool:

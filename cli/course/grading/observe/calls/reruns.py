@@ -14,7 +14,9 @@ from typing import Any
 
 import jax
 
-__all__ = ["Rerun", "called_programs", "rerun"]
+from course.grading.feedback import fail
+
+__all__ = ["Rerun", "called_programs", "program_values", "rerun"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,8 @@ def rerun(fn: Callable[..., Any], *args: Any) -> Rerun | None:
     """The programs the last plain call of `fn` ran, run again on `args`: fresh inputs of that call's types.
 
     In the judge they run there, never in the learner's process; None when that call sent nothing that can be run
-    (or `args` are not of its types). In a grading in one process, the function itself is called on `args` and its
-    result leaves count as what its programs computed."""
+    (or `args` are not of its types). In a grading in one process, the function itself is called on `args` and the
+    programs it ran are run again on copies of them, as the judge would run them."""
     remote = getattr(fn, "rerun", None)
     if remote is not None:
         got = remote(*args)
@@ -57,18 +59,43 @@ def rerun(fn: Callable[..., Any], *args: Any) -> Rerun | None:
     return _in_one_process(fn, args)
 
 
-def _in_one_process(fn: Callable[..., Any], args: tuple[Any, ...]) -> Rerun | None:
-    """`rerun` where the learner's code runs in this process: call it, and read where its result came from."""
-    from course.engine.executor.runs import fed
+def program_values(fn: Callable[..., Any], *args: Any, made_outside: str, needed: int = 1, count: int | None = None,
+                   skip_without_programs: bool = True) -> tuple[Any, ...] | None:
+    """What the programs of the last plain call of `fn` compute on the fresh `args`, one value per result leaf.
 
-    result, ran = _recorded(fn, args)
-    chain = fed(ran, jax.tree_util.tree_leaves(list(args)), result, [])
-    if chain is None:
+    None when that call ran an ahead-of-time compiled program (JAX keeps none to run again), or, with
+    `skip_without_programs`, no program at all: the checks of the exercise's jit, donation or compiles judge those.
+    Fails with `made_outside` when the result has not `count` leaves (when given), or when any of its first
+    `needed` leaves was not made by the programs (a NumPy result handed back beside them, a copy through the host),
+    or when the call sent nothing that can be run again."""
+    again = rerun(fn, *args)
+    if again is not None and (again.aot or (skip_without_programs and not again.ran_programs)):
         return None
-    sources = [tuple(s) for s in chain["result"]]
-    values = [None if s[0] == "other" else leaf for s, leaf in zip(sources, jax.tree_util.tree_leaves(result),
-                                                                    strict=True)]
-    return Rerun(tuple(sources), tuple(values), len(chain["programs"]), chain.get("aot") is True)
+    if (again is None or (count is not None and len(again.values) != count)
+            or any(again.computed(i) is None for i in range(needed))):
+        fail(made_outside)
+    return again.values
+
+
+def _in_one_process(fn: Callable[..., Any], args: tuple[Any, ...]) -> Rerun | None:
+    """`rerun` where the learner's code runs in this process: call it, then run the programs it ran again on the same
+    `args`, as the judge runs them (`course.engine.judge.replay`), so that a leaf computed from something made
+    outside them (a copy through the host) is told as the judge tells it."""
+    from course.engine.executor.runs import chained, fed
+    from course.engine.judge.replay import Chain, Put, run
+
+    leaves = jax.tree_util.tree_leaves(list(args))
+    spare = [leaf.copy() if isinstance(leaf, jax.Array) else leaf for leaf in leaves]  # the call may donate them
+    result, ran = _recorded(fn, args)
+    told = fed(ran, leaves, result, [])
+    if told is None:
+        return None
+    if told.get("aot") is True:
+        return Rerun((), (), 0, aot=True)
+    programs = tuple(Put(len(r.args)) if r.program is None else r.program for r in chained(ran))
+    chain = Chain(programs, tuple(tuple(tuple(s) for s in feeds) for feeds in told["inputs"]),
+                  tuple(tuple(s) for s in told["result"]), tuple(told["consts"]))
+    return Rerun(chain.result, tuple(run(chain, spare)), len(programs))
 
 
 def called_programs(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[Any] | None]:
