@@ -55,7 +55,10 @@ DESERVED = {
     "remove_judge_report": (0.0, 6.0, REMOVED),
     "hide_tampering": (0.0, 0.0, REMOVED),
     "tamper_in_executor": (0.0, 0.0, TAMPERED + r".*is_consumed"),
-    "truncate_report": (0.0, 0.0, REMOVED),
+    # Its child truncates the report once it reads complete, racing the executor's own last rewrite of it: the
+    # report is then found emptied (removed or changed) or cut mid-write (damaged). Each is 0 points; which one
+    # depends on the machine's load (a loaded suite run met the second).
+    "truncate_report": (0.0, 0.0, f"{REMOVED}|{DAMAGED}"),
     # Its child writes the old report back with a plain write, racing the grading's end: read before, during or
     # after that write, the report says the machinery was tampered with, is damaged, or does not vouch for the
     # answers. Each is 0 points; which one depends on the machine's load.
