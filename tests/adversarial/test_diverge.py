@@ -111,23 +111,32 @@ def test_every_file_names_what_it_deserves() -> None:
         assert deserved and all(f"def {check}(" in grader for check in deserved), (attack.stem, deserved)
 
 
+PROBED = {"smem_scalar": "test_lengths_in_smem", "tiled_matmul": "test_values_float32"}
+"""`attacks/diverge/probed/`: files that raise in the plain call made beside a trace or the grader's jit -> the
+first check that meets the raise."""
+
+
 @pytest.mark.slow
-def test_a_plain_call_that_raises_beside_a_trace_is_no_excuse(tmp_path: Path) -> None:
+def test_a_plain_call_that_raises_is_no_excuse(tmp_path: Path) -> None:
     """`probed/smem_scalar.py` shows the SMEM kernel to `jax.make_jaxpr`, runs a VMEM one for its values, and
-    raises in the plain call made beside the trace (found by its stack). It scored 8 of 8 while a plain call that
-    raised said nothing; through `course check` it now fails what it deserves, and the reason names the raise."""
-    attack = ATTACKS / "probed" / "smem_scalar.py"
+    raises in the plain call made beside the trace (found by its stack): 8 of 8 while that raise said nothing.
+    `probed/tiled_matmul.py` runs the reference kernel under the grader's `jax.jit` and raises whenever it is called
+    plainly, as anyone who imports it calls it: 17 of 17 while a raise beside the grader's jit said nothing. Through
+    one `course check` each now fails what it deserves, and the reason names the raise."""
     workspace = tmp_path / "ws"
     init = subprocess.run([str(COURSE_BIN), "init", str(workspace), "--course", str(REPO)], capture_output=True,
                           text=True, timeout=300, check=False)
     assert init.returncode == 0, init.stderr
-    shutil.copyfile(attack, workspace / "exercises" / _folder("smem_scalar") / attack.name)
-    done = subprocess.run([str(COURSE_BIN), "check", "smem_scalar", "--json", "--no-chip", "-w", str(workspace),
+    for name in PROBED:
+        shutil.copyfile(ATTACKS / "probed" / f"{name}.py", workspace / "exercises" / _folder(name) / f"{name}.py")
+    done = subprocess.run([str(COURSE_BIN), "check", *PROBED, "--json", "--no-chip", "-w", str(workspace),
                            "--course", str(REPO)], capture_output=True, text=True, timeout=900, check=False)
-    (result,) = json.loads(done.stdout)["exercises"]
-    failed = {c["id"]: c["message"] for c in result["checks"] if c["status"] != "passed"}
-    assert done.returncode == 1 and _deserved(attack) <= set(failed), failed
-    assert "it raised RuntimeError: not now" in failed["test_lengths_in_smem"], failed
+    assert done.returncode == 1, done.stderr[-2000:]
+    results = {e["name"]: e for e in json.loads(done.stdout)["exercises"]}
+    for name, first in PROBED.items():
+        failed = {c["id"]: c["message"] for c in results[name]["checks"] if c["status"] != "passed"}
+        assert _deserved(ATTACKS / "probed" / f"{name}.py") <= set(failed), (name, failed)
+        assert "it raised RuntimeError: not now" in failed[first], (name, failed)
 
 
 SHOWN = {"mixed_precision": ("test_train_step_matmuls", "float32 x float32 matmul(s) of 5"),

@@ -101,6 +101,10 @@ SIDE_PROGRAMS = {
     "remat_side_program": ("17_remat_policy", "test_values_loss_and_grads test_values_min_memory",
                            r"not all computed by the programs its call ran"),
     "budget_side_program": ("07_compile_budget", "test_values", r"is not computed by the programs your call ran"),
+    # A kernel's values come from the grader's own jit of the learner's function: the judge reads that program and
+    # fails values that pass through a host callback in it (its kernel check also sees the pass after the kernel).
+    "kernel_callback": ("13_tiled_matmul", "test_values_float32 test_values_bfloat16_accumulate_in_float32 "
+                        "test_kernel_does_the_work", r"calls back into Python on the host|made by `pure_callback`"),
 }
 # attack -> (the values check's message, a pattern), for attacks on update_with_donate
 EXPECTED = {

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["JITTED", "PLAIN", "note_call", "note_plain", "note_static_trace", "note_trace", "received",
-           "still_one_program"]
+__all__ = ["HOST_CALLBACKS", "JITTED", "PLAIN", "no_host_callbacks", "note_call", "note_plain", "note_static_trace",
+           "note_trace", "received", "still_one_program"]
 
 JITTED, PLAIN = "jitted", "plain"
 _SEEN: Any = None
@@ -89,12 +89,13 @@ def note_call(name: str, inputs: str, kind: str, entries: Any, returned: list[by
 
 def note_plain(name: str, inputs: str, program: Any, plain: Any, returned: list[bytes]) -> None:
     """In the judge: the structure (`fingerprint.structure`: kernels, shard_maps, collectives, loops) a plain call
-    ran must be that of the program the grader's jit or trace of the same call ran. A plain call that raised
-    says nothing (a function may need the jit to run at all)."""
+    ran must be that of the program the grader's jit or trace of the same call ran. A plain call that raised is
+    a function that runs under the grader's jit and not when a learner calls it: two ways again."""
     from course.grading.judge.fingerprint import maps_shards, structure
 
     if isinstance(plain, dict) and "raised" in plain:
-        return
+        _diverge(name, inputs, f"under the grader's `jax.jit` or trace, it ran; called as a learner calls it, with "
+                               f"the same arguments, it raised {str(plain['raised'])[:200]}")
     theirs = structure(program)  # walked once: a ring's program is 259 KB
     if isinstance(plain, dict) and "skipped" in plain:  # made once per function whose program runs a `shard_map`
         if not (maps_shards(theirs) and name in _SHARDED):
@@ -122,9 +123,6 @@ def note_static_trace(name: str, inputs: str, closed: Any, plain: Any, returned:
             _diverge(name, inputs, "the process running your code skipped a plain call of it that it owed")
         return
     _STATIC_CALLED.add((name, inputs))
-    if isinstance(plain, dict) and "raised" in plain:  # no jit of the grader's is left out here: nothing excuses it
-        _diverge(name, inputs, f"traced, it ran; called as a learner calls it, with the same arguments, it raised "
-                               f"{str(plain['raised'])[:200]}")
     note_plain(name, inputs, closed, plain, returned)
 
 
@@ -189,6 +187,30 @@ def _diverge(name: str, inputs: str, what: str) -> None:
                  "caller?). The grader judges the program your function runs; make it compute the same way "
                  "every time it is given the same types. No check after this one counts what your code shows.")
     fail(_DIVERGED)
+
+
+HOST_CALLBACKS = ("pure_callback", "io_callback")
+"""Primitives that call back into Python on the host from inside a program (`jax.debug.callback` prints, and may
+stay)."""
+
+
+def no_host_callbacks(name: str, entries: Any) -> None:
+    """In the judge, for a call whose values a check compares: fail it when a program the call ran calls back into
+    the learner's Python on the host. What comes back from there is made outside the program the judge reads, and
+    the judge cannot run it; values that pass through one are not the program's own."""
+    from course.grading.feedback import fail
+    from course.grading.observe.traces.jaxprs import equations
+
+    found: set[str] = set()
+    for entry in entries if isinstance(entries, list) else []:
+        closed = _PROGRAMS.get(entry[1]) if isinstance(entry, list) and len(entry) > 1 else None
+        if closed is not None:
+            found.update(e.primitive.name for e in equations(closed) if e.primitive.name in HOST_CALLBACKS)
+    if found:
+        fail(f"the program your call of `{name}` ran calls back into Python on the host "
+             f"({', '.join(f'`{p}`' for p in sorted(found))}): what comes back from there is made outside the program "
+             "the grader judges and cannot run, so its values are not the program's own. Compute the result in the "
+             "program itself; a host round trip inside it is what this course teaches to avoid.")
 
 
 def still_one_program() -> None:
