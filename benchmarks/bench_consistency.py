@@ -42,6 +42,7 @@ STUBS = [
     ("engine/judge/consistency.py", "note_call", "None"),
     ("engine/judge/consistency.py", "note_plain", "None"),
     ("engine/judge/consistency.py", "note_static_trace", "None"),
+    ("engine/judge/consistency.py", "no_host_callbacks", "None"),
     # The chain of each plain call, and the judge running it: a rerun says nothing could be run (the graders skip it),
     # `called_programs` sends the grader back to its trace, as before the chain.
     ("engine/executor/runs.py", "fed", "None"),

@@ -276,3 +276,24 @@ def test_an_unjitted_gradient_runs_here_with_the_numbers_jax_made_for_it() -> No
     want_value, want_dw = grad(fresh_w, x)
     np.testing.assert_allclose(np.asarray(value), np.asarray(want_value), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(dw), np.asarray(want_dw), rtol=1e-5)
+
+
+def test_a_program_the_answer_already_carries_is_encoded_once() -> None:
+    """The learner's jit is both in the list of programs a call ran and in its chain: the answer carries one buffer
+    of it, which the chain names, and the judge runs the chain from that buffer."""
+    from course.engine.executor.runs import ran_entries
+
+    _donating_once = jax.jit(lambda s, d: s - d, donate_argnums=(0,))  # a program no earlier test sent
+    state, delta, _, _ = _fresh(16, 4)
+    with record_runs(programs=True) as ran:
+        result = jax.block_until_ready(_donating_once(state, delta))
+    out: list[bytes] = []
+    encoded: dict[int, int] = {}
+    entries = ran_entries(ran.runs, set(), out, encoded=encoded)
+    chain = fed(ran.runs, [state, delta], result, out, encoded)
+    assert chain is not None and len(out) == 1 and len(entries) == 1
+    assert chain["programs"] == [["sent", entries[0][2], chain["programs"][0][2]]]
+    replay.note("once", chain, list(chain["consts"]), out)
+    fresh, other, s, d = _fresh(16, 5)
+    (value,) = replay.run(replay.last("once"), [fresh, other])
+    np.testing.assert_allclose(np.asarray(value), s - d, rtol=1e-6)

@@ -12,11 +12,13 @@ from collections.abc import Iterator
 from typing import Any
 
 
-def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool = False) -> list[list[Any]]:
+def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool = False,
+                encoded: dict[int, int] | None = None) -> list[list[Any]]:
     """In the executor: [name, fingerprint, buffer index or -1, the arguments it donated] for each jitted program
     of the learner's a call ran, in order (with `structural`, also each of JAX's own that holds a kernel, a loop or
     a collective: an eager `lax.scan` runs as one); a program not sent before is appended to `out` (and noted in
-    `sent`)."""
+    `sent`, and in `encoded` by the program's identity, so that the same answer's chain sends that buffer again
+    rather than a second encoding of it)."""
     from course.engine.wire.jaxprs import encode
     from course.grading.judge.fingerprint import fingerprint
 
@@ -28,6 +30,8 @@ def ran_entries(runs: Any, sent: set[str], out: list[bytes], *, structural: bool
             out.append(encode(run.program))
             index = len(out) - 1
             sent.add(printed)
+            if encoded is not None:
+                encoded[id(run.program)] = index
         entries.append([run.fun_name, printed, index, [i for i, d in enumerate(run.donated) if d]])
     return entries
 
@@ -45,7 +49,8 @@ MAX_CHAIN = 256
 """A call that ran more programs than this (a loop of steps, an unjitted model) sends no chain (`fed`)."""
 
 
-def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> dict[str, Any] | None:
+def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes],
+        encoded: dict[int, int] | None = None) -> dict[str, Any] | None:
     """In the executor, for a plain call: every program it ran (JAX's own eager operations too, in order), and where
     each one's inputs and each leaf of what it returned came from, so that the judge can run them itself
     (`course.engine.judge.replay`); None past `MAX_CHAIN` programs, or when a chain cannot be made (nothing of it is
@@ -54,10 +59,11 @@ def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> di
     program); a source is ["arg", k] (the call's k-th argument leaf, as itself), ["out", p, j] (output j of program
     p), ["const", c] (a Python or NumPy number, 0-d arrays too, the c-th of "consts") or ["other"] (made outside the
     programs: by NumPy from an array's values, say). A call that ran an ahead-of-time compiled program, which has
-    none to send, says only that ("aot")."""
+    none to send, says only that ("aot"). A program the same answer already carries (`encoded`: buffer indices by
+    the program's identity, from `ran_entries`) is sent as that buffer."""
     before, numbered = len(out), len(_SENT)
     try:
-        return _fed(runs, leaves, result, out)
+        return _fed(runs, leaves, result, out, encoded or {})
     except Exception:  # noqa: BLE001 - whatever failed, the call's answer goes without a chain
         del out[before:]
         for key in [key for key, (_, number) in _SENT.items() if number >= numbered]:  # numbered by this call
@@ -65,7 +71,8 @@ def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> di
         return None
 
 
-def _fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> dict[str, Any] | None:
+def _fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes],
+         encoded: dict[int, int]) -> dict[str, Any] | None:
     """`fed`, which may raise."""
     import jax
     import numpy as np
@@ -101,9 +108,12 @@ def _fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes]) -> d
         token = _SENT.get(id(run.program))
         if token is not None and token[0] is run.program:
             return ["seen", token[1]]
-        out.append(encode(run.program))
+        index = encoded.get(id(run.program))
+        if index is None:
+            out.append(encode(run.program))
+            index = len(out) - 1
         _SENT[id(run.program)] = (run.program, len(_SENT))
-        return ["sent", len(out) - 1, _SENT[id(run.program)][1]]
+        return ["sent", index, _SENT[id(run.program)][1]]
 
     return {"programs": [named(run) for run in chain],
             "inputs": [[source(arg, p) for arg in run.args] for p, run in enumerate(chain)],

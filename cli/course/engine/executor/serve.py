@@ -293,9 +293,10 @@ class Executor:
         consumed = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.is_deleted()]
         value = self._encode(result, out)
         plain = runs.plainly(header)
+        encoded: dict[int, int] = {}  # a program both lists carry is encoded once
         reply = {"ok": True, "value": value, "consumed": consumed,
-                 "ran": runs.ran_entries(ran.runs, self.programs_sent, out, structural=plain)}
-        if plain and (chain := runs.fed(ran.runs, leaves, result, out)) is not None:  # for the judge to run them
+                 "ran": runs.ran_entries(ran.runs, self.programs_sent, out, structural=plain, encoded=encoded)}
+        if plain and (chain := runs.fed(ran.runs, leaves, result, out, encoded)) is not None:  # for the judge
             reply["fed"] = {**chain, "consts": self._encode(chain["consts"], out)}
         if first is not None or spare is not None:
             reply["plain"] = first or runs.beside(fn, header, spare, runs.shown(header, ran.runs, result),
