@@ -198,10 +198,23 @@ class RemoteFunction:
 def leaves_of(args: tuple, kwargs: dict[str, Any]) -> tuple[list[Any], list[arguments.Place]]:
     """The argument leaves a call with `args` and `kwargs` sends, in the order the executor numbers them, and where
     each sits in the arguments."""
+    import jax
+
     leaves: list[Any] = []
-    sending, buffers = _noting(leaves), []
-    at = arguments.places(encoded(list(args), buffers, sending), encoded(dict(kwargs), buffers, sending))
+
+    def counting(value: Any) -> dict[str, Any] | None:
+        """A leaf as `_sent` would send one, with no data: only its number matters here, and an array's bytes (read
+        from the device, then copied) would be thrown away."""
+        if isinstance(value, jax.Array | np.ndarray | np.generic) or _sent(value) is not None:
+            leaves.append(value)
+            return {"data": _NO_DATA, "kind": "counted"}
+        return None
+
+    at = arguments.places(encoded(list(args), [], counting), encoded(dict(kwargs), [], counting))
     return leaves, at
+
+
+_NO_DATA = np.zeros(0, np.float32)
 
 
 def _noting(leaves: list[Any]) -> Any:
