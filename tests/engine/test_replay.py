@@ -297,3 +297,18 @@ def test_a_program_the_answer_already_carries_is_encoded_once() -> None:
     fresh, other, s, d = _fresh(16, 5)
     (value,) = replay.run(replay.last("once"), [fresh, other])
     np.testing.assert_allclose(np.asarray(value), s - d, rtol=1e-6)
+
+
+def _padded_whole(x: jax.Array) -> jax.Array:
+    """`x` written into zeros of its own shape with `.at[:n].set`: JAX's scatter gets an empty index array."""
+    return jnp.zeros(x.shape, x.dtype).at[: x.shape[0]].set(x) * 2.0
+
+
+def test_an_empty_array_jax_made_is_the_calls_own_here() -> None:
+    """An empty array holds nothing but its type, so it is a constant of the chain, not something made outside."""
+    chain = _kept(_padded_whole, jnp.ones((16, 4), jnp.float32))
+    fresh = jnp.arange(64, dtype=jnp.float32).reshape(16, 4)
+    assert chain is not None and replay.fits(chain, [fresh])
+    (value,) = replay.run(chain, [fresh])
+    assert value is not None
+    np.testing.assert_allclose(np.asarray(value), np.asarray(fresh) * 2.0)

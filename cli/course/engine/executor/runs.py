@@ -57,10 +57,10 @@ def fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes],
     then kept or sent, and a grader that needs one says so). A program is ["sent", b, t] (its trace, appended to
     `out`, known as t from now on), ["seen", t] (sent before) or ["put", n] (a transfer of n values, which has no
     program); a source is ["arg", k] (the call's k-th argument leaf, as itself), ["out", p, j] (output j of program
-    p), ["const", c] (a Python or NumPy number, 0-d arrays too, the c-th of "consts") or ["other"] (made outside the
-    programs: by NumPy from an array's values, say). A call that ran an ahead-of-time compiled program, which has
-    none to send, says only that ("aot"). A program the same answer already carries (`encoded`: buffer indices by
-    the program's identity, from `ran_entries`) is sent as that buffer."""
+    p), ["const", c] (a Python or NumPy number, 0-d arrays too, or an empty array, the c-th of "consts") or ["other"]
+    (made outside the programs: by NumPy from an array's values, say). A call that ran an ahead-of-time compiled
+    program, which has none to send, says only that ("aot"). A program the same answer already carries (`encoded`:
+    buffer indices by the program's identity, from `ran_entries`) is sent as that buffer."""
     before, numbered = len(out), len(_SENT)
     try:
         return _fed(runs, leaves, result, out, encoded or {})
@@ -99,6 +99,9 @@ def _fed(runs: list[Any], leaves: list[Any], result: Any, out: list[bytes],
             return ["const", len(constants) - 1]
         if isinstance(value, np.ndarray) and value.ndim == 0:  # a number JAX's own eager operations made (a
             constants.append(np.array(value, copy=True)[()])  # derivative's seed, a mean's count): as a scalar
+            return ["const", len(constants) - 1]
+        if isinstance(value, np.ndarray) and value.size == 0:  # holds nothing but its type: the empty indices of
+            constants.append(np.array(value, copy=True))     # the scatter JAX makes for `.at[:n].set` of all n rows
             return ["const", len(constants) - 1]
         return ["other"]
 
