@@ -36,7 +36,7 @@ GOAL = 1.2
 # (file under cli/course, function, what it returns at once) for the tree without the layer.
 STUBS = [
     ("engine/executor/runs.py", "ran_entries", "[]"),
-    ("engine/executor/runs.py", "spare_inputs", "None"),
+    ("engine/executor/probe.py", "spare_inputs", "None"),
     ("engine/judge/consistency.py", "received", "None"),
     ("engine/judge/consistency.py", "note_trace", "None"),
     ("engine/judge/consistency.py", "note_call", "None"),

@@ -21,7 +21,7 @@ import numpy as np
 
 from course.engine.common import notary, peers, submission
 from course.engine.common.streams import printed
-from course.engine.executor import asks, runs
+from course.engine.executor import asks, probe, runs
 from course.engine.executor.held import Held, behaves
 from course.engine.executor.values import MAX_TEXT, _position, _raised, _Unsendable, incoming, outgoing
 from course.engine.wire import wire
@@ -281,10 +281,10 @@ class Executor:
 
         # A plain call beside: of a `jax.jit` only for a trace with untraced arguments, and then first, since a trace
         # may leave tracers in the learner's caches (a jit built and kept while traced) that a later call would meet.
-        static = runs.static_trace(header)
-        spare = runs.spare_inputs(header, args, kwargs) if static or not runs.jitted_as_it_is(fn) else None
+        static = probe.static_trace(header)
+        spare = probe.spare_inputs(header, args, kwargs) if static or not probe.jitted_as_it_is(fn) else None
         out: list[bytes] = []
-        first = runs.beside(fn, header, spare, [], self.programs_sent, out) if static and spare is not None else None
+        first = probe.beside(fn, header, spare, [], self.programs_sent, out) if static and spare is not None else None
         try:
             with record_runs(programs=True) as ran:  # what the call really ran, sent with what it returned
                 result = jax.block_until_ready(asks.run_call(fn, header, args, kwargs, self.path, self.module))
@@ -299,6 +299,6 @@ class Executor:
         if plain and (chain := runs.fed(ran.runs, leaves, result, out, encoded)) is not None:  # for the judge
             reply["fed"] = {**chain, "consts": self._encode(chain["consts"], out)}
         if first is not None or spare is not None:
-            reply["plain"] = first or runs.beside(fn, header, spare, runs.shown(header, ran.runs, result),
+            reply["plain"] = first or probe.beside(fn, header, spare, probe.shown(header, ran.runs, result),
                                                   self.programs_sent, out)
         return reply, out

@@ -32,7 +32,7 @@ _PROGRAMS: dict[str, Any] = {}
 """Those programs, by fingerprint, as JAX's own objects."""
 _SHARDED: set[str] = set()
 """Functions whose program runs a `shard_map` and whose plain call was made and held to it: the executor makes one
-per such function (`runs.plain_call`), and says it skipped the later ones."""
+per such function (`probe.plain_call`), and says it skipped the later ones."""
 _STATIC_CALLED: set[tuple[str, str]] = set()
 """Functions and input types whose trace with untraced arguments came with a plain call (`note_static_trace`)."""
 _STRUCTURES: dict[tuple[str, str], dict[str, list[str]]] = {}

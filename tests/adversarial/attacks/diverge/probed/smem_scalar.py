@@ -2,7 +2,7 @@
 in the plain call made beside its trace.
 
 As `../smem_scalar.py`, the SMEM kernel for `jax.make_jaxpr` and a VMEM one for every call, but when the call
-comes from the executor's probe (`runs.plain_call` on its stack: the plain call made at the same arguments as a
+comes from the executor's probe (`probe.plain_call` on its stack: the plain call made at the same arguments as a
 trace), it raises instead, so that no kernel of that call can be compared with the trace. A plain call that
 raised said nothing beside the grader's `jax.jit`, where a function may need the jit to run; beside a trace
 made with the learner's own arguments nothing excuses it.
