@@ -15,10 +15,6 @@ from typing import Any
 
 from course.engine.executor.runs import KINDS, ran_entries
 
-PROBED = ("strict", "case")
-"""Requests that run the learner's function under the grader's jit or trace: a plain call is made beside them."""
-
-
 _PROBED: set[tuple[str, str]] = set()
 """The functions and input types a plain call was made for in this process: one per pair is enough, since the judge
 keeps one program per function and input types, and a second would double the cost of every check's calls."""
