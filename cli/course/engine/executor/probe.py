@@ -125,17 +125,17 @@ def plain_call(fn: Any, args: Any, kwargs: Any, sent: set[str], out: list[bytes]
 
 
 def _explicit_mesh_of(args: Any, kwargs: Any) -> Any:
-    """`jax.set_mesh` of the first mesh with an explicit axis among the arguments (a mesh itself, or one an array is
-    sharded on), else nothing. Outside a jit, JAX runs no operation on arrays of such a mesh until it is the current
-    one ("enter your `jit` into a mesh context via `jax.set_mesh`"), which is how a learner calls such a function;
-    the grader's jit needs none."""
+    """`jax.set_mesh` of the arguments' mesh (`sharded_mesh`) when it has an explicit axis, else nothing. Outside a
+    jit, JAX runs no operation on arrays of such a mesh until it is the current one ("enter your `jit` into a mesh
+    context via `jax.set_mesh`"), which is how a learner calls such a function; the grader's jit needs none."""
     import jax
 
-    for leaf in jax.tree_util.tree_leaves((args, kwargs)):
-        mesh = leaf if isinstance(leaf, jax.sharding.Mesh) else getattr(getattr(leaf, "sharding", None), "mesh", None)
-        if isinstance(mesh, jax.sharding.Mesh) and jax.sharding.AxisType.Explicit in mesh.axis_types:
-            return jax.set_mesh(mesh)
-    return contextlib.nullcontext()
+    from course.grading.observe.calls.donation import sharded_mesh
+
+    mesh = sharded_mesh((args, kwargs))
+    if mesh is None or jax.sharding.AxisType.Explicit not in mesh.axis_types:
+        return contextlib.nullcontext()
+    return jax.set_mesh(mesh)
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ __all__ = [
     "jitted_functions",
     "ran_jit_calls",
     "runs_as_jit_calls",
+    "sharded_mesh",
 ]
 
 
@@ -307,11 +308,17 @@ def _as_equation(run: Any) -> Any:
 def _on_mesh_of(args: Any) -> Any:
     """The arguments' own mesh as the current one, so that a call traced on it lowers on its devices (a
     traced operand knows only the mesh's shape); no mesh when no argument is sharded on one."""
-    for leaf in jax.tree_util.tree_leaves(args):
+    mesh = sharded_mesh(args)
+    return contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh)
+
+
+def sharded_mesh(tree: Any) -> jax.sharding.Mesh | None:
+    """The mesh the first array of `tree` that is sharded on one is sharded on, or None."""
+    for leaf in jax.tree_util.tree_leaves(tree):
         mesh = getattr(getattr(leaf, "sharding", None), "mesh", None)
         if isinstance(mesh, jax.sharding.Mesh):
-            return jax.set_mesh(mesh)
-    return contextlib.nullcontext()
+            return mesh
+    return None
 
 
 def record_of(call: JitCall) -> dict[str, Any]:
