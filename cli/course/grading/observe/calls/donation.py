@@ -38,7 +38,6 @@ __all__ = [
     "jitted_functions",
     "ran_jit_calls",
     "runs_as_jit_calls",
-    "sharded_mesh",
 ]
 
 
