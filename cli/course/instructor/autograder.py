@@ -243,13 +243,14 @@ def grade_submission(course_dir: Path, submission: Path, results: Path, metadata
     logged: set[str] = set()
 
     def progress(left: list[Any]) -> None:
-        """Write the results as they stand, and log each exercise as it ends (a stopped run keeps both)."""
-        _write_results(run, student, [j.exercise for j in left])
+        """Log each exercise as it ends, then write the results as they stand (a stopped run keeps both): logged
+        first, so that an exercise results.json holds is in the log too, whenever the run is killed."""
         pending = {j.exercise.name for j in left}
         for name, rec in student.records.items():
             if name not in pending and name not in logged:
                 logged.add(name)
                 ui.raw("".join(line + "\n" for line in log_lines(name, rec)))
+        _write_results(run, student, [j.exercise for j in left])
 
     budget.grade_within(run, clock, progress)
     ui.raw(f"seed {run.seed}; {time.monotonic() - clock.started:.1f} s in all of a budget of {budget_s:g} s; "
